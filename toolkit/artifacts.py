@@ -1,0 +1,175 @@
+"""The typed artifacts that flow between stages.
+
+load -> LoadedModel -> quantize -> QuantizedModel -> lower -> Program -> run -> RunResult.
+Each stage takes the previous artifact and returns the next; none reaches into another's internals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from .npu import NpuConfig
+
+Variant = Literal["fused", "unfused"]
+VARIANTS: tuple[Variant, ...] = ("fused", "unfused")
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    spec: str  # what the user typed: zoo:NAME, file.py:Name, model.pt2
+    name: str
+    module: Any = field(repr=False)  # torch.nn.Module in eval mode
+    example_inputs: tuple = field(repr=False)  # tuple of torch.Tensor
+    content_hash: str = ""  # changes when the weights, code or input shapes change
+
+
+@dataclass(frozen=True)
+class CalibrationSet:
+    samples: tuple = field(repr=False)  # tuple of input tuples (torch.Tensor)
+    source: str  # "random(seed=0, n=8)" or a folder
+    seed: int | None
+    content_hash: str
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """Shape and dtype of a model input or output as the .pte sees it."""
+
+    shape: tuple[int, ...]
+    dtype: str  # numpy dtype name: "float32", "int8"
+
+
+@dataclass(frozen=True)
+class TensorQuant:
+    """Affine int quantization of one tensor at a program boundary: real = scale * (q - zp)."""
+
+    scale: float
+    zero_point: int
+    qmin: int
+    qmax: int
+    dtype: str  # "int8", "int16"
+
+
+@dataclass(frozen=True)
+class FusionDecision:
+    """What our block annotation and fusion did with one conv/linear + activation pattern."""
+
+    parent: str  # node name of the conv/linear
+    activation: str  # "relu", "relu6", "hardtanh(0, 4.0)", ...
+    source: str  # module path and file:line in the user's model
+    fused: bool
+    reason: str  # why not fused, or what was folded ("upper bound 6.0 folded into qmax")
+    zero_point_raised: bool = False  # fused by raising qmin to a zero point above qmin
+
+
+@dataclass(frozen=True)
+class QuantizedModel:
+    variant: Variant
+    graph_module: Any = field(repr=False)  # torch.fx.GraphModule after convert_pt2e
+    example_inputs: tuple = field(repr=False)
+    decisions: tuple[FusionDecision, ...] = ()
+
+
+@dataclass(frozen=True)
+class LayerEstimate:
+    """One row of Vela's per-layer performance CSV."""
+
+    name: str
+    operator: str
+    npu_cycles: int
+    op_cycles: int
+    macs: int
+
+
+@dataclass(frozen=True)
+class VelaEstimate:
+    """Vela's performance estimate: not a measurement."""
+
+    npu_cycles: int
+    total_cycles: int
+    sram_bytes: int
+    off_chip_flash_bytes: int
+    macs: int
+    layers: tuple[LayerEstimate, ...] = ()
+
+
+@dataclass(frozen=True)
+class CpuOp:
+    """An operator left to the CPU by the partitioner."""
+
+    op: str
+    node: str
+    source: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Delegate:
+    index: int
+    tosa_path: Path
+    vela_npz_path: Path
+    payload: bytes = field(repr=False)  # the vela_bin_stream ExecuTorch puts in the .pte
+    tosa_ops: dict[str, int] = field(default_factory=dict)
+    npu_ops: int = 0
+    estimate: VelaEstimate | None = None
+    inputs: tuple[TensorQuant, ...] = ()
+    outputs: tuple[TensorQuant, ...] = ()
+
+
+@dataclass(frozen=True)
+class Program:
+    """A compiled variant: the .pte and everything needed to run and check it."""
+
+    variant: Variant
+    model_name: str
+    npu: NpuConfig
+    out_dir: Path
+    pte_path: Path
+    delegates: tuple[Delegate, ...]
+    cpu_ops: tuple[CpuOp, ...]
+    vela_flags: tuple[str, ...]
+    input_specs: tuple[TensorSpec, ...]
+    output_specs: tuple[TensorSpec, ...]
+    input_quant: tuple[TensorQuant | None, ...]  # per model input (None: float on the CPU)
+    output_quant: tuple[TensorQuant | None, ...]  # per model output
+    decisions: tuple[FusionDecision, ...] = ()
+    graph_module: Any = field(default=None, repr=False, compare=False)  # edge graph, delegates as calls
+
+    @property
+    def tosa_ops(self) -> dict[str, int]:
+        total: dict[str, int] = {}
+        for delegate in self.delegates:
+            for op, count in delegate.tosa_ops.items():
+                total[op] = total.get(op, 0) + count
+        return dict(sorted(total.items()))
+
+    @property
+    def npu_ops(self) -> int:
+        return sum(d.npu_ops for d in self.delegates)
+
+
+CycleKind = Literal["measured", "simulated", "estimate", "none"]
+
+
+@dataclass(frozen=True)
+class CycleFigures:
+    """Cycle counts with what they are: an FVP/board measurement, our simulator, or Vela's estimate."""
+
+    kind: CycleKind
+    source: str  # "FVP PMU (ethosu_pmu_cycle_cntr)", "etk simulator cycle model", "Vela 5.1.0 estimate"
+    npu_cycles: int | None = None
+    total_cycles: int | None = None
+    cpu_cycles: int | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    runner: str  # "fvp", "sim", "tosa-ref", "serial"
+    outputs: tuple[np.ndarray, ...] = field(repr=False)  # model outputs, as the model returns them
+    cycles: CycleFigures
+    details: dict[str, Any] = field(default_factory=dict)  # PMU counters, per-op cycles, log path

@@ -1,0 +1,55 @@
+"""The `etk` command: parse, dispatch to a verb module, map errors to exit codes.
+
+Each verb lives in its own module here with `register(subparsers)`, which adds the verb's parser
+and sets `func` (args -> exit code). Exit codes: 0 ok, 1 a check failed (regression, mismatch),
+2 bad input (one line, no traceback unless --debug), 3 an external tool failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from ..errors import ToolError, UserError
+
+VERB_MODULES = ("compile", "deploy", "info")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="etk", description="PyTorch models on Arm Ethos-U NPUs: compile, deploy, compare "
+        "fused vs unfused activations.")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    subparsers = parser.add_subparsers(dest="verb", metavar="VERB")
+    for name in VERB_MODULES:
+        importlib.import_module(f"{__name__}.{name}").register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except UserError as exc:
+        if args.debug:
+            raise
+        print(f"etk: error: {exc}", file=sys.stderr)
+        return 2
+    except ToolError as exc:
+        if args.debug:
+            raise
+        print(f"etk: {exc}", file=sys.stderr)
+        return 3
+    except KeyboardInterrupt:
+        print("etk: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,25 @@
+"""The runner interface: run(program, inputs) -> RunResult, and whether a runner can run here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+import numpy as np
+
+from ..artifacts import Program, RunResult
+from ..targets import Target
+
+
+@dataclass(frozen=True)
+class Availability:
+    ok: bool
+    reason: str  # why not, and how to fix it; or what will run
+
+
+class Runner(Protocol):
+    name: str  # "fvp", "sim", "tosa-ref", "serial"
+
+    def availability(self, target: Target, program_npu: str) -> Availability: ...
+
+    def run(self, program: Program, inputs: Sequence[np.ndarray], target: Target) -> RunResult: ...

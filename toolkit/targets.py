@@ -1,0 +1,208 @@
+"""Targets as data: loading and validating targets/*.toml.
+
+A target file names the NPU configurations a system offers, the Vela system config and memory
+mode that match its runtime build, and how to run on it (an FVP, a board). Users add a target by
+adding a file to targets/ or to a folder named in ETK_TARGETS_PATH.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import UserError
+from .npu import DEFAULT_VELA_SYSTEM, NpuConfig, check_accelerator
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def data_dir(name: str) -> Path:
+    """A data folder shipped with the package (targets, fvp_configs).
+
+    Installed: toolkit/data/NAME (mapped in pyproject.toml). From a source tree or an
+    editable install: the folder at the top of the repository.
+    """
+    for candidate in (_PACKAGE_DIR / "data" / name, _PACKAGE_DIR.parent / name):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"toolkit data folder '{name}' is missing from the installation")
+
+
+@dataclass(frozen=True)
+class FvpSpec:
+    """How to run this target on an Arm Fixed Virtual Platform."""
+
+    binaries: dict[str, str]  # NPU family ("ethos-u55") -> FVP executable name
+    board_prefix: str  # "mps3_board" (Corstone-300) or "mps4_board" (Corstone-320)
+    num_macs_param: str  # e.g. "ethosu.num_macs"
+    cpu_prefix: str  # semihosting parameters live under this component, e.g. "cpu0"
+    config_file: Path | None  # FVP parameter file (-f), from fvp_configs/
+    parameters: dict[str, str | int | bool]  # extra -C parameters
+    time_limit_s: int
+    runner_elf: str | None  # semihosting executor runner; --runner-elf / ETK_RUNNER_ELF win
+
+    def binary_for(self, accelerator: str) -> str:
+        family = accelerator.rsplit("-", 1)[0]
+        try:
+            return self.binaries[family]
+        except KeyError:
+            raise UserError(f"this target's FVP has no {family} model; "
+                            f"it has {', '.join(sorted(self.binaries))}") from None
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    description: str
+    source: Path
+    default_npu: str
+    supported_npus: tuple[str, ...]
+    # NPU family -> (Vela system config, memory mode) as the runtime image was built.
+    vela_system: dict[str, tuple[str, str]]
+    fvp: FvpSpec | None = None
+    board: dict[str, Any] | None = field(default=None)
+
+    def npu(self, accelerator: str | None = None, system_config: str | None = None,
+            memory_mode: str | None = None) -> NpuConfig:
+        """The NPU configuration to compile for, with user overrides applied."""
+        accelerator = accelerator or self.default_npu
+        check_accelerator(accelerator)
+        if accelerator not in self.supported_npus:
+            raise UserError(
+                f"target '{self.name}' has no {accelerator}: use one of "
+                f"{', '.join(self.supported_npus)} (or add a target file in targets/)")
+        family = accelerator.rsplit("-", 1)[0]
+        default_system, default_memory = self.vela_system.get(family, DEFAULT_VELA_SYSTEM[family])
+        return NpuConfig(accelerator, system_config or default_system,
+                         memory_mode or default_memory)
+
+
+class _Table:
+    """A TOML table that reports missing or mistyped keys with file and key path."""
+
+    def __init__(self, data: dict[str, Any], path: Path, prefix: str = ""):
+        self.data, self.path, self.prefix = data, path, prefix
+
+    def _fail(self, key: str, expected: str, got: Any = None) -> UserError:
+        what = "missing" if got is None else f"is {type(got).__name__} {got!r}"
+        return UserError(f"target file {self.path}: key '{self.prefix}{key}' {what}, "
+                         f"expected {expected}")
+
+    def get(self, key: str, typ: type | tuple[type, ...], expected: str,
+            default: Any = ...) -> Any:
+        if key not in self.data:
+            if default is ...:
+                raise self._fail(key, expected)
+            return default
+        value = self.data[key]
+        if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
+            raise self._fail(key, expected, value)
+        return value
+
+    def table(self, key: str, required: bool = True) -> "_Table | None":
+        value = self.get(key, dict, "a table", default=... if required else None)
+        return None if value is None else _Table(value, self.path, f"{self.prefix}{key}.")
+
+    def str_list(self, key: str) -> tuple[str, ...]:
+        value = self.get(key, list, "a list of strings")
+        if not all(isinstance(v, str) for v in value):
+            raise self._fail(key, "a list of strings", value)
+        return tuple(value)
+
+    def str_dict(self, key: str) -> dict[str, str]:
+        value = self.get(key, dict, "a table of strings", default={})
+        if not all(isinstance(v, str) for v in value.values()):
+            raise self._fail(key, "a table of strings", value)
+        return dict(value)
+
+
+def _parse_fvp(table: _Table) -> FvpSpec:
+    config_name = table.get("config_file", str, "a file name in fvp_configs/", default=None)
+    config_file = None
+    if config_name is not None:
+        config_file = data_dir("fvp_configs") / config_name
+        if not config_file.is_file():
+            config_file = table.path.parent / config_name
+        if not config_file.is_file():
+            raise UserError(f"target file {table.path}: fvp.config_file '{config_name}' "
+                            f"not found in fvp_configs/ or next to the target file")
+    params = table.get("parameters", dict, "a table of FVP parameters", default={})
+    return FvpSpec(
+        binaries=table.str_dict("binaries") or {},
+        board_prefix=table.get("board_prefix", str, "a string like 'mps3_board'"),
+        num_macs_param=table.get("num_macs_param", str, "an FVP parameter name"),
+        cpu_prefix=table.get("cpu_prefix", str, "an FVP component name like 'cpu0'"),
+        config_file=config_file,
+        parameters=dict(params),
+        time_limit_s=table.get("time_limit_s", int, "an integer number of seconds", default=600),
+        runner_elf=table.get("runner_elf", str, "a path to the executor runner ELF",
+                             default=None),
+    )
+
+
+def load_target_file(path: Path) -> Target:
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"target file {path} is not valid TOML: {exc}") from None
+    top = _Table(data, path)
+    npu = top.table("npu")
+    supported = npu.str_list("supported")
+    for accelerator in supported:
+        check_accelerator(accelerator)
+    default_npu = npu.get("default", str, "an NPU configuration like 'ethos-u55-128'")
+    if default_npu not in supported:
+        raise UserError(f"target file {path}: npu.default '{default_npu}' is not in npu.supported")
+    vela_system = {}
+    vela = npu.table("vela", required=False)
+    if vela is not None:
+        for family in vela.data:
+            fam = vela.table(family)
+            vela_system[family] = (
+                fam.get("system_config", str, "a Vela system config name"),
+                fam.get("memory_mode", str, "a Vela memory mode name"),
+            )
+    fvp = top.table("fvp", required=False)
+    board = top.get("board", dict, "a table", default=None)
+    return Target(
+        name=top.get("name", str, "the target's name"),
+        description=top.get("description", str, "a one-line description", default=""),
+        source=path,
+        default_npu=default_npu,
+        supported_npus=supported,
+        vela_system=vela_system,
+        fvp=_parse_fvp(fvp) if fvp is not None else None,
+        board=board,
+    )
+
+
+def target_dirs() -> list[Path]:
+    extra = [Path(p) for p in os.environ.get("ETK_TARGETS_PATH", "").split(os.pathsep) if p]
+    return extra + [data_dir("targets")]
+
+
+def list_targets() -> list[Target]:
+    seen: dict[str, Target] = {}
+    for folder in target_dirs():
+        for path in sorted(folder.glob("*.toml")):
+            target = load_target_file(path)
+            seen.setdefault(target.name, target)
+    return list(seen.values())
+
+
+def load_target(name: str) -> Target:
+    """A target by name, or from a .toml path."""
+    if name.endswith(".toml"):
+        path = Path(name)
+        if not path.is_file():
+            raise UserError(f"target file {name} not found")
+        return load_target_file(path)
+    for folder in target_dirs():
+        path = folder / f"{name}.toml"
+        if path.is_file():
+            return load_target_file(path)
+    known = ", ".join(t.name for t in list_targets())
+    raise UserError(f"unknown target '{name}': use one of {known} or a path to a .toml file")
