@@ -114,7 +114,8 @@ class Delegate:
     vela_npz_path: Path
     payload: bytes = field(repr=False)  # the vela_bin_stream ExecuTorch puts in the .pte
     tosa_ops: dict[str, int] = field(default_factory=dict)
-    npu_ops: int = 0
+    npu_ops: int = 0  # kernel operations (conv, depthwise, pool, elementwise) in the command stream
+    command_ops: dict[str, int] = field(default_factory=dict)  # every NPU_OP_* command, counted
     estimate: VelaEstimate | None = None
     inputs: tuple[TensorQuant, ...] = ()
     outputs: tuple[TensorQuant, ...] = ()
@@ -138,6 +139,7 @@ class Program:
     output_quant: tuple[TensorQuant | None, ...]  # per model output
     decisions: tuple[FusionDecision, ...] = ()
     graph_module: Any = field(default=None, repr=False, compare=False)  # edge graph, delegates as calls
+    timings: dict[str, float] = field(default_factory=dict, compare=False)  # stage -> seconds
 
     @property
     def tosa_ops(self) -> dict[str, int]:

@@ -1,0 +1,16 @@
+"""A functional Ethos-U55/U65 simulator that runs Vela's command stream bit-exactly.
+
+    program = load_payload(payload_bytes_or_npz_path)
+    result = simulate(program, inputs, "ethos-u55-128")
+    result.outputs, result.operations, result.cycles
+"""
+
+from .errors import PayloadError, RegionError, SimError, UnsupportedError
+from .payload import IOTensor, NpuProgram, load_payload
+from .records import OpRecord
+from .simulator import ACCELERATORS, SimResult, simulate
+
+__all__ = [
+    "ACCELERATORS", "IOTensor", "NpuProgram", "OpRecord", "PayloadError", "RegionError",
+    "SimError", "SimResult", "UnsupportedError", "load_payload", "simulate",
+]

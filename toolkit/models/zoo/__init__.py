@@ -1,0 +1,66 @@
+"""Built-in networks, addressed as zoo:NAME."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ...errors import UserError
+from .mlperf_tiny import DSCNN, FCAutoencoder, MobileNetV1, ResNet8
+from .tiny import tiny_models
+
+ZOO_SEED = 20241
+
+_MLPERF = {
+    "ds_cnn": (DSCNN, DSCNN.input_shape),
+    "mobilenet_v1_025": (MobileNetV1, MobileNetV1.input_shape),
+    "resnet8": (ResNet8, ResNet8.input_shape),
+    "fc_autoencoder": (FCAutoencoder, FCAutoencoder.input_shape),
+}
+MLPERF_TINY = tuple(_MLPERF)
+
+
+def _catalogue() -> dict[str, tuple]:
+    return {**tiny_models(), **_MLPERF}
+
+
+def zoo_names() -> list[str]:
+    return sorted(_catalogue())
+
+
+def _realistic_batch_norm(model: nn.Module, input_shape: tuple, generator: torch.Generator):
+    """Give batch norms random affine parameters and running statistics of real activations.
+
+    Freshly initialised batch norms (mean 0, var 1, identity affine) leave activations that are
+    not representative; a few forward passes in training mode on random inputs set the running
+    statistics to what the layers actually produce.
+    """
+    norms = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    if not norms:
+        return
+    for norm in norms:
+        norm.weight.data = 0.5 + torch.rand(norm.weight.shape, generator=generator)
+        norm.bias.data = 0.2 * torch.randn(norm.bias.shape, generator=generator)
+        norm.momentum = None  # cumulative average over the passes below
+        norm.reset_running_stats()
+    model.train()
+    batch = (16,) + tuple(input_shape[1:])
+    with torch.no_grad():
+        for _ in range(4):
+            model(torch.randn(batch, generator=generator))
+    model.eval()
+
+
+def build_zoo_model(name: str) -> tuple[nn.Module, tuple]:
+    """The seeded model and its example inputs."""
+    catalogue = _catalogue()
+    if name not in catalogue:
+        raise UserError(f"unknown zoo model '{name}': use one of {', '.join(sorted(catalogue))}")
+    constructor, shape = catalogue[name]
+    generator = torch.Generator().manual_seed(ZOO_SEED)
+    with torch.random.fork_rng():  # parameter initialisation uses the global generator
+        torch.manual_seed(ZOO_SEED)
+        model = constructor()
+    _realistic_batch_norm(model, shape, generator)
+    model.eval()
+    return model, (torch.randn(shape, generator=generator),)

@@ -1,0 +1,35 @@
+"""Bit-exact against the TOSA reference model on single-operator graphs, every supported NPU."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from toolkit.sim import load_payload, simulate
+
+from .conftest import ACCELERATORS, DEFAULT_CASES, FULL_SWEEP
+
+
+def _check(cases, name: str, accelerator: str):
+    case = cases.get(name, accelerator)
+    program = load_payload(case.npz[accelerator])
+    result = simulate(program, [case.input], accelerator)
+    expected = case.expected.reshape(result.outputs[0].shape)
+    mismatches = int(np.count_nonzero(result.outputs[0] != expected))
+    assert result.outputs[0].dtype == expected.dtype
+    assert mismatches == 0, f"{name} on {accelerator}: {mismatches}/{expected.size} differ"
+    assert result.operations, "no NPU operation ran"
+    return result
+
+
+@pytest.mark.parametrize("accelerator", ACCELERATORS)
+@pytest.mark.parametrize("name", DEFAULT_CASES)
+def test_single_op_bit_exact(cases, name, accelerator):
+    _check(cases, name, accelerator)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("accelerator", ACCELERATORS)
+@pytest.mark.parametrize("name", sorted(FULL_SWEEP))
+def test_full_sweep_bit_exact(cases, name, accelerator):
+    _check(cases, name, accelerator)

@@ -1,0 +1,146 @@
+"""Clear errors for bad payloads and unimplemented commands; cycles that ignore non-timing values."""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+
+import numpy as np
+import pytest
+
+from toolkit.cli.diff import payloads_in_pte
+from toolkit.errors import UserError
+from toolkit.sim import PayloadError, RegionError, UnsupportedError, load_payload, simulate
+from toolkit.sim.commands import decode
+from toolkit.sim.diff import diff_programs
+
+ACC = "ethos-u55-128"
+
+
+@pytest.fixture(scope="module")
+def conv_case(cases):
+    return cases.get("conv3x3_same_relu", ACC)
+
+
+@pytest.fixture(scope="module")
+def program(conv_case):
+    return load_payload(conv_case.npz[ACC])
+
+
+@pytest.fixture(scope="module")
+def bin_stream(conv_case):
+    from executorch.backends.arm.arm_vela import vela_compile
+
+    from toolkit.npu import npu_config
+
+    flags = [*npu_config(ACC).vela_flags, "--output-format=raw"]
+    return vela_compile(conv_case.tosa.read_bytes(), flags).processed_bytes
+
+
+def _patch(program, name: str, value: int, nth: int = 0, param: int | None = None):
+    """A copy of the program with the nth `name` command's value replaced."""
+    cmd = [c for c in decode(program.command_stream) if c.name == name][nth]
+    words = bytearray(program.command_stream)
+    if cmd.data is None:
+        struct.pack_into("<I", words, cmd.offset,
+                         (struct.unpack_from("<I", words, cmd.offset)[0] & 0xFFFF) | (value << 16))
+    else:
+        struct.pack_into("<I", words, cmd.offset + 4, value)
+        if param is not None:
+            head = struct.unpack_from("<I", words, cmd.offset)[0]
+            struct.pack_into("<I", words, cmd.offset, (head & 0xFFFF) | (param << 16))
+    return dataclasses.replace(program, command_stream=bytes(words)), cmd
+
+
+def test_bin_stream_and_npz_agree(conv_case, program, bin_stream):
+    from_pte = load_payload(bin_stream)
+    assert from_pte.command_stream == program.command_stream
+    assert from_pte.weights == program.weights
+    assert from_pte.inputs == program.inputs and from_pte.outputs == program.outputs
+    assert from_pte.config.accelerator == ACC
+    out = simulate(from_pte, [conv_case.input], ACC).outputs[0]
+    assert np.array_equal(out, conv_case.expected.reshape(out.shape))
+    assert payloads_in_pte(b"junk" + bin_stream + b"more") == [bin_stream]
+
+
+def test_truncated_payload(bin_stream):
+    with pytest.raises(PayloadError, match="truncated"):
+        load_payload(bin_stream[: len(bin_stream) // 2])
+
+
+def test_corrupted_payload(bin_stream):
+    with pytest.raises(PayloadError, match="not a vela_bin_stream"):
+        load_payload(b"X" + bin_stream[1:])
+    bad = bytearray(bin_stream)
+    cmd_at = bin_stream.index(b"cmd_data") + 32
+    bad[cmd_at:cmd_at + 4] = b"XXXX"
+    with pytest.raises(PayloadError, match="COP1"):
+        load_payload(bytes(bad))
+    assert issubclass(PayloadError, UserError)
+
+
+def test_unknown_opcode(program, conv_case):
+    words = bytearray(program.command_stream)
+    struct.pack_into("<I", words, 0, 0x3FE)  # cmd0 opcode 0x3fe does not exist
+    with pytest.raises(PayloadError, match=r"unknown opcode 0x3fe .* offset 0x0"):
+        simulate(dataclasses.replace(program, command_stream=bytes(words)), [conv_case.input], ACC)
+
+
+def test_region_overflow(program, conv_case):
+    bad, _ = _patch(program, "NPU_SET_OFM_BASE0", 0x7FFF0000, nth=-1)
+    with pytest.raises(RegionError, match=r"NPU_OP_\w+ at command-stream offset 0x[0-9a-f]+ "
+                                          r"\(OFM\): access to bytes .* overflows the region"):
+        simulate(bad, [conv_case.input], ACC)
+
+
+def test_elementwise_is_not_implemented(program, conv_case):
+    op = next(c for c in decode(program.command_stream) if c.name == "NPU_OP_POOL")
+    words = bytearray(program.command_stream)
+    struct.pack_into("<I", words, op.offset, 0x006 | (1 << 16))  # NPU_OP_ELEMENTWISE(ADD)
+    with pytest.raises(UnsupportedError,
+                       match=rf"NPU_OP_ELEMENTWISE \(value 0x1\) at command-stream offset "
+                             rf"{op.offset:#x} is not implemented"):
+        simulate(dataclasses.replace(program, command_stream=bytes(words)), [conv_case.input], ACC)
+
+
+def test_unimplemented_mode_names_register(program, conv_case):
+    bad, cmd = _patch(program, "NPU_SET_ACTIVATION", 3)  # tanh
+    with pytest.raises(UnsupportedError, match="ACTIVATION = 3 is not implemented"):
+        simulate(bad, [conv_case.input], ACC)
+
+
+def test_cycles_ignore_zero_points_clips_and_scales(program, conv_case):
+    base = simulate(program, [conv_case.input], ACC)
+    changed = program
+    for name, value in (("NPU_SET_OFM_ZERO_POINT", 5), ("NPU_SET_IFM_ZERO_POINT", 3),
+                        ("NPU_SET_ACTIVATION_MIN", 0), ("NPU_SET_ACTIVATION_MAX", 50)):
+        for nth in range(sum(c.name == name for c in decode(program.command_stream))):
+            changed, _ = _patch(changed, name, value, nth)
+    changed, _ = _patch(changed, "NPU_SET_OFM_SCALE", 0x40000000, param=30)
+    other = simulate(changed, [conv_case.input], ACC)
+    assert not np.array_equal(other.outputs[0], base.outputs[0])
+    assert [r.cycles for r in other.operations] == [r.cycles for r in base.operations]
+    assert other.cycles == base.cycles > 0
+
+
+def test_fused_and_unfused_relu_same_cycles_and_diff(cases):
+    fused = cases.get("conv3x3_same_relu", ACC)
+    unfused = cases.get("conv3x3_same_clamp", ACC)
+    pa, pb = load_payload(fused.npz[ACC]), load_payload(unfused.npz[ACC])
+    ra = simulate(pa, [fused.input], ACC)
+    rb = simulate(pb, [unfused.input], ACC)
+    assert ra.cycles == rb.cycles
+    rows = diff_programs(pa, pb)
+    assert all(r.a is not None and r.b is not None for r in rows)
+    changed = {name.split(".")[0] for r in rows for name, _, _ in r.changed}
+    assert changed <= {"IFM_ZERO_POINT", "OFM_ZERO_POINT", "ACTIVATION_MIN", "ACTIVATION_MAX",
+                       "OFM_SCALE"}, changed
+
+
+def test_records_count_macs_and_bytes(program, conv_case):
+    result = simulate(program, [conv_case.input], ACC)
+    convs = [r for r in result.operations if r.kind == "conv"]
+    assert len(convs) == 1
+    assert convs[0].macs == 10 * 12 * 16 * 9 * 8
+    assert convs[0].read_from(0) > 0 and convs[0].written_to(1) == 10 * 12 * 16
+    assert result.cycles == sum(r.cycles for r in result.operations)

@@ -1,0 +1,102 @@
+"""`etk targets` and `etk doctor`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from toolkit.cli import info
+
+def _etk(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="etk")
+    info.register(parser.add_subparsers(dest="verb"))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+@pytest.fixture
+def bare_machine(tmp_path, monkeypatch):
+    """No FVP anywhere, no runner ELF."""
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    for name in ("ETK_FVP_PATH", "ETK_RUNNER_ELF", "ETK_TARGETS_PATH"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def _install_fake_fvps(bin_dir: Path) -> None:
+    """Executables named like the FVPs: these verbs only look for them, never run them."""
+    bin_dir.mkdir()
+    for name in ("FVP_Corstone_SSE-300_Ethos-U55", "FVP_Corstone_SSE-300_Ethos-U65",
+                 "FVP_Corstone_SSE-320"):
+        (bin_dir / name).write_text("#!/bin/sh\nexit 1\n")
+        (bin_dir / name).chmod(0o755)
+
+
+def _row(out: str, *cells: str) -> str:
+    rows = [line for line in out.splitlines() if all(c in line for c in cells)]
+    assert len(rows) == 1, out
+    return rows[0]
+
+
+def test_targets_on_a_machine_without_fvp(bare_machine, capsys):
+    assert _etk(["targets"]) == 0
+    out = capsys.readouterr().out
+    u55 = _row(out, "corstone-300", "ethos-u55: 32, 64, 128, 256", "Ethos_U55_High_End_Embedded")
+    assert "no (1, 2)" in u55
+    assert [c.strip() for c in u55.split("│")[-4:-1]] == ["no (1, 2)", "yes", "yes"]
+    u85 = _row(out, "corstone-320", "ethos-u85: 128", "Ethos_U85_SYS_DRAM_Mid")
+    assert u85.split("│")[-3].strip().startswith("no (")  # the simulator has no U85
+    assert "Sram_Only" in out and "Dedicated_Sram_384KB" in out
+    assert ("(1) FVP binary FVP_Corstone_SSE-300_Ethos-U55 not found on PATH or in ETK_FVP_PATH: "
+            "download the Corstone-300 Ecosystem FVP from "
+            "https://developer.arm.com/downloads/-/arm-ecosystem-fvps") in out
+    assert ("(2) no executor runner ELF (--runner-elf, ETK_RUNNER_ELF or fvp.runner_elf in the "
+            "target file): build it in an ExecuTorch checkout with "
+            "backends/arm/scripts/build_executor_runner.sh --pte=semihosting "
+            "--target=ethos-u55-128 --system_config=Ethos_U55_High_End_Embedded "
+            "--memory_mode=Shared_Sram") in out
+    assert "FVP binary FVP_Corstone_SSE-320 not found" in out
+    assert "the built-in simulator does not model ethos-u85-128" in out
+
+
+def test_targets_with_fvp_and_runner_elf(bare_machine, tmp_path, monkeypatch, capsys):
+    _install_fake_fvps(tmp_path / "fvps")
+    monkeypatch.setenv("ETK_FVP_PATH", str(tmp_path / "fvps"))
+    elf = tmp_path / "arm_executor_runner"
+    elf.write_bytes(b"\x7fELF")
+    assert _etk(["targets", "--runner-elf", str(elf)]) == 0
+    u55 = _row(capsys.readouterr().out, "corstone-300", "ethos-u55")
+    assert [c.strip() for c in u55.split("│")[-4:-1]] == ["yes", "yes", "yes"]
+
+
+def test_doctor_reports_versions_and_what_is_missing(bare_machine, capsys):
+    assert _etk(["doctor"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].split() == ["python", sys.version.split()[0]]
+    for label, dist in (("torch", "torch"), ("executorch", "executorch"),
+                        ("ethos-u-vela", "ethos-u-vela"), ("tosa-tools", "tosa-tools"),
+                        ("toolkit", "ethos-u-toolkit")):
+        assert f"{label:<14}{metadata.version(dist)}" in lines
+    assert ("  FVP_Corstone_SSE-300_Ethos-U65: missing; download the Corstone-300 Ecosystem FVP "
+            "from https://developer.arm.com/downloads/-/arm-ecosystem-fvps (or run ExecuTorch's "
+            "examples/arm/setup.sh --i-agree-to-the-contained-eula), then put the folder holding "
+            "FVP_Corstone_SSE-300_Ethos-U65 on PATH or in ETK_FVP_PATH") in lines
+    assert any(line.startswith("  corstone-320: missing; build it in an ExecuTorch checkout "
+                               "with backends/arm/scripts/build_executor_runner.sh "
+                               "--pte=semihosting --target=ethos-u85-256") for line in lines)
+
+
+def test_doctor_finds_fvp_and_elf(bare_machine, tmp_path, monkeypatch, capsys):
+    _install_fake_fvps(tmp_path / "fvps")
+    monkeypatch.setenv("PATH", str(tmp_path / "fvps"))
+    elf = tmp_path / "arm_executor_runner"
+    elf.write_bytes(b"\x7fELF")
+    monkeypatch.setenv("ETK_RUNNER_ELF", str(elf))
+    assert _etk(["doctor"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert f"  FVP_Corstone_SSE-320: found at {tmp_path / 'fvps' / 'FVP_Corstone_SSE-320'}" in lines
+    assert f"  corstone-300: found at {elf} (from ETK_RUNNER_ELF)" in lines

@@ -1,0 +1,50 @@
+"""Arguments shared by the verbs that build a job, and turning them into one."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.console import Console
+
+from ..pipeline import Job, JobResult
+from ..report.tables import print_result, write_markdown
+
+
+def add_job_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", metavar="MODEL",
+                        help="zoo:NAME, path/to/file.py:ClassOrFactory, or a .pt2 file")
+    parser.add_argument("--target", default="corstone-300", help="target name or .toml file")
+    parser.add_argument("--npu", help="NPU configuration, e.g. ethos-u55-256 (default: the target's)")
+    parser.add_argument("--system-config", help="Vela system config (default: the target's)")
+    parser.add_argument("--memory-mode", help="Vela memory mode (default: the target's)")
+    parser.add_argument("--input-shape", help="input shape(s) for file models, e.g. 1,3,32,32")
+    parser.add_argument("--calibration-samples", type=int, default=8,
+                        help="random calibration inputs (default 8)")
+    parser.add_argument("--calibration-data", type=Path, help="folder of .npy/.npz inputs")
+    parser.add_argument("--seed", type=int, default=0, help="seed for calibration and evaluation inputs")
+    parser.add_argument("--eval-samples", type=int, default=8,
+                        help="inputs to compare against the float model (default 8)")
+    parser.add_argument("--vela-option", action="append", default=[], metavar="FLAG",
+                        help="extra Vela flag, e.g. --vela-option=--optimise=Size (repeatable)")
+    parser.add_argument("-o", "--out", type=Path, default=Path("etk-out"), help="output folder")
+
+
+def job_from_args(args, variants, runner: str | None = None) -> Job:
+    return Job(model=args.model, target=args.target, variants=variants, npu=args.npu,
+               system_config=args.system_config, memory_mode=args.memory_mode,
+               input_shape=args.input_shape, calibration_samples=args.calibration_samples,
+               calibration_dir=args.calibration_data, seed=args.seed,
+               eval_samples=args.eval_samples, out_dir=args.out,
+               extra_vela=tuple(args.vela_option), runner=runner)
+
+
+def show(result: JobResult) -> None:
+    console = Console()
+    print_result(result, console)
+    write_markdown(result, result.report_path.with_name("report.md"))
+
+
+def progress_printer():
+    console = Console(stderr=True)
+    return lambda message: console.print(f"[dim]... {message}[/dim]")

@@ -1,0 +1,29 @@
+"""etk compile (one variant) and etk compare (fused vs unfused)."""
+
+from __future__ import annotations
+
+from ..pipeline import run_job
+from .common import add_job_arguments, job_from_args, progress_printer, show
+
+
+def _compile(args) -> int:
+    variant = "fused" if args.fusion == "on" else "unfused"
+    show(run_job(job_from_args(args, (variant,)), progress_printer()))
+    return 0
+
+
+def _compare(args) -> int:
+    show(run_job(job_from_args(args, ("fused", "unfused")), progress_printer()))
+    return 0
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("compile", help="quantize, lower and compile one variant")
+    add_job_arguments(parser)
+    parser.add_argument("--fusion", choices=("on", "off"), default="on",
+                        help="on: conv/linear + relu/relu6 as one block, activation in the "
+                             "RESCALE; off: the activation stays its own operator")
+    parser.set_defaults(func=_compile)
+    parser = subparsers.add_parser("compare", help="compile fused and unfused, side by side")
+    add_job_arguments(parser)
+    parser.set_defaults(func=_compare)

@@ -1,0 +1,37 @@
+"""etk deploy: compile, run each variant on the target's runner, compare with the host reference."""
+
+from __future__ import annotations
+
+from ..pipeline import run_job
+from ..runners.select import RUNNER_CHOICES, select_runner
+from ..targets import load_target
+from .common import add_job_arguments, job_from_args, progress_printer, show
+
+
+def _deploy(args) -> int:
+    target = load_target(args.target)
+    npu = target.npu(args.npu, args.system_config, args.memory_mode)
+    runner, note = select_runner(args.runner, target, npu, runner_elf=args.runner_elf)
+    variants = ("fused", "unfused") if args.compare_fusion else (
+        "fused" if args.fusion == "on" else "unfused",)
+    result = run_job(job_from_args(args, variants, runner.name), progress_printer(), runner, note)
+    show(result)
+    mismatched = [n for n, v in result.variants.items()
+                  if v.device is not None and not v.device.outputs_match_reference]
+    if mismatched and runner.name != "tosa-ref":
+        print(f"etk: outputs differ from the host reference for: {', '.join(mismatched)}")
+        return 1
+    return 0
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("deploy", help="compile and run on a target (FVP, board, "
+                                                  "simulator or TOSA reference)")
+    add_job_arguments(parser)
+    parser.add_argument("--runner", choices=RUNNER_CHOICES, default="auto",
+                        help="auto: the FVP when installed, else the simulator, else the TOSA "
+                             "reference model")
+    parser.add_argument("--runner-elf", help="ExecuTorch semihosting executor runner for the FVP")
+    parser.add_argument("--compare-fusion", action="store_true", help="run fused and unfused")
+    parser.add_argument("--fusion", choices=("on", "off"), default="on")
+    parser.set_defaults(func=_deploy)

@@ -1,0 +1,68 @@
+"""Fused vs unfused: what differs in what the NPU executes, and what only Vela's estimate says.
+
+Vela 5.1's estimator charges a conv with no fused activation operator as if it ran a lookup-table
+activation, while a conv followed by an explicit CLAMP (folded in as a sub-operation) is charged
+nothing for it. So the fused variant can show more estimated cycles for the same NPU operations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..artifacts import LayerEstimate, Program
+
+_FOLDED_OPERATORS = {"Clamp", "ReLU", "Relu", "Relu6", "ReLU6"}
+
+
+@dataclass(frozen=True)
+class LayerDelta:
+    delegate: int
+    name: str
+    operator: str
+    fused_cycles: int
+    unfused_cycles: int
+
+
+@dataclass(frozen=True)
+class VariantComparison:
+    same_npu_operations: bool
+    fused_npu_ops: int
+    unfused_npu_ops: int
+    estimate_delta_npu_cycles: int  # fused - unfused
+    layer_deltas: tuple[LayerDelta, ...]  # layers whose estimate differs, same operation in both
+    estimator_effect: bool  # estimates differ although the NPU executes the same operations
+    notes: tuple[str, ...]
+
+
+def _layers(program: Program) -> list[tuple[int, LayerEstimate]]:
+    return [(d.index, layer) for d in program.delegates if d.estimate
+            for layer in d.estimate.layers if layer.operator not in _FOLDED_OPERATORS]
+
+
+def compare_variants(fused: Program, unfused: Program) -> VariantComparison:
+    same_ops = (fused.npu_ops == unfused.npu_ops and
+                [d.command_ops for d in fused.delegates] == [d.command_ops for d in unfused.delegates])
+    fused_cycles = sum(d.estimate.npu_cycles for d in fused.delegates if d.estimate)
+    unfused_cycles = sum(d.estimate.npu_cycles for d in unfused.delegates if d.estimate)
+    deltas = []
+    fused_layers, unfused_layers = _layers(fused), _layers(unfused)
+    if len(fused_layers) == len(unfused_layers):
+        for (index, f), (_, u) in zip(fused_layers, unfused_layers):
+            if f.operator == u.operator and f.npu_cycles != u.npu_cycles:
+                deltas.append(LayerDelta(index, f.name, f.operator, f.npu_cycles, u.npu_cycles))
+    delta = fused_cycles - unfused_cycles
+    effect = same_ops and delta != 0
+    notes = []
+    if effect:
+        notes.append(
+            f"Both variants run the same {fused.npu_ops} NPU operations; the {delta:+,} estimated "
+            "NPU cycles (fused - unfused) are an artifact of Vela's estimator (a conv without a "
+            "fused activation operator is charged a lookup-table activation cost), not a speed "
+            "difference.")
+    elif not same_ops:
+        notes.append(f"The variants differ in NPU operations: fused {fused.npu_ops}, "
+                     f"unfused {unfused.npu_ops}.")
+    if len(fused.delegates) != len(unfused.delegates):
+        notes.append(f"Delegates: fused {len(fused.delegates)}, unfused {len(unfused.delegates)}.")
+    return VariantComparison(same_ops, fused.npu_ops, unfused.npu_ops, delta, tuple(deltas),
+                             effect, tuple(notes))

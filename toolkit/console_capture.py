@@ -1,0 +1,34 @@
+"""Capture what native code (Vela's C++ core, the TOSA reference model) prints to fd 1 and 2."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+
+
+class CapturedText:
+    text: str = ""
+
+
+@contextlib.contextmanager
+def capture_fds(fds: tuple[int, ...] = (1, 2)):
+    """Redirect the process-level file descriptors into a buffer; yields a CapturedText."""
+    result = CapturedText()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with tempfile.TemporaryFile() as sink:
+        saved = {fd: os.dup(fd) for fd in fds}
+        try:
+            for fd in fds:
+                os.dup2(sink.fileno(), fd)
+            yield result
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            for fd, copy in saved.items():
+                os.dup2(copy, fd)
+                os.close(copy)
+            sink.seek(0)
+            result.text = sink.read().decode(errors="replace")

@@ -1,0 +1,85 @@
+"""The compile stage: LoadedModel + calibration + variant + NPU -> Program (files in OUT).
+
+Results are cached in-process by content hash of model, calibration and options, and written
+to OUT/VARIANT atomically: a folder there is complete or absent.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..artifacts import CalibrationSet, Delegate, LoadedModel, Program, Variant
+from ..npu import NpuConfig
+from ..quantize.quantizer import quantize
+from .executorch_lower import lower
+from .npu_ops import command_stream_operations, kernel_operation_count
+from .tosa_graph import read_tosa
+from .vela import read_estimate, run_vela, vela_flags
+
+_CACHE: dict[tuple, Program] = {}
+
+
+@contextmanager
+def _timed(timings: dict[str, float], stage: str):
+    start = time.perf_counter()
+    yield
+    timings[stage] = timings.get(stage, 0.0) + time.perf_counter() - start
+
+
+def cache_key(model: LoadedModel, calibration: CalibrationSet, variant: Variant,
+              npu: NpuConfig, extra_vela: tuple[str, ...]) -> tuple:
+    return (model.content_hash, calibration.content_hash, variant, npu, extra_vela)
+
+
+def _move_into_place(staging: Path, final: Path) -> None:
+    if final.exists():
+        shutil.rmtree(final)
+    staging.rename(final)
+
+
+def compile_variant(model: LoadedModel, calibration: CalibrationSet, variant: Variant,
+                    npu: NpuConfig, out_dir: Path, extra_vela: tuple[str, ...] = ()) -> Program:
+    key = cache_key(model, calibration, variant, npu, extra_vela)
+    final = Path(out_dir) / variant
+    cached = _CACHE.get(key)
+    if cached is not None and cached.out_dir == final and final.is_dir():
+        return cached
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging = final.parent / f".{variant}.partial"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    timings: dict[str, float] = {}
+    with _timed(timings, "quantize"):
+        quantized = quantize(model, calibration, variant, npu)
+    with _timed(timings, "lower"):
+        lowered = lower(quantized, npu, staging)
+    flags = vela_flags(npu, extra_vela)
+    delegates = []
+    with _timed(timings, "vela"):
+        for index, (tosa, payload, (d_in, d_out)) in enumerate(
+                zip(lowered.tosa_files, lowered.payloads, lowered.delegate_io)):
+            vela_dir = staging / f"vela_delegate{index}"
+            npz = run_vela(tosa, vela_dir, flags)
+            estimate, vela_layers = read_estimate(vela_dir, tosa.stem)
+            operations = (command_stream_operations(payload) if npu.family != "ethos-u85"
+                          else {})  # our decoder knows the U55/U65 register set only
+            delegates.append(Delegate(
+                index=index, tosa_path=final / tosa.name, vela_npz_path=final / vela_dir.name / npz.name,
+                payload=payload, tosa_ops=read_tosa(tosa).histogram(),
+                npu_ops=kernel_operation_count(operations) if operations else vela_layers,
+                command_ops=operations,
+                estimate=estimate, inputs=d_in, outputs=d_out))
+    (staging / "model.pte").write_bytes(lowered.pte)
+    _move_into_place(staging, final)
+    program = Program(
+        variant=variant, model_name=model.name, npu=npu, out_dir=final,
+        pte_path=final / "model.pte", delegates=tuple(delegates), cpu_ops=lowered.cpu_ops,
+        vela_flags=flags, input_specs=lowered.input_specs, output_specs=lowered.output_specs,
+        input_quant=lowered.input_quant, output_quant=lowered.output_quant,
+        decisions=quantized.decisions, graph_module=lowered.graph_module, timings=timings)
+    _CACHE[key] = program
+    return program
+

@@ -1,0 +1,156 @@
+"""ExecuTorch: lower a quantized graph to Ethos-U delegates and a .pte."""
+
+from __future__ import annotations
+
+import operator
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from executorch.backends.arm.util._factory import create_partitioner
+from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
+
+from ..artifacts import CpuOp, QuantizedModel, TensorQuant, TensorSpec
+from ..console_capture import capture_fds
+from ..errors import ToolError
+from ..graph_info import node_source
+from ..npu import NpuConfig
+from ..quantize.quantizer import compile_spec
+from .partition import capture_partition_rejections
+
+_IGNORED_CPU_TARGETS = {operator.getitem}
+_QUANTIZE_NAMES = ("quantize_per_tensor",)
+_DEQUANTIZE_NAMES = ("dequantize_per_tensor",)
+
+
+@dataclass(frozen=True)
+class LoweredGraph:
+    graph_module: torch.fx.GraphModule  # edge graph with executorch_call_delegate nodes
+    pte: bytes
+    tosa_files: tuple[Path, ...]  # one per delegate, in call order
+    payloads: tuple[bytes, ...]  # the vela_bin_stream of each delegate
+    delegate_io: tuple[tuple[tuple[TensorQuant, ...], tuple[TensorQuant, ...]], ...]
+    cpu_ops: tuple[CpuOp, ...]
+    input_specs: tuple[TensorSpec, ...]
+    output_specs: tuple[TensorSpec, ...]
+    input_quant: tuple[TensorQuant | None, ...]
+    output_quant: tuple[TensorQuant | None, ...]
+
+
+def _target_name(node: torch.fx.Node) -> str:
+    return str(getattr(node.target, "__name__", node.target))
+
+
+def _is_delegate_call(node: torch.fx.Node) -> bool:
+    return node.op == "call_function" and "executorch_call_delegate" in str(node.target)
+
+
+def _tensor_quant(node: torch.fx.Node) -> TensorQuant:
+    _x, scale, zero_point, qmin, qmax, dtype = node.args[:6]
+    return TensorQuant(float(scale), int(zero_point), int(qmin), int(qmax),
+                       str(dtype).replace("torch.", ""))
+
+
+def _is_q(node, names) -> bool:
+    """Is node one of the named ops ("quantized_decomposed.quantize_per_tensor.default" has
+    the op name quantize_per_tensor)?"""
+    if node.op != "call_function":
+        return False
+    parts = _target_name(node).split(".")
+    return len(parts) >= 2 and parts[-2] in names
+
+
+def _spec(node: torch.fx.Node) -> TensorSpec:
+    value = node.meta["val"]
+    return TensorSpec(tuple(int(d) for d in value.shape), str(value.dtype).replace("torch.", ""))
+
+
+def _delegate_io(call: torch.fx.Node):
+    inputs = tuple(_tensor_quant(a) for a in call.args[1:] if _is_q(a, _QUANTIZE_NAMES))
+    outputs = []
+    for item in sorted((u for u in call.users if u.target is operator.getitem),
+                       key=lambda u: u.args[1]):
+        consumers = [u for u in item.users if _is_q(u, _DEQUANTIZE_NAMES)]
+        if consumers:
+            outputs.append(_tensor_quant(consumers[0]))
+    return inputs, tuple(outputs)
+
+
+def _boundary_quant(graph: torch.fx.GraphModule):
+    placeholders = [n for n in graph.graph.nodes if n.op == "placeholder"]
+    inputs = []
+    for p in placeholders:
+        users = [u for u in p.users if _is_q(u, _QUANTIZE_NAMES)]
+        inputs.append(_tensor_quant(users[0]) if users else None)
+    output_node = next(n for n in graph.graph.nodes if n.op == "output")
+    outputs = [
+        _tensor_quant(o) if isinstance(o, torch.fx.Node) and _is_q(o, _DEQUANTIZE_NAMES) else None
+        for o in output_node.args[0]]
+    specs_in = tuple(_spec(p) for p in placeholders)
+    specs_out = tuple(_spec(o) for o in output_node.args[0])
+    return tuple(inputs), tuple(outputs), specs_in, specs_out
+
+
+def _cpu_ops(graph: torch.fx.GraphModule, rejections: dict[str, str]) -> tuple[CpuOp, ...]:
+    ops = []
+    for node in graph.graph.nodes:
+        if node.op != "call_function" or _is_delegate_call(node) or node.target in _IGNORED_CPU_TARGETS:
+            continue
+        name = _target_name(node)
+        if _is_q(node, _QUANTIZE_NAMES + _DEQUANTIZE_NAMES) and _at_io_boundary(node):
+            continue  # the model's own float interface: quantize in, dequantize out
+        reason = rejections.get(node.name, "not claimed by the Ethos-U partitioner")
+        ops.append(CpuOp(name.split("::")[-1], node.name, node_source(node), reason))
+    return tuple(ops)
+
+
+def _at_io_boundary(node: torch.fx.Node) -> bool:
+    """A quantize fed by a model input, or a dequantize feeding only the model output."""
+    if _is_q(node, _QUANTIZE_NAMES):
+        return isinstance(node.args[0], torch.fx.Node) and node.args[0].op == "placeholder"
+    return all(u.op == "output" for u in node.users)
+
+
+def _delegation_tag(lowered_module) -> str:
+    """The partition tag that names this delegate's TOSA dump (tags do not follow call order)."""
+    tags = {n.meta.get("delegation_tag") for n in lowered_module.original_module.graph.nodes}
+    tags.discard(None)
+    if len(tags) != 1:
+        raise ToolError(f"cannot tell which TOSA dump belongs to a delegate (tags {sorted(tags)})")
+    return tags.pop()
+
+
+def lower(quantized: QuantizedModel, npu: NpuConfig, work_dir: Path) -> LoweredGraph:
+    """quantized graph -> edge program with Ethos-U delegates -> .pte bytes."""
+    spec = compile_spec(npu)
+    dump_dir = Path(tempfile.mkdtemp(prefix="etk-lower-", dir=work_dir))
+    spec.dump_intermediate_artifacts_to(str(dump_dir))
+    try:
+        program = torch.export.export(quantized.graph_module, quantized.example_inputs)
+        with capture_partition_rejections() as rejections, capture_fds() as log:
+            edge = to_edge_transform_and_lower(
+                program, partitioner=[create_partitioner(spec)],
+                compile_config=EdgeCompileConfig(_check_ir_validity=False))
+            graph = edge.exported_program().module()  # before to_executorch() rewrites it
+            pte = edge.to_executorch().buffer
+    except Exception as exc:  # ExecuTorch raises many types; all mean lowering failed
+        raise ToolError(f"ExecuTorch lowering failed: {type(exc).__name__}: {exc}") from exc
+    (work_dir / "lowering.log").write_text(log.text)
+    calls = [n for n in graph.graph.nodes if _is_delegate_call(n)]
+    tosa_files = []
+    for index, call in enumerate(calls):
+        tag = _delegation_tag(getattr(graph, call.args[0].target))
+        found = sorted(dump_dir.glob(f"output_{tag}_*.tosa"))
+        if not found:
+            raise ToolError(f"ExecuTorch did not dump the TOSA graph of delegate {index} ({tag})")
+        target = work_dir / f"delegate{index}.tosa"
+        shutil.copyfile(found[0], target)
+        tosa_files.append(target)
+    shutil.rmtree(dump_dir, ignore_errors=True)
+    payloads = tuple(getattr(graph, c.args[0].target).processed_bytes for c in calls)
+    input_quant, output_quant, input_specs, output_specs = _boundary_quant(graph)
+    return LoweredGraph(graph, pte, tuple(tosa_files), payloads,
+                        tuple(_delegate_io(c) for c in calls), _cpu_ops(graph, rejections),
+                        input_specs, output_specs, input_quant, output_quant)

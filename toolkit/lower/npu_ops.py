@@ -1,0 +1,20 @@
+"""Count the operations the NPU executes, from the command stream Vela produced."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ..sim.commands import decode
+from ..sim.payload import load_payload
+
+KERNEL_OPERATIONS = ("NPU_OP_CONV", "NPU_OP_DEPTHWISE", "NPU_OP_POOL", "NPU_OP_ELEMENTWISE")
+
+
+def command_stream_operations(payload: bytes) -> dict[str, int]:
+    """NPU_OP_* command counts of a vela_bin_stream (Ethos-U55/U65 command streams)."""
+    commands = decode(load_payload(payload).command_stream)
+    return dict(sorted(Counter(c.name for c in commands if c.is_operation).items()))
+
+
+def kernel_operation_count(operations: dict[str, int]) -> int:
+    return sum(operations.get(name, 0) for name in KERNEL_OPERATIONS)

@@ -1,0 +1,85 @@
+"""Reading TOSA flatbuffers: operator histogram, RESCALE zero points, CLAMP bounds."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from tosa import DType as _DType
+from tosa import Op as _Op
+from tosa.ClampAttribute import ClampAttribute
+from tosa.TosaGraph import TosaGraph
+
+_OP_NAMES = {v: k for k, v in vars(_Op.Op).items() if not k.startswith("_")}
+_DTYPE_NAMES = {v: k for k, v in vars(_DType.DType).items() if not k.startswith("_")}
+_NUMPY = {"INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "INT48": None, "BOOL": np.bool_,
+          "FP32": np.float32, "FP16": np.float16, "SHAPE": np.int64}
+CONSTANT_OPS = {"CONST", "CONST_SHAPE"}
+
+
+@dataclass(frozen=True)
+class TosaOperator:
+    op: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    clamp: tuple[int, int] | None = None  # CLAMP min/max as integers (int8 graphs)
+
+
+@dataclass(frozen=True)
+class TosaProgram:
+    operators: tuple[TosaOperator, ...]
+    constants: dict[str, np.ndarray]
+    tensor_types: dict[str, str]
+
+    def histogram(self) -> dict[str, int]:
+        """Operator counts without constants."""
+        counts = Counter(o.op for o in self.operators if o.op not in CONSTANT_OPS)
+        return dict(sorted(counts.items()))
+
+    def rescale_output_zero_points(self) -> list[int]:
+        """Output zero point of each RESCALE, in graph order (RESCALE inputs: x, mult, shift, izp, ozp)."""
+        return [int(self.constants[o.inputs[4]].reshape(-1)[0])
+                for o in self.operators if o.op == "RESCALE"]
+
+    def producer(self, tensor: str) -> TosaOperator | None:
+        return next((o for o in self.operators if tensor in o.outputs), None)
+
+
+def _clamp_bounds(operator, dtype: str) -> tuple[int, int] | None:
+    table = operator.Attribute()
+    attribute = ClampAttribute()
+    attribute.Init(table.Bytes, table.Pos)
+    np_type = _NUMPY.get(dtype)
+    if np_type is None or not np.issubdtype(np_type, np.integer):
+        return None
+    low = np.frombuffer(attribute.MinValAsNumpy().tobytes(), dtype=np_type)
+    high = np.frombuffer(attribute.MaxValAsNumpy().tobytes(), dtype=np_type)
+    return int(low[0]), int(high[0])
+
+
+def read_tosa(path: Path | bytes) -> TosaProgram:
+    data = path if isinstance(path, bytes) else Path(path).read_bytes()
+    graph = TosaGraph.GetRootAsTosaGraph(data, 0)
+    operators, constants, types = [], {}, {}
+    for r in range(graph.RegionsLength()):
+        region = graph.Regions(r)
+        for b in range(region.BlocksLength()):
+            block = region.Blocks(b)
+            for t in range(block.TensorsLength()):
+                tensor = block.Tensors(t)
+                name = tensor.Name().decode()
+                dtype = _DTYPE_NAMES.get(tensor.Type(), "UNKNOWN")
+                types[name] = dtype
+                np_type = _NUMPY.get(dtype)
+                if tensor.DataLength() and np_type is not None:
+                    constants[name] = np.frombuffer(tensor.DataAsNumpy().tobytes(), dtype=np_type)
+            for i in range(block.OperatorsLength()):
+                op = block.Operators(i)
+                inputs = tuple(op.Inputs(j).decode() for j in range(op.InputsLength()))
+                outputs = tuple(op.Outputs(j).decode() for j in range(op.OutputsLength()))
+                name = _OP_NAMES.get(op.Op(), f"OP_{op.Op()}")
+                clamp = _clamp_bounds(op, types.get(inputs[0], "")) if name == "CLAMP" else None
+                operators.append(TosaOperator(name, inputs, outputs, clamp))
+    return TosaProgram(tuple(operators), constants, types)

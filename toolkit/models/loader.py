@@ -1,0 +1,146 @@
+"""MODEL specs: zoo:NAME, path/to/file.py:Name, model.pt2."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+import sys
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from ..artifacts import LoadedModel
+from ..errors import UserError
+from .zoo import build_zoo_model
+
+
+def parse_input_shapes(text: str) -> tuple[tuple[int, ...], ...]:
+    """'1,3,32,32' or '1,3,32,32;1,10' (one shape per model input)."""
+    shapes = []
+    for part in text.split(";"):
+        try:
+            shape = tuple(int(d) for d in part.replace("x", ",").split(",") if d.strip())
+        except ValueError:
+            shape = ()
+        if not shape or any(d <= 0 for d in shape):
+            raise UserError(f"--input-shape '{text}' is not a list of positive integers like "
+                            "1,3,32,32 (separate several inputs with ';')")
+        shapes.append(shape)
+    return tuple(shapes)
+
+
+def _model_hash(module: nn.Module, inputs: tuple, extra: bytes = b"") -> str:
+    digest = hashlib.sha256(extra)
+    for key, tensor in module.state_dict().items():
+        digest.update(key.encode())
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    for x in inputs:
+        digest.update(repr((tuple(x.shape), str(x.dtype))).encode())
+        digest.update(x.detach().numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
+def _import_file(path: Path):
+    module_name = f"etk_user_model_{hashlib.sha1(str(path).encode()).hexdigest()[:8]}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise UserError(f"{path} cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        raise UserError(f"importing {path} failed: {type(exc).__name__}: {exc}") from exc
+    return module
+
+
+def _instantiate(obj, name: str, path: Path) -> nn.Module:
+    if inspect.isclass(obj):
+        required = [p.name for p in inspect.signature(obj).parameters.values()
+                    if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        if required:
+            raise UserError(f"{path.name}:{name} needs constructor arguments "
+                            f"({', '.join(required)}): add a factory function that builds it "
+                            f"and pass {path.name}:that_function")
+    elif not callable(obj):
+        raise UserError(f"{path.name}:{name} is not a class or function returning an nn.Module")
+    try:
+        model = obj()
+    except Exception as exc:
+        raise UserError(f"building {path.name}:{name} failed: {type(exc).__name__}: {exc}") from exc
+    if not isinstance(model, nn.Module):
+        raise UserError(f"{path.name}:{name} returned {type(model).__name__}, not an nn.Module")
+    return model
+
+
+def _file_model(spec: str, shapes) -> LoadedModel:
+    file_part, _, name = spec.rpartition(":")
+    path = Path(file_part)
+    if not path.is_file():
+        raise UserError(f"model file {path} not found")
+    if not name:
+        raise UserError(f"'{spec}' names no class: use {path}:ClassName or {path}:factory")
+    module = _import_file(path)
+    if not hasattr(module, name):
+        found = sorted(n for n, v in vars(module).items()
+                       if inspect.isclass(v) and issubclass(v, nn.Module) and v.__module__ == module.__name__)
+        raise UserError(f"{path.name} has no '{name}'" +
+                        (f": it defines {', '.join(found)}" if found else ""))
+    model = _instantiate(getattr(module, name), name, path).eval()
+    if shapes:
+        inputs = tuple(torch.randn(s, generator=torch.Generator().manual_seed(0)) for s in shapes)
+    elif hasattr(module, "example_inputs"):
+        inputs = module.example_inputs()
+        inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+    else:
+        raise UserError(f"no input shape for {spec}: pass --input-shape 1,3,32,32 or define "
+                        f"example_inputs() in {path.name}")
+    _check_runs(model, inputs, spec)
+    return LoadedModel(spec, f"{path.stem}.{name}", model, inputs,
+                       _model_hash(model, inputs, path.read_bytes()))
+
+
+def _check_runs(model: nn.Module, inputs: tuple, spec: str) -> None:
+    try:
+        with torch.no_grad():
+            model(*inputs)
+    except Exception as exc:
+        shapes = ", ".join(str(tuple(x.shape)) for x in inputs)
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"{spec} does not run on inputs of shape {shapes}: {first} "
+                        "(check --input-shape)") from exc
+
+
+def _pt2_model(spec: str) -> LoadedModel:
+    path = Path(spec)
+    if not path.is_file():
+        raise UserError(f"model file {path} not found")
+    try:
+        program = torch.export.load(str(path))
+    except Exception as exc:
+        raise UserError(f"{path} is not a torch.export .pt2 file: {exc}") from exc
+    args, _kwargs = program.example_inputs or ((), {})
+    if not args:
+        raise UserError(f"{path} holds no example inputs: save it with torch.export.save after "
+                        "torch.export.export(model, example_inputs)")
+    model = program.module(check_guards=False)
+    return LoadedModel(spec, path.stem, model, tuple(args),
+                       hashlib.sha256(path.read_bytes()).hexdigest()[:16])
+
+
+def load_model(spec: str, input_shape: str | None = None) -> LoadedModel:
+    shapes = parse_input_shapes(input_shape) if input_shape else None
+    if spec.startswith("zoo:"):
+        name = spec[4:]
+        model, inputs = build_zoo_model(name)
+        if shapes:
+            raise UserError("zoo models have fixed input shapes: drop --input-shape")
+        return LoadedModel(spec, name, model, inputs, _model_hash(model, inputs, name.encode()))
+    if spec.endswith(".pt2"):
+        return _pt2_model(spec)
+    if ":" in Path(spec).name or (":" in spec and not Path(spec).exists()):
+        return _file_model(spec, shapes)
+    raise UserError(f"cannot tell what model '{spec}' is: use zoo:NAME, file.py:ClassName "
+                    "or a .pt2 file")

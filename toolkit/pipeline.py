@@ -1,0 +1,156 @@
+"""One job: model -> variants compiled -> host reference -> (optionally) a run on a target -> report.
+
+The CLI verbs (compile, compare, deploy) and the benchmark suites all run jobs through here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from .artifacts import LoadedModel, Program, Variant
+from .compare.evaluate import Evaluation, evaluate, evaluation_inputs, float_outputs, save_arrays
+from .compare.metrics import exact_match_rate, max_abs_err_lsb
+from .compare.variants import VariantComparison, compare_variants
+from .lower.compile import compile_variant
+from .lower.vela import vela_version
+from .models.loader import load_model
+from .npu import NpuConfig
+from .quantize.calibration import folder_calibration, random_calibration
+from .report.json_report import (SCHEMA_VERSION, comparison_entry, cycles_entry, tool_versions,
+                                 variant_entry, write_json_atomic)
+from .runners.tosa_ref import TosaReferenceRunner
+from .targets import Target, load_target
+
+
+@dataclass(frozen=True)
+class Job:
+    model: str
+    target: str = "corstone-300"
+    variants: tuple[Variant, ...] = ("fused", "unfused")
+    npu: str | None = None
+    system_config: str | None = None
+    memory_mode: str | None = None
+    input_shape: str | None = None
+    calibration_samples: int = 8
+    calibration_dir: Path | None = None
+    seed: int = 0
+    eval_samples: int = 8
+    out_dir: Path = Path("etk-out")
+    extra_vela: tuple[str, ...] = ()
+    runner: str | None = None  # None: host reference only (compile, compare)
+
+
+@dataclass(frozen=True)
+class DeviceRun:
+    evaluation: Evaluation
+    outputs_match_reference: bool
+    max_diff_lsb: float
+    exact_match_rate: float
+
+
+@dataclass(frozen=True)
+class VariantResult:
+    program: Program
+    reference: Evaluation
+    device: DeviceRun | None = None
+
+
+@dataclass(frozen=True)
+class JobResult:
+    job: Job
+    model: LoadedModel
+    target: Target
+    npu: NpuConfig
+    calibration_source: str
+    variants: dict[str, VariantResult]
+    comparison: VariantComparison | None
+    runner_note: str = ""
+    report_path: Path = field(default=Path())
+
+
+def _device_run(program: Program, runner, target: Target, reference: Evaluation) -> DeviceRun:
+    ev = evaluate(program, runner, reference.inputs, reference.float_outputs, target)
+    quant = program.output_quant[0]
+    worst, matches = 0.0, []
+    for ref_sample, dev_sample in zip(reference.outputs, ev.outputs):
+        for r, d in zip(ref_sample, dev_sample):
+            worst = max(worst, max_abs_err_lsb(r, d, quant.scale) if quant else
+                        float(np.max(np.abs(r - d))))
+            matches.append(exact_match_rate(r, d))
+    return DeviceRun(ev, worst == 0.0, worst, float(np.mean(matches)))
+
+
+def run_job(job: Job, progress: Callable[[str], None] = lambda _: None, runner=None,
+            runner_note: str = "") -> JobResult:
+    target = load_target(job.target)
+    npu = target.npu(job.npu, job.system_config, job.memory_mode)
+    progress(f"loading {job.model}")
+    model = load_model(job.model, job.input_shape)
+    calibration = (folder_calibration(job.calibration_dir, model.example_inputs)
+                   if job.calibration_dir else
+                   random_calibration(model.example_inputs, job.calibration_samples, job.seed))
+    inputs = evaluation_inputs(model, job.eval_samples, job.seed)
+    floats = float_outputs(model, inputs)
+    out_dir = Path(job.out_dir)
+    host = TosaReferenceRunner()
+    results = {}
+    for variant in job.variants:
+        progress(f"compiling {variant} for {npu.accelerator}")
+        program = compile_variant(model, calibration, variant, npu, out_dir, job.extra_vela)
+        progress(f"host reference run of {variant}")
+        reference = evaluate(program, host, inputs, floats)
+        save_arrays(program.out_dir / "reference", "input", inputs)
+        save_arrays(program.out_dir / "reference", "output", reference.outputs)
+        save_arrays(program.out_dir / "reference", "float_output", floats)
+        device = None
+        if runner is not None:
+            progress(f"running {variant} on {runner.name}")
+            device = _device_run(program, runner, target, reference)
+            save_arrays(program.out_dir / f"run_{runner.name}", "output", device.evaluation.outputs)
+        results[variant] = VariantResult(program, reference, device)
+    comparison = (compare_variants(results["fused"].program, results["unfused"].program)
+                  if {"fused", "unfused"} <= set(results) else None)
+    result = JobResult(job, model, target, npu, calibration.source, results, comparison,
+                       runner_note, out_dir / "report.json")
+    write_json_atomic(result.report_path, report_dict(result))
+    return result
+
+
+def report_dict(result: JobResult) -> dict[str, Any]:
+    job = result.job
+    variants = {}
+    for name, vr in result.variants.items():
+        entry = variant_entry(vr.program, vr.reference)
+        if vr.device is not None:
+            run = vr.device.evaluation.runs[0]
+            entry["run"] = {"runner": run.runner, "cycles": cycles_entry(run),
+                            "outputs_match_reference": vr.device.outputs_match_reference,
+                            "max_diff_lsb": vr.device.max_diff_lsb,
+                            "exact_match_rate": vr.device.exact_match_rate,
+                            "details": {k: v for k, v in run.details.items()
+                                        if isinstance(v, (str, int, float, bool, list, dict))}}
+        variants[name] = entry
+    report: dict[str, Any] = {
+        "schema": SCHEMA_VERSION,
+        "model": job.model,
+        "model_hash": result.model.content_hash,
+        "target": result.target.name,
+        "npu": result.npu.accelerator,
+        "vela": {"version": vela_version(), "system_config": result.npu.system_config,
+                 "memory_mode": result.npu.memory_mode,
+                 "flags": list(next(iter(result.variants.values())).program.vela_flags)},
+        "versions": tool_versions(),
+        "seeds": {"calibration": job.seed, "evaluation": job.seed},
+        "calibration": result.calibration_source,
+        "evaluation_samples": job.eval_samples,
+        "variants": variants,
+    }
+    if result.runner_note:
+        report["runner"] = result.runner_note
+    if result.comparison is not None:
+        report["comparison"] = comparison_entry(result.comparison)
+    return report

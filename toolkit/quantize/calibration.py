@@ -1,0 +1,78 @@
+"""Calibration data: seeded random inputs, or a folder of .npy/.npz files."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..artifacts import CalibrationSet
+from ..errors import UserError
+
+
+def _hash(samples) -> str:
+    digest = hashlib.sha256()
+    for sample in samples:
+        for tensor in sample:
+            digest.update(tensor.detach().numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
+def random_calibration(example_inputs: tuple, samples: int = 8, seed: int = 0) -> CalibrationSet:
+    """Standard-normal inputs shaped like the example inputs, from a seeded generator."""
+    if samples < 1:
+        raise UserError(f"--calibration-samples must be at least 1, got {samples}")
+    generator = torch.Generator().manual_seed(seed)
+    data = tuple(
+        tuple(torch.randn(x.shape, generator=generator, dtype=x.dtype) for x in example_inputs)
+        for _ in range(samples))
+    return CalibrationSet(data, f"random(seed={seed}, samples={samples})", seed, _hash(data))
+
+
+def _load_file(path: Path, n_inputs: int) -> list[np.ndarray]:
+    try:
+        if path.suffix == ".npz":
+            with np.load(path, allow_pickle=False) as archive:
+                return [archive[key] for key in archive.files]
+        return [np.load(path, allow_pickle=False)]
+    except (OSError, ValueError) as exc:
+        raise UserError(f"calibration file {path} could not be read: {exc}") from None
+
+
+def folder_calibration(folder: Path, example_inputs: tuple) -> CalibrationSet:
+    """One sample per .npy (single-input models) or .npz (one array per input, in order).
+
+    An array whose shape is the input shape with a leading batch of N is split into N samples.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise UserError(f"calibration folder {folder} not found")
+    files = sorted(p for p in folder.iterdir() if p.suffix in (".npy", ".npz"))
+    if not files:
+        raise UserError(f"calibration folder {folder} holds no .npy or .npz files")
+    shapes = [tuple(x.shape) for x in example_inputs]
+    samples = []
+    for path in files:
+        arrays = _load_file(path, len(example_inputs))
+        if len(arrays) != len(shapes):
+            raise UserError(f"calibration file {path.name} holds {len(arrays)} arrays, "
+                            f"the model takes {len(shapes)} inputs")
+        batches = []
+        for array, shape in zip(arrays, shapes):
+            if tuple(array.shape) == shape:
+                batches.append(array[None])
+            elif shape[:1] == (1,) and tuple(array.shape[1:]) == shape[1:]:
+                batches.append(array[:, None])
+            else:
+                raise UserError(f"calibration file {path.name} has shape {tuple(array.shape)}, "
+                                f"expected {shape} (or a batch of them along the first axis)")
+        if len({len(b) for b in batches}) != 1:
+            raise UserError(f"calibration file {path.name}: its arrays hold different numbers "
+                            "of samples")
+        for i in range(len(batches[0])):
+            samples.append(tuple(torch.from_numpy(np.ascontiguousarray(
+                b[i].reshape(s), dtype=np.float32)) for b, s in zip(batches, shapes)))
+    data = tuple(samples)
+    return CalibrationSet(data, str(folder), None, _hash(data))

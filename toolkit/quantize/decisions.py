@@ -1,0 +1,107 @@
+"""What the block annotation did: for each activation, fused into its conv/linear or not, and why."""
+
+from __future__ import annotations
+
+import torch
+from torch.fx import GraphModule, Node
+
+from ..artifacts import FusionDecision
+from ..graph_info import node_source
+from .activations import HARDTANH_TARGETS, RELU_TARGETS, describe_activation
+
+aten = torch.ops.aten
+qd = torch.ops.quantized_decomposed
+
+BLOCK_PARENTS = {
+    aten.conv1d.default, aten.conv2d.default, aten.conv2d.padding, aten.convolution.default,
+    aten.linear.default, aten.batch_norm.default,
+}
+ACTIVATIONS = set(RELU_TARGETS) | set(HARDTANH_TARGETS) | {
+    aten.clamp.default, aten.clamp_.default, aten.clamp_min.default, aten.relu6.default}
+QUANTIZE = {qd.quantize_per_tensor.default, qd.quantize_per_tensor.tensor}
+DEQUANTIZE = {qd.dequantize_per_tensor.default, qd.dequantize_per_tensor.tensor}
+
+
+def _through_qdq(node: Node) -> Node | None:
+    """The float producer behind a dequantize(quantize(x)) pair, if that is what node is."""
+    if node.target in DEQUANTIZE and isinstance(node.args[0], Node):
+        quant = node.args[0]
+        if quant.target in QUANTIZE and isinstance(quant.args[0], Node):
+            return quant.args[0]
+    return None
+
+
+def _float_users(node: Node) -> list[Node]:
+    """The nodes that consume node's value, looking through quantize -> dequantize pairs."""
+    users = []
+    for user in node.users:
+        if user.target in QUANTIZE:
+            for dq in user.users:
+                users.extend(dq.users if dq.target in DEQUANTIZE else [dq])
+        else:
+            users.append(user)
+    return users
+
+
+def _lower_bound(node: Node) -> float | None:
+    if node.target in RELU_TARGETS:
+        return 0.0
+    if node.target in HARDTANH_TARGETS:
+        return float(node.args[1]) if len(node.args) > 1 else -1.0
+    value = node.args[1] if len(node.args) > 1 else node.kwargs.get("min")
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _output_quantize(node: Node) -> Node | None:
+    users = list(node.users)
+    return users[0] if len(users) == 1 and users[0].target in QUANTIZE else None
+
+
+def _decide(act: Node) -> FusionDecision | None:
+    producer = act.args[0] if act.args and isinstance(act.args[0], Node) else None
+    if producer is None:
+        return None
+    in_block = producer.target in BLOCK_PARENTS
+    parent = producer if in_block else _through_qdq(producer)
+    if parent is None or parent.target not in BLOCK_PARENTS:
+        return None
+    name, source = describe_activation(act), node_source(act)
+    lower = _lower_bound(act)
+    if lower != 0.0:
+        return FusionDecision(parent.name, name, source, False,
+                              f"lower bound {lower:g} is not 0: the RESCALE cannot implement it")
+    if not in_block:
+        others = [u.name for u in _float_users(parent) if u is not act]
+        reason = (f"{parent.name}'s output is also used by {', '.join(others)}: fusing the "
+                  "activation would clip it for them" if others else
+                  "fusion off: the activation keeps its own quantization and CLAMP")
+        return FusionDecision(parent.name, name, source, False, reason)
+    quant = _output_quantize(act)
+    if quant is None:
+        return FusionDecision(parent.name, name, source, False,
+                              "the activation's output is not quantized per tensor")
+    scale, zero_point, qmin, qmax = (float(quant.args[1]), int(quant.args[2]),
+                                     int(quant.args[3]), int(quant.args[4]))
+    notes = [f"output zero point {zero_point} is the RESCALE's lower saturation"]
+    raised = zero_point > qmin
+    if raised:
+        notes.append(f"qmin raised from {qmin} to the zero point {zero_point}")
+    if act.target in HARDTANH_TARGETS:
+        upper = float(act.args[2])
+        top = scale * (qmax - zero_point)
+        if abs(top - upper) <= scale / 2:
+            notes.append(f"upper bound {upper:g} folded into qmax")
+        else:
+            notes.append(f"upper bound {upper:g} not at qmax ({top:.4g}): a CLAMP may remain")
+    return FusionDecision(parent.name, name, source, True, "; ".join(notes), raised)
+
+
+def fusion_decisions(graph: GraphModule) -> tuple[FusionDecision, ...]:
+    """One decision per activation that follows a conv/linear (directly or through batch norm)."""
+    decisions = []
+    for node in graph.graph.nodes:
+        if node.op == "call_function" and node.target in ACTIVATIONS:
+            decision = _decide(node)
+            if decision is not None:
+                decisions.append(decision)
+    return tuple(decisions)

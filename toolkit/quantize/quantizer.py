@@ -1,0 +1,111 @@
+"""Int8 quantization for Ethos-U with or without conv/linear + activation blocks.
+
+Built on ExecuTorch's Ethos-U quantizer: the variant only changes which patterns its pattern
+matcher may annotate. fused: upstream's support table, where conv/linear (+ batch norm) +
+relu/hardtanh(0, M) is one block (one output observer, after the activation). unfused: the same
+table without those block patterns, so the conv/linear output gets its own observer and the
+activation shares it: an explicit CLAMP stays in the TOSA graph.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+import torch
+from executorch.backends.arm.ethosu import EthosUCompileSpec
+from executorch.backends.arm.quantizer import get_symmetric_quantization_config
+from executorch.backends.arm.quantizer.quantization_config import QuantizationConfig
+from executorch.backends.arm.quantizer.quantizer_support import (
+    FUSED_RELU_OP_PATTERNS,
+    TOSA_QUANTIZER_SUPPORT_DICT,
+)
+from executorch.backends.arm.util._factory import create_quantizer
+from executorch.backends.cortex_m.quantizer.pattern_matcher import PatternMatcher
+from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+from torchao.quantization.pt2e import FixedQParamsObserver
+from torchao.quantization.pt2e.quantizer import QuantizationSpec
+
+from ..artifacts import CalibrationSet, LoadedModel, QuantizedModel, Variant
+from ..errors import UserError
+from ..npu import NpuConfig
+from .activations import HARDTANH_TARGETS, canonicalize_activations
+from .decisions import BLOCK_PARENTS, fusion_decisions
+
+INT8_MIN, INT8_MAX = -128, 127
+
+
+def compile_spec(npu: NpuConfig) -> EthosUCompileSpec:
+    return EthosUCompileSpec(npu.accelerator, system_config=npu.system_config,
+                             memory_mode=npu.memory_mode, config_ini=npu.config_ini)
+
+
+def support_table(variant: Variant) -> dict:
+    if variant == "fused":
+        return dict(TOSA_QUANTIZER_SUPPORT_DICT)
+    blocks = set(FUSED_RELU_OP_PATTERNS)
+    return {p: check for p, check in TOSA_QUANTIZER_SUPPORT_DICT.items() if p not in blocks}
+
+
+def bounded_block_upper(node: torch.fx.Node) -> float | None:
+    """The upper bound M of a hardtanh(0, M) that closes a conv/linear block, else None."""
+    if node is None or node.target not in HARDTANH_TARGETS or len(node.args) < 3:
+        return None
+    lower, upper = float(node.args[1]), float(node.args[2])
+    parent = node.args[0]
+    if lower != 0.0 or upper <= 0.0 or not isinstance(parent, torch.fx.Node):
+        return None
+    return upper if parent.target in BLOCK_PARENTS else None
+
+
+class BlockQuantizationConfig(QuantizationConfig):
+    """Gives a bounded block (conv + hardtanh(0, M)) the output range exactly [0, M].
+
+    With scale M/255 and zero point -128 the RESCALE's saturation at -128 and 127 is the
+    activation's 0 and M: both bounds fold into the conv's output stage, whatever the
+    calibration data reached.
+    """
+
+    def get_output_act_qspec(self, node=None):
+        upper = bounded_block_upper(node)
+        if upper is None:
+            return super().get_output_act_qspec(node)
+        observer = FixedQParamsObserver.with_args(
+            scale=upper / (INT8_MAX - INT8_MIN), zero_point=INT8_MIN, dtype=torch.qint8,
+            quant_min=INT8_MIN, quant_max=INT8_MAX, qscheme=torch.per_tensor_affine)
+        return QuantizationSpec(dtype=torch.int8, quant_min=INT8_MIN, quant_max=INT8_MAX,
+                                qscheme=torch.per_tensor_affine,
+                                observer_or_fake_quant_ctr=observer)
+
+
+def make_quantizer(npu: NpuConfig, variant: Variant):
+    quantizer = create_quantizer(compile_spec(npu))
+    base = get_symmetric_quantization_config(is_per_channel=True)
+    config = base
+    if variant == "fused":
+        config = BlockQuantizationConfig(**{f.name: getattr(base, f.name) for f in fields(base)})
+    quantizer.quantizer.pattern_matcher = PatternMatcher(support_table(variant), f"etk-{variant}")
+    quantizer.set_global(config)
+    return quantizer
+
+
+def export_module(model: LoadedModel) -> torch.fx.GraphModule:
+    try:
+        # check_guards=False: torch 2.13 otherwise adds a _guards_fn call_module node that
+        # ExecuTorch's Arm passes reject (facts: DecomposeAvgPool2dPass).
+        return torch.export.export(model.module, model.example_inputs).module(check_guards=False)
+    except Exception as exc:  # torch raises many types here; all mean the same to the user
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"model '{model.spec}' failed to export with torch.export: {first} "
+                        "(check the input shape, or make the model export-friendly)") from exc
+
+
+def quantize(model: LoadedModel, calibration: CalibrationSet, variant: Variant,
+             npu: NpuConfig) -> QuantizedModel:
+    graph = export_module(model)
+    canonicalize_activations(graph)
+    prepared = prepare_pt2e(graph, make_quantizer(npu, variant))
+    with torch.no_grad():
+        for sample in calibration.samples:
+            prepared(*sample)
+    converted = convert_pt2e(prepared)
+    return QuantizedModel(variant, converted, model.example_inputs, fusion_decisions(converted))

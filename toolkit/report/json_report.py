@@ -1,0 +1,96 @@
+"""report.json: the versioned interface scripts and CI read. Schema documented in README.md."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import tempfile
+from dataclasses import asdict
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from ..artifacts import Program, RunResult
+from ..compare.evaluate import Evaluation
+from ..compare.variants import VariantComparison
+
+SCHEMA_VERSION = 1
+
+
+def tool_versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for key, dist in (("torch", "torch"), ("executorch", "executorch"), ("vela", "ethos-u-vela"),
+                      ("tosa_tools", "tosa-tools"), ("toolkit", "ethos-u-toolkit")):
+        try:
+            versions[key] = version(dist)
+        except PackageNotFoundError:
+            versions[key] = "not installed"
+    return versions
+
+
+def _finite(value: float | None):
+    if value is None:
+        return None
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return None if math.isnan(value) else round(float(value), 4)
+
+
+def cycles_entry(run: RunResult) -> dict[str, Any]:
+    c = run.cycles
+    return {"kind": c.kind, "source": c.source, "npu_cycles": c.npu_cycles,
+            "total_cycles": c.total_cycles, "cpu_cycles": c.cpu_cycles, "note": c.note}
+
+
+def variant_entry(program: Program, evaluation: Evaluation | None) -> dict[str, Any]:
+    estimates = [d.estimate for d in program.delegates if d.estimate]
+    entry: dict[str, Any] = {
+        "delegates": len(program.delegates),
+        "cpu_ops": [asdict(op) for op in program.cpu_ops],
+        "tosa_ops": program.tosa_ops,
+        "npu_ops": program.npu_ops,
+        "command_stream_ops": [d.command_ops for d in program.delegates],
+        "estimate": {
+            "kind": "estimate", "source": "Vela",
+            "npu_cycles": sum(e.npu_cycles for e in estimates),
+            "total_cycles": sum(e.total_cycles for e in estimates),
+            "sram_bytes": sum(e.sram_bytes for e in estimates),
+            "off_chip_flash_bytes": sum(e.off_chip_flash_bytes for e in estimates),
+            "macs": sum(e.macs for e in estimates),
+            "layers": [dict(asdict(layer), delegate=d.index) for d in program.delegates
+                       if d.estimate for layer in d.estimate.layers],
+        },
+        "fusion": [asdict(d) for d in program.decisions],
+        "io": {"inputs": [asdict(q) if q else None for q in program.input_quant],
+               "outputs": [asdict(q) if q else None for q in program.output_quant]},
+        "files": {"pte": str(program.pte_path),
+                  "tosa": [str(d.tosa_path) for d in program.delegates],
+                  "vela": [str(d.vela_npz_path) for d in program.delegates]},
+        "timings_s": {k: round(v, 3) for k, v in program.timings.items()},
+    }
+    if evaluation is not None:
+        acc = evaluation.accuracy
+        entry["accuracy"] = {"samples": acc.samples, "sqnr_db": _finite(acc.sqnr_db),
+                             "cosine": _finite(acc.cosine),
+                             "max_abs_err_lsb": _finite(acc.max_abs_err_lsb),
+                             "top1_agreement": _finite(acc.top1_agreement),
+                             "against": "float model", "runner": evaluation.runs[0].runner}
+    return entry
+
+
+def comparison_entry(comparison: VariantComparison) -> dict[str, Any]:
+    return {"same_npu_operations": comparison.same_npu_operations,
+            "estimate_delta_npu_cycles": comparison.estimate_delta_npu_cycles,
+            "estimator_effect": comparison.estimator_effect,
+            "layer_deltas": [asdict(d) for d in comparison.layer_deltas],
+            "notes": list(comparison.notes)}
+
+
+def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as handle:
+        json.dump(data, handle, indent=2, default=str)
+        handle.write("\n")
+    os.replace(handle.name, path)

@@ -1,0 +1,117 @@
+"""Terminal tables (rich) and report.md: the same rows, fused and unfused side by side."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from ..pipeline import JobResult
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        if math.isinf(value):
+            return "inf"
+        return f"{value:,.2f}" if abs(value) < 1e6 else f"{value:,.0f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def rows(result: JobResult) -> tuple[list[str], list[list[str]]]:
+    names = list(result.variants)
+    header = ["", *names] + (["delta (fused - unfused)"] if result.comparison else [])
+    table: list[list[str]] = []
+
+    def add(label, values, delta=None):
+        table.append([label, *(_fmt(v) for v in values)] + (
+            [_fmt(delta) if delta is not None else ""] if result.comparison else []))
+
+    vs = [result.variants[n] for n in names]
+    programs = [v.program for v in vs]
+
+    def both(values):
+        return values[0] - values[1] if result.comparison and None not in values else None
+
+    add("delegates", [len(p.delegates) for p in programs])
+    add("CPU operators", [len(p.cpu_ops) for p in programs])
+    add("TOSA CLAMP ops", [p.tosa_ops.get("CLAMP", 0) for p in programs])
+    add("TOSA RESCALE ops", [p.tosa_ops.get("RESCALE", 0) for p in programs])
+    ops = [p.npu_ops for p in programs]
+    add("NPU operations (command stream)", ops, both(ops))
+    est = [sum(d.estimate.npu_cycles for d in p.delegates if d.estimate) for p in programs]
+    add("NPU cycles (Vela estimate)", est, both(est))
+    tot = [sum(d.estimate.total_cycles for d in p.delegates if d.estimate) for p in programs]
+    add("total cycles (Vela estimate)", tot, both(tot))
+    add("activations fused", [sum(d.fused for d in p.decisions) for p in programs])
+    sq = [v.reference.accuracy.sqnr_db for v in vs]
+    add("SQNR vs float (dB, host ref)", sq, both(sq))
+    add("max |err| vs float (LSB)", [v.reference.accuracy.max_abs_err_lsb for v in vs])
+    if any(v.reference.accuracy.top1_agreement is not None for v in vs):
+        add("top-1 agreement with float", [v.reference.accuracy.top1_agreement for v in vs])
+    if all(v.device for v in vs):
+        runs = [v.device.evaluation.runs[0] for v in vs]
+        kind = runs[0].cycles.kind
+        measured = [r.cycles.npu_cycles for r in runs]
+        add(f"NPU cycles ({runs[0].runner}, {kind})", measured, both(measured))
+        add("outputs == host reference", [v.device.outputs_match_reference for v in vs])
+        add("max diff vs host reference (LSB)", [v.device.max_diff_lsb for v in vs])
+    return header, table
+
+
+def notes(result: JobResult) -> list[str]:
+    lines = []
+    if result.runner_note:
+        lines.append(f"Runner: {result.runner_note}")
+    for name, v in result.variants.items():
+        if len(v.program.delegates) > 1:
+            lines.append(f"WARNING {name}: the model is split into {len(v.program.delegates)} "
+                         "delegates; the CPU runs what lies between them.")
+        for op in v.program.cpu_ops:
+            lines.append(f"{name}: CPU operator {op.op} from {op.source}: {op.reason}")
+        for d in v.program.decisions:
+            if not d.fused and name == "fused":
+                lines.append(f"{name}: {d.activation} after {d.parent} ({d.source}) not fused: {d.reason}")
+            if d.zero_point_raised:
+                lines.append(f"{name}: {d.activation} after {d.parent}: {d.reason}")
+    if result.comparison:
+        lines.extend(result.comparison.notes)
+        for delta in result.comparison.layer_deltas:
+            lines.append(f"  estimate differs on the same operation: delegate {delta.delegate} "
+                         f"{delta.operator} {delta.name}: fused {delta.fused_cycles:,} vs unfused "
+                         f"{delta.unfused_cycles:,} cycles")
+    return lines
+
+
+def print_result(result: JobResult, console: Console | None = None) -> None:
+    console = console or Console()
+    header, table = rows(result)
+    title = (f"{result.job.model} on {result.target.name} ({result.npu.accelerator}, "
+             f"{result.npu.system_config}, {result.npu.memory_mode})")
+    rich_table = Table(title=title)
+    for i, column in enumerate(header):
+        rich_table.add_column(column, justify="left" if i == 0 else "right")
+    for row in table:
+        rich_table.add_row(*row)
+    console.print(rich_table)
+    for line in notes(result):
+        console.print(line, markup=False)
+    console.print(f"report: {result.report_path}", markup=False)
+
+
+def write_markdown(result: JobResult, path: Path) -> None:
+    header, table = rows(result)
+    lines = [f"# {result.job.model} on {result.target.name} ({result.npu.accelerator})", "",
+             f"Vela system config {result.npu.system_config}, memory mode "
+             f"{result.npu.memory_mode}; calibration {result.calibration_source}.", "",
+             "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in table]
+    lines += ["", *[f"- {n}" for n in notes(result)], ""]
+    tmp = path.with_suffix(".md.tmp")
+    tmp.write_text("\n".join(lines))
+    tmp.replace(path)

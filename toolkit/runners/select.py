@@ -1,0 +1,36 @@
+"""Choosing a runner: --runner auto picks the FVP, else the simulator, else the TOSA reference."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import UserError
+from ..npu import NpuConfig
+from ..targets import Target
+from .fvp import FvpRunner
+from .sim import SimulatorRunner
+from .tosa_ref import TosaReferenceRunner
+
+RUNNER_CHOICES = ("auto", "fvp", "sim", "tosa-ref")
+
+
+def candidate_runners(runner_elf: str | None = None) -> list:
+    return [FvpRunner(runner_elf=Path(runner_elf) if runner_elf else None), SimulatorRunner(),
+            TosaReferenceRunner()]
+
+
+def select_runner(name: str, target: Target, npu: NpuConfig,
+                  runner_elf: str | None = None) -> tuple[object, str]:
+    """(runner, a sentence saying which runs and what its cycles are, and why not the others)."""
+    skipped = []
+    for runner in candidate_runners(runner_elf):
+        if name not in ("auto", runner.name):
+            continue
+        available = runner.availability(target, npu.accelerator)
+        if available.ok:
+            why_not = f" (not {'; not '.join(skipped)})" if skipped else ""
+            return runner, f"{runner.name}: {available.reason}{why_not}"
+        if name != "auto":
+            raise UserError(f"runner '{name}' cannot run here: {available.reason}")
+        skipped.append(f"{runner.name}: {available.reason}")
+    raise UserError("no runner can run here: " + "; ".join(skipped))

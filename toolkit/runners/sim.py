@@ -1,0 +1,49 @@
+"""The built-in Ethos-U55/U65 simulator as a runner: Vela's command stream, executed on the host.
+
+CPU operators run through PyTorch as for the host reference; each delegate's vela_bin_stream (the
+payload inside the .pte) runs through toolkit.sim. Cycles come from our own cycle model.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..artifacts import CycleFigures, Delegate, Program, RunResult
+from ..targets import Target
+from .base import Availability
+from .hybrid import execute
+
+
+class SimulatorRunner:
+    name = "sim"
+
+    def availability(self, target: Target, program_npu: str) -> Availability:
+        if not program_npu.startswith(("ethos-u55", "ethos-u65")):
+            return Availability(False, f"the simulator models Ethos-U55/U65, not {program_npu}")
+        try:
+            from ..sim import simulate  # noqa: F401
+        except ImportError as exc:
+            return Availability(False, f"toolkit.sim is not usable: {exc}")
+        return Availability(True, "etk simulator (Vela's command stream, bit-exact int8; "
+                                  "cycles from etk's own cycle model, not a measurement)")
+
+    def run(self, program: Program, inputs: Sequence[np.ndarray], target: Target | None = None) -> RunResult:
+        from ..sim import load_payload, simulate
+
+        per_delegate = []
+
+        def run_delegate(delegate: Delegate, arrays: list[np.ndarray]) -> list[np.ndarray]:
+            result = simulate(load_payload(delegate.payload), arrays, program.npu.accelerator)
+            per_delegate.append(result)
+            return list(result.outputs)
+
+        outputs = execute(program, inputs, run_delegate)
+        cycles = CycleFigures(kind="simulated", source="etk simulator cycle model",
+                              npu_cycles=sum(int(r.cycles) for r in per_delegate),
+                              note="computed by etk's cycle model from the executed NPU "
+                                   "operations; not a hardware measurement")
+        return RunResult(self.name, outputs, cycles,
+                         {"operations": sum(len(r.operations) for r in per_delegate)})
+

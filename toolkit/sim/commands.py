@@ -1,0 +1,66 @@
+"""Decoding the register command stream into commands.
+
+Word 0: bits 0-9 opcode, bits 14-15 payload mode (0: cmd0, parameter only; 1: cmd1, one extra
+32-bit word), bits 16-31 parameter. Names come from Vela's register definitions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from ethosu.vela.ethos_u55_regs.ethos_u55_regs import cmd0, cmd1
+
+from .errors import PayloadError
+
+_CMD0 = {c.value: c.name for c in cmd0}
+_CMD1 = {c.value: c.name for c in cmd1}
+OPERATIONS = frozenset(n for n in _CMD0.values() if n.startswith("NPU_OP_"))
+
+
+@dataclass(frozen=True)
+class Command:
+    offset: int  # byte offset in the command stream
+    name: str  # e.g. "NPU_SET_IFM_BASE0", "NPU_OP_CONV"
+    param: int  # 16-bit parameter
+    data: int | None = None  # the 32-bit payload word of cmd1 commands
+
+    @property
+    def is_operation(self) -> bool:
+        return self.name in OPERATIONS
+
+    @property
+    def value(self) -> int:
+        return self.param if self.data is None else self.data
+
+
+def decode(stream: bytes) -> tuple[Command, ...]:
+    if len(stream) % 4:
+        raise PayloadError(f"command stream is {len(stream)} bytes, not whole 32-bit words")
+    words = np.frombuffer(stream, dtype="<u4").tolist()
+    commands = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        code, mode, param = word & 0x3FF, (word >> 14) & 0x3, word >> 16
+        if mode == 0:
+            name = _CMD0.get(code)
+            if name is None:
+                raise PayloadError(f"unknown opcode {code:#05x} (cmd0, word {word:#010x}) at "
+                                   f"command-stream offset {i * 4:#x}")
+            commands.append(Command(i * 4, name, param))
+            i += 1
+        elif mode == 1:
+            name = _CMD1.get(code)
+            if name is None:
+                raise PayloadError(f"unknown opcode {code:#05x} (cmd1, word {word:#010x}) at "
+                                   f"command-stream offset {i * 4:#x}")
+            if i + 1 >= len(words):
+                raise PayloadError(f"{name} at command-stream offset {i * 4:#x} lacks its "
+                                   "payload word: the stream is truncated")
+            commands.append(Command(i * 4, name, param, words[i + 1]))
+            i += 2
+        else:
+            raise PayloadError(f"bad payload mode {mode} in word {word:#010x} at command-stream "
+                               f"offset {i * 4:#x}")
+    return tuple(commands)

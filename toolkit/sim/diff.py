@@ -1,0 +1,83 @@
+"""Register-level comparison of two programs: their NPU operations side by side."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+
+from .commands import decode
+from .payload import NpuProgram
+from .registers import RegisterFile
+
+# Registers that say where data lives rather than what the operation does.
+ADDRESS_REGISTERS = frozenset(
+    [f"{fm}_BASE{i}" for fm in ("IFM", "OFM", "IFM2") for i in range(4)]
+    + ["WEIGHT_BASE", "SCALE_BASE", "DMA0_SRC", "DMA0_DST", "BLOCKDEP"])
+
+
+@dataclass(frozen=True)
+class ProgramOp:
+    index: int
+    name: str  # NPU_OP_CONV, ...
+    param: int
+    offset: int
+    registers: tuple[tuple[str, int], ...]
+
+    @property
+    def kind(self) -> str:
+        return f"{self.name.removeprefix('NPU_OP_')}({self.param})"
+
+
+@dataclass(frozen=True)
+class OpDiff:
+    a: ProgramOp | None  # None: only in B
+    b: ProgramOp | None  # None: only in A
+    changed: tuple[tuple[str, int | None, int | None], ...]  # register, value in A, value in B
+
+    @property
+    def same(self) -> bool:
+        return self.a is not None and self.b is not None and not self.changed
+
+
+def operations(program: NpuProgram) -> tuple[ProgramOp, ...]:
+    """Every NPU operation with the registers it runs with (waits and STOP excluded)."""
+    regs = RegisterFile()
+    ops = []
+    for cmd in decode(program.command_stream):
+        if not cmd.is_operation:
+            regs.write(cmd)
+        elif cmd.name not in ("NPU_OP_STOP", "NPU_OP_DMA_WAIT", "NPU_OP_KERNEL_WAIT",
+                              "NPU_OP_PMU_MASK", "NPU_OP_IRQ"):
+            snap = regs.snapshot(cmd)
+            ops.append(ProgramOp(len(ops), cmd.name, cmd.param, cmd.offset,
+                                 tuple(sorted(snap.values.items()))))
+    return tuple(ops)
+
+
+def diff_programs(a: NpuProgram, b: NpuProgram,
+                  ignore_addresses: bool = True) -> tuple[OpDiff, ...]:
+    """Ops aligned by kind; for aligned pairs, the registers whose values differ."""
+    ops_a, ops_b = operations(a), operations(b)
+    matcher = SequenceMatcher(a=[o.kind for o in ops_a], b=[o.kind for o in ops_b],
+                              autojunk=False)
+    rows: list[OpDiff] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            for oa, ob in zip(ops_a[i1:i2], ops_b[j1:j2]):
+                rows.append(OpDiff(oa, ob, _changed(oa, ob, ignore_addresses)))
+        else:
+            rows.extend(OpDiff(o, None, ()) for o in ops_a[i1:i2])
+            rows.extend(OpDiff(None, o, ()) for o in ops_b[j1:j2])
+    return tuple(rows)
+
+
+def _changed(a: ProgramOp, b: ProgramOp, ignore_addresses: bool):
+    ra, rb = dict(a.registers), dict(b.registers)
+    out = []
+    for name in sorted(set(ra) | set(rb)):
+        base = name.split(".")[0]
+        if ignore_addresses and base in ADDRESS_REGISTERS:
+            continue
+        if ra.get(name) != rb.get(name):
+            out.append((name, ra.get(name), rb.get(name)))
+    return tuple(out)

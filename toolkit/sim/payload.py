@@ -1,0 +1,206 @@
+"""Loading what Vela produced: ExecuTorch's vela_bin_stream or Vela's raw .npz.
+
+Both give the same typed NpuProgram: the register command stream (driver header removed),
+the read-only weight region, scratch sizes and where the delegate's inputs and outputs live.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .errors import PayloadError
+
+_BLOCK_HEADER = struct.Struct("<16sIB11s")
+_IO_RECORD = struct.Struct("<9i")
+_FOURCC = b"COP1"
+# Driver-action tags in the COP1 header (low byte of each word).
+_DA_CONFIG, _DA_CMDSTREAM, _DA_READ_APB, _DA_DUMP_SHRAM, _DA_NOP = 1, 2, 3, 4, 5
+# The .pte payload does not say how large the fast scratch is: the runtime provides it.
+DEFAULT_FAST_SCRATCH = 1 << 20
+
+
+@dataclass(frozen=True)
+class IOTensor:
+    """One delegate input or output as Vela placed it."""
+
+    shape: tuple[int, ...]  # 6-D, as Vela writes it
+    elem_size: int
+    offset: int
+    region: int
+
+    @property
+    def dtype(self) -> np.dtype:
+        try:
+            return np.dtype({1: np.int8, 2: np.int16, 4: np.int32}[self.elem_size])
+        except KeyError:
+            raise PayloadError(f"tensor element size {self.elem_size} is not 1, 2 or 4") from None
+
+    @property
+    def squeezed_shape(self) -> tuple[int, ...]:
+        shape = list(self.shape)
+        while len(shape) > 1 and shape[0] == 1:
+            shape.pop(0)
+        return tuple(shape)
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape)) * self.elem_size
+
+
+@dataclass(frozen=True)
+class DriverConfig:
+    """The COP1 config action: what hardware the stream was compiled for."""
+
+    macs_per_cc_log2: int
+    shram_kb: int
+    product: int  # 0: Ethos-U55, 1: Ethos-U65
+
+    @property
+    def accelerator(self) -> str:
+        family = "ethos-u65" if self.product == 1 else "ethos-u55"
+        return f"{family}-{1 << self.macs_per_cc_log2}"
+
+
+@dataclass(frozen=True)
+class NpuProgram:
+    command_stream: bytes  # register commands only, offset 0 = first command
+    weights: bytes  # region 0
+    scratch_size: int  # region 1
+    scratch_fast_size: int  # region 2 (0 when the memory mode has none)
+    inputs: tuple[IOTensor, ...]
+    outputs: tuple[IOTensor, ...]
+    config: DriverConfig | None
+    source: str  # where it came from, for messages
+
+
+def load_payload(data: bytes | bytearray | str | Path) -> NpuProgram:
+    """A vela_bin_stream (bytes, or a path to a file holding one) or a Vela raw _vela.npz path."""
+    if isinstance(data, (str, Path)):
+        path = Path(data)
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise PayloadError(f"cannot read {path}: {exc.strerror}") from None
+        if raw[:2] == b"PK":
+            return _load_npz(raw, str(path))
+        return _load_bin_stream(raw, str(path))
+    return _load_bin_stream(bytes(data), "vela_bin_stream")
+
+
+def _load_bin_stream(raw: bytes, source: str) -> NpuProgram:
+    blocks: dict[str, bytes] = {}
+    pos = 0
+    while True:
+        if pos + _BLOCK_HEADER.size > len(raw):
+            raise PayloadError(f"{source}: truncated at byte {pos}: expected a 32-byte block "
+                               f"header, {len(raw) - pos} bytes left (no vela_end_stream)")
+        name_raw, length, external, _ = _BLOCK_HEADER.unpack_from(raw, pos)
+        name = name_raw.split(b"\0", 1)[0].decode("ascii", "replace")
+        if pos == 0 and name != "vela_bin_stream":
+            raise PayloadError(f"{source}: not a vela_bin_stream (first block is '{name}')")
+        pos += _BLOCK_HEADER.size
+        if pos + length > len(raw):
+            raise PayloadError(f"{source}: block '{name}' at byte {pos - 32} says {length} bytes, "
+                               f"only {len(raw) - pos} left: truncated")
+        if external:
+            raise PayloadError(f"{source}: block '{name}' is stored outside the payload "
+                               "(external reference); give the simulator the full payload")
+        blocks[name] = raw[pos:pos + length]
+        pos += (length + 15) // 16 * 16
+        if name == "vela_end_stream":
+            break
+    for required in ("cmd_data", "weight_data", "scratch_size", "inputs", "outputs"):
+        if required not in blocks:
+            raise PayloadError(f"{source}: block '{required}' is missing")
+    if len(blocks["scratch_size"]) != 4:
+        raise PayloadError(f"{source}: scratch_size block has {len(blocks['scratch_size'])} "
+                           "bytes, expected 4")
+    scratch = struct.unpack("<I", blocks["scratch_size"])[0]
+    stream, config = _strip_driver_header(blocks["cmd_data"], source)
+    return NpuProgram(stream, blocks["weight_data"], scratch, DEFAULT_FAST_SCRATCH,
+                      _io_block(blocks["inputs"], "inputs", source),
+                      _io_block(blocks["outputs"], "outputs", source), config, source)
+
+
+def _io_block(raw: bytes, name: str, source: str) -> tuple[IOTensor, ...]:
+    if len(raw) < 4:
+        raise PayloadError(f"{source}: block '{name}' is too short for its count")
+    count = struct.unpack_from("<i", raw)[0]
+    if count < 0 or 4 + count * _IO_RECORD.size != len(raw):
+        raise PayloadError(f"{source}: block '{name}' says {count} tensors but holds "
+                           f"{len(raw) - 4} bytes ({_IO_RECORD.size} per tensor)")
+    tensors = []
+    for i in range(count):
+        *shape, elem, offset, region = _IO_RECORD.unpack_from(raw, 4 + i * _IO_RECORD.size)
+        tensors.append(_io_tensor(shape, elem, offset, region, f"{source}: {name}[{i}]"))
+    return tuple(tensors)
+
+
+def _io_tensor(shape, elem, offset, region, where: str) -> IOTensor:
+    shape = tuple(int(s) for s in shape)
+    if any(s < 0 for s in shape) or int(elem) not in (1, 2, 4) or int(offset) < 0:
+        raise PayloadError(f"{where}: bad tensor record shape={shape} elem_size={elem} "
+                           f"offset={offset}")
+    return IOTensor(shape, int(elem), int(offset), int(region))
+
+
+def _load_npz(raw: bytes, source: str) -> NpuProgram:
+    try:
+        with np.load(io.BytesIO(raw), allow_pickle=False) as npz:
+            data = {k: npz[k] for k in npz.files if not k.endswith("_quantization")
+                    and not k.startswith("variable")}
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
+        raise PayloadError(f"{source}: not a readable Vela .npz ({exc})") from None
+    try:
+        stream, config = _strip_driver_header(data["cmd_data"].tobytes(), source)
+
+        def tensors(prefix: str) -> tuple[IOTensor, ...]:
+            return tuple(
+                _io_tensor(shape, data[f"{prefix}_elem_size"][i], data[f"{prefix}_offset"][i],
+                           data[f"{prefix}_region"][i], f"{source}: {prefix}[{i}]")
+                for i, shape in enumerate(data[f"{prefix}_shape"]))
+
+        return NpuProgram(stream, data["weight_data"].tobytes(), int(data["scratch_size"]),
+                          int(data["scratch_fast_size"]), tensors("input"), tensors("output"), config,
+                          source)
+    except KeyError as exc:
+        raise PayloadError(f"{source}: Vela .npz has no array {exc}") from None
+
+
+def _strip_driver_header(cmd_data: bytes, source: str) -> tuple[bytes, DriverConfig | None]:
+    """The COP1 driver payload -> (register command stream, config action)."""
+    if len(cmd_data) % 4:
+        raise PayloadError(f"{source}: cmd_data is {len(cmd_data)} bytes, not whole 32-bit words")
+    words = np.frombuffer(cmd_data, dtype="<u4")
+    if len(words) == 0 or cmd_data[:4] != _FOURCC:
+        raise PayloadError(f"{source}: cmd_data does not start with the COP1 driver header")
+    config = None
+    i = 1
+    while i < len(words):
+        tag = int(words[i])
+        action, param = tag & 0xFF, tag >> 16
+        if action == _DA_CONFIG:
+            if i + 2 >= len(words):
+                raise PayloadError(f"{source}: COP1 config action truncated")
+            cfg = int(words[i + 1])
+            config = DriverConfig(cfg & 0xF, (cfg >> 8) & 0xFF, cfg >> 28)
+            i += 3
+        elif action == _DA_CMDSTREAM:
+            length = param | (((tag >> 8) & 0xFF) << 16)
+            start = (i + 1) * 4
+            if start + length * 4 > len(cmd_data):
+                raise PayloadError(
+                    f"{source}: command stream says {length} words, only "
+                    f"{(len(cmd_data) - start) // 4} present: truncated")
+            return cmd_data[start:start + length * 4], config
+        elif action in (_DA_NOP, _DA_READ_APB, _DA_DUMP_SHRAM):
+            i += 1
+        else:
+            raise PayloadError(f"{source}: unknown COP1 driver action {action:#x} at byte {i * 4}")
+    raise PayloadError(f"{source}: COP1 header has no command stream")

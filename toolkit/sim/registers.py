@@ -1,0 +1,53 @@
+"""Register state: the stream only sends registers that change, so state persists across ops."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+from .commands import Command
+from .errors import UnsupportedError
+
+
+def signed16(value: int) -> int:
+    return value - 0x10000 if value & 0x8000 else value
+
+
+@dataclass(frozen=True)
+class Registers:
+    """The register values an operation runs with (frozen snapshot at its NPU_OP command)."""
+
+    values: Mapping[str, int] = field(default_factory=dict)  # name without NPU_SET_ -> value
+    op: Command | None = None
+
+    def get(self, name: str, default: int | None = None) -> int:
+        if name in self.values:
+            return self.values[name]
+        if default is not None:
+            return default
+        where = f"{self.op.name} at command-stream offset {self.op.offset:#x}" if self.op else "?"
+        raise UnsupportedError(f"{where} needs register {name}, which the stream never set")
+
+    def s16(self, name: str, default: int | None = None) -> int:
+        return signed16(self.get(name, default))
+
+    def cmd1_param(self, name: str) -> int:
+        """The 16-bit parameter field that some cmd1 registers carry (OFM_SCALE shift)."""
+        return self.values.get(name + ".param", 0)
+
+
+class RegisterFile:
+    def __init__(self) -> None:
+        self._values: dict[str, int] = {}
+
+    def write(self, cmd: Command) -> None:
+        name = cmd.name.removeprefix("NPU_SET_")
+        if cmd.data is None:
+            self._values[name] = cmd.param
+        else:
+            self._values[name] = cmd.data
+            self._values[name + ".param"] = cmd.param
+
+    def snapshot(self, op: Command) -> Registers:
+        return Registers(MappingProxyType(dict(self._values)), op)
