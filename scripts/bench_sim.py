@@ -41,12 +41,15 @@ def main() -> int:
     worst = 0.0
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.models:
-            module, shape = build_zoo_model(name)
+            module, example = build_zoo_model(name)
+            shape = tuple(example[0].shape)
             out = Path(tmp) / name
             out.mkdir()
             tosa = lower_to_tosa(module, shape, out)
             program = load_payload(vela_compile(tosa, args.accelerator, out / "vela"))
-            x = np.random.default_rng(0).integers(-128, 128, size=shape).astype(np.int8)
+            # A delegate may start after CPU ops: feed it its own input (TOSA rank 4, NCHW).
+            delegate_shape = program.inputs[0].shape[-4:]
+            x = np.random.default_rng(0).integers(-128, 128, size=delegate_shape).astype(np.int8)
             result = simulate(program, [x], args.accelerator)
             expected = tosa_reference(tosa, [x])[0]
             exact = np.array_equal(result.outputs[0], expected.reshape(result.outputs[0].shape))

@@ -48,7 +48,10 @@ def test_targets_on_a_machine_without_fvp(bare_machine, capsys):
     assert "no (1, 2)" in u55
     assert [c.strip() for c in u55.split("│")[-4:-1]] == ["no (1, 2)", "yes", "yes"]
     u85 = _row(out, "corstone-320", "ethos-u85: 128", "Ethos_U85_SYS_DRAM_Mid")
-    assert u85.split("│")[-3].strip().startswith("no (")  # the simulator has no U85
+    sim_cell = u85.split("│")[-3].strip()  # the simulator has no U85: a note says so
+    assert sim_cell.startswith("no (")
+    note = [line for line in out.splitlines() if line.startswith(f"({sim_cell[4:-1]}) ")]
+    assert len(note) == 1 and "ethos-u85-256" in note[0]
     assert "Sram_Only" in out and "Dedicated_Sram_384KB" in out
     assert ("(1) FVP binary FVP_Corstone_SSE-300_Ethos-U55 not found on PATH or in ETK_FVP_PATH: "
             "download the Corstone-300 Ecosystem FVP from "
@@ -59,7 +62,6 @@ def test_targets_on_a_machine_without_fvp(bare_machine, capsys):
             "--target=ethos-u55-128 --system_config=Ethos_U55_High_End_Embedded "
             "--memory_mode=Shared_Sram") in out
     assert "FVP binary FVP_Corstone_SSE-320 not found" in out
-    assert "the built-in simulator does not model ethos-u85-128" in out
 
 
 def test_targets_with_fvp_and_runner_elf(bare_machine, tmp_path, monkeypatch, capsys):
@@ -100,3 +102,10 @@ def test_doctor_finds_fvp_and_elf(bare_machine, tmp_path, monkeypatch, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert f"  FVP_Corstone_SSE-320: found at {tmp_path / 'fvps' / 'FVP_Corstone_SSE-320'}" in lines
     assert f"  corstone-300: found at {elf} (from ETK_RUNNER_ELF)" in lines
+
+
+def test_verbs_are_wired_into_etk(bare_machine, capsys):
+    from toolkit.cli import main
+
+    assert main(["doctor"]) == 0
+    assert "FVP_Corstone_SSE-320: missing" in capsys.readouterr().out

@@ -104,7 +104,8 @@ def test_inputs_reach_the_runner_byte_for_byte(tmp_path, fvp_env, reference):
 def test_wrong_input_dtype_is_a_user_error(tmp_path, fvp_env, reference):
     inputs = _inputs()
     inputs[0] = inputs[0].astype(np.float32)
-    with pytest.raises(UserError, match=r"input 0 is float32\[1, 3, 4, 4\], the program takes int8"):
+    with pytest.raises(UserError,
+                       match=r"input 0 is float32\[1, 3, 4, 4\], the program takes int8"):
         FvpRunner().run(_program(tmp_path, "corstone-300", "ethos-u55-128"), inputs,
                         load_target("corstone-300"))
 
@@ -188,7 +189,8 @@ def test_availability_says_what_is_missing_and_how_to_get_it(tmp_path, monkeypat
     target = load_target("corstone-320")
     available = FvpRunner().availability(target, "ethos-u85-256")
     assert not available.ok
-    assert "FVP binary FVP_Corstone_SSE-320 not found on PATH or in ETK_FVP_PATH" in available.reason
+    assert ("FVP binary FVP_Corstone_SSE-320 not found on PATH or in ETK_FVP_PATH"
+            in available.reason)
     assert "Corstone-320 Ecosystem FVP from https://developer.arm.com/" in available.reason
     assert ("backends/arm/scripts/build_executor_runner.sh --pte=semihosting "
             "--target=ethos-u85-256 --system_config=Ethos_U85_SYS_DRAM_Mid "

@@ -11,9 +11,10 @@ import argparse
 import importlib
 import sys
 
+from ..console_capture import capture_fds
 from ..errors import ToolError, UserError
 
-VERB_MODULES = ("compile", "deploy", "info")
+VERB_MODULES = ("compile", "deploy", "diff", "info")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,7 +30,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser = build_parser()
+    if "--debug" in argv:
+        parser = build_parser()
+    else:
+        with capture_fds((2,)):  # torchao's import-time chatter about optional CUDA kernels
+            parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

@@ -46,5 +46,8 @@ def show(result: JobResult) -> None:
 
 
 def progress_printer():
+    """Stage messages on an interactive terminal; silence in pipes and logs."""
     console = Console(stderr=True)
+    if not console.is_terminal:
+        return lambda message: None
     return lambda message: console.print(f"[dim]... {message}[/dim]")

@@ -21,7 +21,7 @@ def parse_input_shapes(text: str) -> tuple[tuple[int, ...], ...]:
     shapes = []
     for part in text.split(";"):
         try:
-            shape = tuple(int(d) for d in part.replace("x", ",").split(",") if d.strip())
+            shape = tuple(int(d) for d in part.split(","))
         except ValueError:
             shape = ()
         if not shape or any(d <= 0 for d in shape):

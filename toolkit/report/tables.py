@@ -14,6 +14,8 @@ from ..pipeline import JobResult
 def _fmt(value) -> str:
     if value is None:
         return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "NO"
     if isinstance(value, float):
         if math.isinf(value):
             return "inf"

@@ -100,7 +100,7 @@ def semihosting_cmd_line(n_inputs: int) -> str:
 
 
 def _check_no_fast(fvp: FvpSpec, source: Path) -> None:
-    """`ethosu.extra_args=--fast` makes the NPU's cycle counts meaningless; we always report them."""
+    """`ethosu.extra_args=--fast` makes NPU cycle counts meaningless; we always report them."""
     settings = [f"{k}={v}" for k, v in fvp.parameters.items()]
     if fvp.config_file is not None:
         settings += fvp.config_file.read_text().splitlines()
@@ -157,8 +157,9 @@ def write_inputs(run_dir: Path, inputs: Sequence[np.ndarray],
 def read_outputs(run_dir: Path, specs: Sequence[TensorSpec]) -> tuple[np.ndarray, ...]:
     found = sorted(p.name for p in run_dir.glob("out-*.bin"))
     if len(found) != len(specs):
-        raise ToolError(f"the runner wrote {len(found)} output files ({', '.join(found) or 'none'}) "
-                        f"in {run_dir}; the program has {len(specs)} outputs")
+        raise ToolError(f"the runner wrote {len(found)} output files "
+                        f"({', '.join(found) or 'none'}) in {run_dir}; the program has "
+                        f"{len(specs)} outputs")
     outputs = []
     for n, spec in enumerate(specs):
         path = run_dir / f"out-{n}.bin"
@@ -275,7 +276,8 @@ class FvpRunner:
         elf = find_runner_elf(target, self.runner_elf)
         if elf.path is None:
             missing.append(f"no executor runner ELF (--runner-elf, ETK_RUNNER_ELF or "
-                           f"fvp.runner_elf in the target file): {how_to_build_runner(target, npu)}")
+                           f"fvp.runner_elf in the target file): "
+                           f"{how_to_build_runner(target, npu)}")
         elif not elf.path.is_file():
             missing.append(f"runner ELF {elf.path} (from {elf.source}) does not exist: "
                            f"{how_to_build_runner(target, npu)}")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import codecs
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 LogLevel = Literal["D", "I", "E", "F"]
@@ -102,8 +102,8 @@ class UartLog:
     complete: bool  # "Program complete, exiting." seen
     eot: bool
     banners: int  # runner starts seen; more than one means the target reset
-    garbled_bytes: int  # bytes that were not valid UTF-8 or were stray control characters
-    failures: tuple[Failure, ...] = field(default=())
+    garbled_bytes: int  # undecodable bytes (one per U+FFFD) and stray control characters
+    failures: tuple[Failure, ...]
 
     @property
     def ok(self) -> bool:

@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from toolkit.errors import UserError
+from toolkit.targets import list_targets, load_target
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_builtin_targets():
+    names = {t.name for t in list_targets()}
+    assert {"corstone-300", "corstone-320"} <= names
+    c300 = load_target("corstone-300")
+    assert c300.npu().accelerator == "ethos-u55-128"
+    assert c300.npu("ethos-u65-256").system_config == "Ethos_U65_High_End"
+    assert c300.npu("ethos-u65-256").memory_mode == "Dedicated_Sram_384KB"
+    assert c300.fvp.binary_for("ethos-u65-256") == "FVP_Corstone_SSE-300_Ethos-U65"
+    c320 = load_target("corstone-320")
+    assert (c320.npu().accelerator, c320.npu().memory_mode) == ("ethos-u85-256", "Sram_Only")
+    assert c320.fvp.config_file.name == "corstone-320.txt"
+
+
+def test_user_target_folder(tmp_path, monkeypatch):
+    (tmp_path / "mine.toml").write_text(
+        'name = "mine"\n[npu]\ndefault = "ethos-u55-64"\nsupported = ["ethos-u55-64"]\n')
+    monkeypatch.setenv("ETK_TARGETS_PATH", str(tmp_path))
+    assert load_target("mine").npu().accelerator == "ethos-u55-64"
+
+
+def test_missing_key_is_named(tmp_path):
+    bad = tmp_path / "t.toml"
+    bad.write_text('name = "t"\n[npu]\nsupported = ["ethos-u55-64"]\n')
+    with pytest.raises(UserError, match=r"key 'npu.default' missing, expected an NPU configuration"):
+        load_target(str(bad))
+
+
+def test_every_subpackage_is_listed_in_pyproject():
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "toolkit").rglob("__init__.py")}
+    assert found <= listed
