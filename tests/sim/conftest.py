@@ -171,6 +171,7 @@ class CaseStore:
             factory, shape = CASES.get(name) or FULL_SWEEP[name]
             out = self.root / name
             out.mkdir(parents=True, exist_ok=True)
+            torch.manual_seed(0)  # the same weights whatever ran before (fused vs unfused pairs)
             tosa = lower_to_tosa(factory(), shape, out)
             rng = np.random.default_rng(abs(hash(name)) % 2**32)
             x = rng.integers(-128, 128, size=shape).astype(np.int8)

@@ -77,12 +77,14 @@ class BlockQuantizationConfig(QuantizationConfig):
                                 observer_or_fake_quant_ctr=observer)
 
 
-def make_quantizer(npu: NpuConfig, variant: Variant):
+def make_quantizer(npu: NpuConfig, variant: Variant, config: QuantizationConfig | None = None):
+    """config replaces the default global QuantizationConfig (tests use it to force qparams)."""
     quantizer = create_quantizer(compile_spec(npu))
-    base = get_symmetric_quantization_config(is_per_channel=True)
-    config = base
-    if variant == "fused":
-        config = BlockQuantizationConfig(**{f.name: getattr(base, f.name) for f in fields(base)})
+    if config is None:
+        base = get_symmetric_quantization_config(is_per_channel=True)
+        config = base
+        if variant == "fused":
+            config = BlockQuantizationConfig(**{f.name: getattr(base, f.name) for f in fields(base)})
     quantizer.quantizer.pattern_matcher = PatternMatcher(support_table(variant), f"etk-{variant}")
     quantizer.set_global(config)
     return quantizer
@@ -100,10 +102,10 @@ def export_module(model: LoadedModel) -> torch.fx.GraphModule:
 
 
 def quantize(model: LoadedModel, calibration: CalibrationSet, variant: Variant,
-             npu: NpuConfig) -> QuantizedModel:
+             npu: NpuConfig, config: QuantizationConfig | None = None) -> QuantizedModel:
     graph = export_module(model)
     canonicalize_activations(graph)
-    prepared = prepare_pt2e(graph, make_quantizer(npu, variant))
+    prepared = prepare_pt2e(graph, make_quantizer(npu, variant, config))
     with torch.no_grad():
         for sample in calibration.samples:
             prepared(*sample)

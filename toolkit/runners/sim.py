@@ -20,12 +20,13 @@ class SimulatorRunner:
     name = "sim"
 
     def availability(self, target: Target, program_npu: str) -> Availability:
-        if not program_npu.startswith(("ethos-u55", "ethos-u65")):
-            return Availability(False, f"the simulator models Ethos-U55/U65, not {program_npu}")
         try:
-            from ..sim import simulate  # noqa: F401
+            from ..sim import ACCELERATORS
         except ImportError as exc:
             return Availability(False, f"toolkit.sim is not usable: {exc}")
+        if program_npu not in ACCELERATORS:
+            return Availability(False, f"the simulator models Ethos-U55/U65 "
+                                       f"({', '.join(ACCELERATORS)}), not {program_npu}")
         return Availability(True, "etk simulator (Vela's command stream, bit-exact int8; "
                                   "cycles from etk's own cycle model, not a measurement)")
 

@@ -1,0 +1,53 @@
+"""Wall time of `etk compare MODEL` split by stage, and what a second compile in-process costs.
+
+    python scripts/bench_compile.py [zoo:ds_cnn]
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from toolkit.compare.evaluate import evaluate, evaluation_inputs, float_outputs
+from toolkit.lower.compile import compile_variant
+from toolkit.models.loader import load_model
+from toolkit.quantize.calibration import random_calibration
+from toolkit.runners.tosa_ref import TosaReferenceRunner
+from toolkit.targets import load_target
+
+
+def main(spec: str = "zoo:ds_cnn") -> None:
+    npu = load_target("corstone-300").npu()
+    start = time.perf_counter()
+    model = load_model(spec)
+    load_s = time.perf_counter() - start
+    calibration = random_calibration(model.example_inputs, 8, 0)
+    inputs = evaluation_inputs(model, 8, 0)
+    floats = float_outputs(model, inputs)
+    table = Table(title=f"etk compare {spec} ({npu.accelerator}), seconds")
+    stages = ("quantize", "lower", "vela", "host run", "second compile")
+    for column in ("variant", "load", *stages):
+        table.add_column(column, justify="right")
+    with tempfile.TemporaryDirectory() as out:
+        for variant in ("fused", "unfused"):
+            program = compile_variant(model, calibration, variant, npu, Path(out))
+            t = time.perf_counter()
+            evaluate(program, TosaReferenceRunner(), inputs, floats)
+            host_s = time.perf_counter() - t
+            t = time.perf_counter()
+            compile_variant(model, calibration, variant, npu, Path(out))  # cache hit
+            again_s = time.perf_counter() - t
+            table.add_row(variant, f"{load_s:.2f}", *(f"{program.timings.get(s, 0):.2f}"
+                                                     for s in stages[:3]),
+                          f"{host_s:.2f}", f"{again_s:.4f}")
+            load_s = 0.0
+    Console().print(table)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])

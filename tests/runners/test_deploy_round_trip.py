@@ -1,0 +1,68 @@
+"""etk deploy end to end: through the FVP stand-in, and with no FVP on the next runner in line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+
+from toolkit.cli import main
+from toolkit.runners.select import select_runner
+from toolkit.targets import load_target
+
+
+def test_deploy_through_fvp_stand_in(fvp_env, tmp_path, monkeypatch, capsys):
+    # 1. the host reference for one evaluation input, which the stand-in will echo back
+    host = tmp_path / "host"
+    assert main(["compare", "zoo:conv2d_relu", "--eval-samples", "1", "-o", str(host)]) == 0
+    for variant in ("fused", "unfused"):
+        ref = tmp_path / f"ref-{variant}"
+        ref.mkdir()
+        shutil.copy(host / variant / "reference" / "output_0_0.npy", ref / "out-0.npy")
+    # 2. deploy each variant on the "FVP" (the stand-in under the real binary name)
+    for variant, fusion in (("fused", "on"), ("unfused", "off")):
+        monkeypatch.setenv("ETK_FAKE_FVP_REFERENCE", str(tmp_path / f"ref-{variant}"))
+        out = tmp_path / f"deploy-{variant}"
+        code = main(["deploy", "zoo:conv2d_relu", "--runner", "fvp", "--fusion", fusion,
+                     "--eval-samples", "1", "-o", str(out)])
+        assert code == 0
+        report = json.loads((out / "report.json").read_text())
+        run = report["variants"][variant]["run"]
+        assert run["runner"] == "fvp"
+        assert run["cycles"]["kind"] == "measured"
+        assert run["cycles"]["source"] == "FVP PMU ethosu_pmu_cycle_cntr"
+        assert run["outputs_match_reference"] is True and run["max_diff_lsb"] == 0.0
+        run_dir = out / variant / f"fvp-{variant}"
+        assert (run_dir / "program.pte").read_bytes() == (out / variant / "model.pte").read_bytes()
+        saved = np.load(out / variant / "run_fvp" / "output_0_0.npy")
+        assert np.array_equal(saved, np.load(host / variant / "reference" / "output_0_0.npy"))
+
+
+def test_auto_runner_without_fvp_says_why(monkeypatch, tmp_path):
+    monkeypatch.setenv("ETK_FVP_PATH", str(tmp_path))
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.delenv("ETK_RUNNER_ELF", raising=False)
+    target = load_target("corstone-300")
+    runner, note = select_runner("auto", target, target.npu())
+    assert runner.name == "sim"
+    assert note.startswith("sim: etk simulator")
+    assert "not fvp: FVP binary FVP_Corstone_SSE-300_Ethos-U55 not found" in note
+    runner, note = select_runner("auto", load_target("corstone-320"), load_target("corstone-320").npu())
+    assert runner.name == "tosa-ref"  # the simulator models Ethos-U55/U65 only
+    assert "not sim: the simulator models Ethos-U55/U65" in note and "not ethos-u85-256" in note
+
+
+def test_deploy_on_simulator_matches_host_reference_fused_and_unfused(compiled, tmp_path):
+    from toolkit.pipeline import Job, run_job
+    from toolkit.runners.sim import SimulatorRunner
+
+    result = run_job(Job(model="zoo:conv2d_bn_relu6", out_dir=tmp_path, eval_samples=2),
+                     runner=SimulatorRunner())
+    for variant in ("fused", "unfused"):
+        device = result.variants[variant].device
+        assert device.outputs_match_reference and device.exact_match_rate == 1.0
+        assert device.evaluation.runs[0].cycles.kind == "simulated"
+    fused, unfused = (result.variants[v].device.evaluation.runs[0].cycles.npu_cycles
+                      for v in ("fused", "unfused"))
+    assert fused == unfused > 0  # same NPU operations, same simulated cycles
