@@ -14,9 +14,10 @@ program's own input qparams. Feeding each float block the exact values its quant
 removes the input quantization effect (and the error carried down the chain), so what is left is
 this block's own error: output rounding (0.5 step), int8 per-channel weight rounding (tiny fan-in
 here: 3 to 36 taps), the int32 bias rounding and the RESCALE multiplier (both negligible).
-TOL_STEPS = 1.0 keeps headroom over what was measured on this matrix (worst block: see
-MEASURED_WORST_STEPS), while a wrong fusion (a lost ReLU, a clipped upper bound, a shifted zero
-point) is off by many steps.
+The float output is first saturated to the output's representable range: the histogram observer
+may pick a range that clips the tails, which is quantization by design. TOL_STEPS = 1.0 keeps
+headroom over the worst block measured on this matrix (0.53 steps beyond the weight bound), while
+a wrong fusion (a lost ReLU, a clipped upper bound, a shifted zero point) is off by many steps.
 """
 
 from __future__ import annotations
@@ -40,7 +41,6 @@ from toolkit.runners.tosa_ref import TosaReferenceRunner
 from toolkit.targets import load_target
 
 TOL_STEPS = 1.0
-MEASURED_WORST_STEPS = None  # filled in from the run, see the report
 CALIBRATION_SAMPLES = 8
 COMBOS = [(p, bn) for p in am.PARENTS for bn in (False, True)]
 
@@ -122,11 +122,14 @@ def block_error_steps(built, variant: str, index: int) -> float:
         x = torch.from_numpy(block_input.copy())
         expected = block(x.clone()).numpy()
         allowance = weight_rounding_bound(block, x).numpy()
-    scale = program.output_quant[index].scale
+    quant = program.output_quant[index]
+    scale = quant.scale
+    # the observer (a histogram observer) may choose a range that clips the tails: saturation at
+    # the representable range is quantization by design, not an error of the block
+    expected = np.clip(expected, (quant.qmin - quant.zero_point) * scale,
+                       (quant.qmax - quant.zero_point) * scale)
     error = np.abs(np.asarray(outputs[index]) - expected)
     excess = error - allowance
-    print(f"MEASURE {variant} {index} raw={error.max()/scale:.3f} excess={excess.max()/scale:.3f} "
-          f"allow={allowance.max()/scale:.3f}")
     return float(excess.max() / scale)
 
 
@@ -147,9 +150,10 @@ def test_fused_chain_is_one_delegate_without_clamp(chain, parent, bn):
     assert program.cpu_ops == ()
     tosa = read_tosa(program.delegates[0].tosa_path)
     assert [op for op in tosa.operators if op.op == "CLAMP"] == []
-    assert tosa.histogram().get("RESCALE", 0) == len(am.ACTIVATIONS)  # one output stage per block
-    # every block's output stage saturates at the activation's 0
-    assert tosa.rescale_output_zero_points() == [-128] * len(am.ACTIVATIONS)
+    # one output stage per block (a grouped conv is decomposed into one conv + RESCALE per group)
+    zero_points = tosa.rescale_output_zero_points()
+    assert len(zero_points) >= len(am.ACTIVATIONS)
+    assert set(zero_points) == {-128}  # every output stage saturates at the activation's 0
 
 
 @pytest.mark.parametrize("parent,bn", COMBOS, ids=[_combo_id(*c) for c in COMBOS])
@@ -161,7 +165,7 @@ def test_unfused_chain_keeps_one_clamp_per_block(chain, parent, bn):
     assert len(clamps) == len(am.ACTIVATIONS)
     for clamp in clamps:  # each CLAMP sits on a RESCALE and clips at real 0 of its quantization
         rescale = tosa.producer(clamp.inputs[0])
-        while rescale is not None and rescale.op in ("TRANSPOSE", "RESHAPE"):  # layout only
+        while rescale is not None and rescale.op in ("TRANSPOSE", "RESHAPE", "CONCAT"):  # layout / group concat
             rescale = tosa.producer(rescale.inputs[0])
         assert rescale is not None and rescale.op == "RESCALE"
         assert clamp.clamp[0] == int(tosa.constants[rescale.inputs[4]][0])
@@ -198,3 +202,127 @@ def test_block_unfused_is_separate_and_matches_float(chain, parent, bn, index):
     assert not decision.fused and "fusion off" in decision.reason
     steps = block_error_steps(built, "unfused", index)
     assert steps <= TOL_STEPS, f"unfused block error {steps:.2f} steps > {TOL_STEPS}"
+
+
+# --- must not fuse --------------------------------------------------------------------------------
+
+def _compile_both(npu, tmp_path, module, name, config=None, monkeypatch=None):
+    torch.manual_seed(7)
+    module = module.eval()
+    x = am.example_input("conv2d")
+    loaded = LoadedModel(f"test:{name}", name, module, (x,), f"fusion-matrix-{name}")
+    if config is not None:
+        import toolkit.lower.compile as compile_module
+        from toolkit.quantize.quantizer import quantize
+        monkeypatch.setattr(compile_module, "quantize", functools.partial(quantize, config=config))
+    built = {"model": module, "x": x}
+    for variant in ("fused", "unfused"):
+        program = compile_variant(loaded, calibration_with(x), variant, npu, tmp_path)
+        built[variant] = (program, TosaReferenceRunner().run(program, [x.numpy()]).outputs)
+    return built
+
+
+def _end_to_end_steps(built, variant):
+    """Whole-model error in output steps: single conv, so input rounding is the only extra."""
+    program, outputs = built[variant]
+    with torch.no_grad():
+        expected = built["model"](built["x"])
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    return max(float(np.abs(np.asarray(o) - e.numpy()).max() / q.scale)
+               for o, e, q in zip(outputs, expected, program.output_quant))
+
+
+# single conv on a quantized N(0,1) input: input rounding (half an input step over 36 taps) plus
+# weight rounding stays within 3 output steps; measured in the run recorded in the report
+END_TO_END_STEPS = 3.0
+
+
+@pytest.mark.parametrize("module,name", [(am.SharedParent, "relu_plus_parent"),
+                                         (am.SharedParentTwoOutputs, "relu_and_parent_out")])
+def test_parent_used_twice_is_not_fused(npu, tmp_path, module, name):
+    built = _compile_both(npu, tmp_path, module(), name)
+    program, _ = built["fused"]
+    (decision,) = program.decisions
+    assert not decision.fused
+    assert "also used by" in decision.reason
+    assert len(program.delegates) == 1 and program.cpu_ops == ()
+    assert _end_to_end_steps(built, "fused") <= END_TO_END_STEPS
+
+
+@pytest.mark.parametrize("form", ["hardtanh(-1,1)", "clamp(-0.5,6)"])
+def test_lower_bound_not_zero_is_not_fused(npu, tmp_path, form):
+    built = _compile_both(npu, tmp_path, am.LowerBound(form), f"lower_{form}")
+    program, _ = built["fused"]
+    (decision,) = program.decisions
+    assert not decision.fused
+    assert "lower bound" in decision.reason and "is not 0" in decision.reason
+    assert program.cpu_ops == ()
+    assert "CLAMP" in read_tosa(program.delegates[0].tosa_path).histogram()
+    assert _end_to_end_steps(built, "fused") <= END_TO_END_STEPS
+
+
+@pytest.mark.skip(reason="per-channel output quantization is not constructible through our "
+                         "quantizer: activations are always per-tensor (ExecuTorch's Arm "
+                         "quantizer and TOSA RESCALE lowering only take per-tensor activation "
+                         "qparams); decisions.py would report 'not quantized per tensor'")
+def test_per_channel_output_is_not_fused():
+    """Per-channel output quantization: not constructible through make_quantizer (see skip)."""
+
+
+# --- zero point above qmin ------------------------------------------------------------------------
+
+FORCED_ZERO_POINT = -120
+
+
+def _forced_zero_point_config(scale: float):
+    from dataclasses import fields
+
+    from executorch.backends.arm.quantizer import get_symmetric_quantization_config
+    from executorch.backends.arm.quantizer.quantization_config import QuantizationConfig
+    from torchao.quantization.pt2e import FixedQParamsObserver
+    from torchao.quantization.pt2e.quantizer import QuantizationSpec
+
+    aten = torch.ops.aten
+    forced = {aten.relu.default, aten.relu_.default, aten.conv2d.default}
+
+    class ForcedZeroPoint(QuantizationConfig):
+        """conv/relu outputs get (scale, -120): the block output in the fused variant, the conv
+        output (shared by the relu) in the unfused one: the same qparams in both."""
+
+        def get_output_act_qspec(self, node=None):
+            if node is None or node.target not in forced:
+                return super().get_output_act_qspec(node)
+            observer = FixedQParamsObserver.with_args(
+                scale=scale, zero_point=FORCED_ZERO_POINT, dtype=torch.qint8, quant_min=-128,
+                quant_max=127, qscheme=torch.per_tensor_affine)
+            return QuantizationSpec(dtype=torch.int8, quant_min=-128, quant_max=127,
+                                    qscheme=torch.per_tensor_affine,
+                                    observer_or_fake_quant_ctr=observer)
+
+    base = get_symmetric_quantization_config(is_per_channel=True)
+    return ForcedZeroPoint(**{f.name: getattr(base, f.name) for f in fields(base)})
+
+
+def test_zero_point_above_qmin_fuses_bit_identical_to_rescale_clamp(npu, tmp_path, monkeypatch):
+    torch.manual_seed(7)
+    module = am.ConvRelu().eval()
+    x = am.example_input("conv2d")
+    with torch.no_grad():
+        top = float(module.conv(x).max())
+    built = _compile_both(npu, tmp_path, module, "zero_point_raised",
+                          config=_forced_zero_point_config(top / (127 - FORCED_ZERO_POINT)),
+                          monkeypatch=monkeypatch)
+    fused, fused_out = built["fused"]
+    unfused, unfused_out = built["unfused"]
+    assert fused.output_quant[0].zero_point == unfused.output_quant[0].zero_point == -120
+    (decision,) = fused.decisions
+    assert decision.fused and decision.zero_point_raised
+    assert "qmin raised" in decision.reason
+    assert len(fused.delegates) == 1 and fused.cpu_ops == ()
+    # the raised qmin is a CLAMP at the zero point on the block's own quantization
+    tosa = read_tosa(fused.delegates[0].tosa_path)
+    assert [op.clamp for op in tosa.operators if op.op == "CLAMP"] == [(-120, 127)]
+    assert tosa.rescale_output_zero_points() == [-120]
+    assert np.array_equal(fused_out[0], unfused_out[0])  # bit-identical
+    assert float(np.min(fused_out[0])) >= 0.0  # the ReLU held: nothing below real 0
+    assert _end_to_end_steps(built, "fused") <= END_TO_END_STEPS

@@ -8,10 +8,11 @@ adding a file to targets/ or to a folder named in ETK_TARGETS_PATH.
 from __future__ import annotations
 
 import os
+import string
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from .errors import UserError
 from .npu import DEFAULT_VELA_SYSTEM, NpuConfig, check_accelerator
@@ -53,6 +54,37 @@ class FvpSpec:
                             f"it has {', '.join(sorted(self.binaries))}") from None
 
 
+ResetMethod = Literal["flash", "command", "manual"]
+RESET_METHODS: tuple[ResetMethod, ...] = ("flash", "command", "manual")
+BOARD_PLACEHOLDERS = ("pte", "bpte", "elf", "port")
+
+
+@dataclass(frozen=True)
+class BoardSpec:
+    """How to build, flash, start and listen to a real board ([board] in a target file).
+
+    Commands are templates, one string per step, split like a shell line and then filled in
+    per argument: {pte} the program, {bpte} the BundleIO program, {elf} the runner image,
+    {port} the serial port. Use `sh -c '...'` in a step for pipes or redirection.
+    """
+
+    name: str  # the board as a person would name it: "Alif Ensemble E7 DevKit, HP core"
+    port: str | None  # the UART the runner prints on; --port wins
+    baud: int
+    flash_command: tuple[str, ...]
+    build_command: tuple[str, ...]  # empty: the image ({elf}) is built once, by hand
+    image: str | None  # a prebuilt runner image for {elf}; --runner-elf wins
+    reset: ResetMethod  # flash: flashing starts the program; command: reset_command; manual
+    reset_command: tuple[str, ...]
+    usb_ids: tuple[str, ...]  # "VID:PID" of the board's USB serial bridge, for `etk ports`
+    build_time_limit_s: int
+    flash_time_limit_s: int
+    banner_time_limit_s: float  # first output after flash or reset
+    run_time_limit_s: float  # from the first output to the end marker
+    reconnect_time_limit_s: float  # for the port to come back after a disconnect
+    retries: int  # re-runs after garbled output, dropped lines or a reset mid-run
+
+
 @dataclass(frozen=True)
 class Target:
     name: str
@@ -64,6 +96,7 @@ class Target:
     vela_system: dict[str, tuple[str, str]]
     fvp: FvpSpec | None = None
     board: dict[str, Any] | None = field(default=None)
+    board_spec: BoardSpec | None = None
 
     def npu(self, accelerator: str | None = None, system_config: str | None = None,
             memory_mode: str | None = None) -> NpuConfig:
@@ -143,6 +176,62 @@ def _parse_fvp(table: _Table) -> FvpSpec:
     )
 
 
+def _commands(table: _Table, key: str, required: bool) -> tuple[str, ...]:
+    value = table.get(key, (str, list), "a command template or a list of them",
+                      default=... if required else [])
+    steps = [value] if isinstance(value, str) else value
+    if not all(isinstance(step, str) and step.strip() for step in steps):
+        raise table._fail(key, "a command template or a list of them", value)
+    for step in steps:
+        try:
+            fields = {name for _, name, _, _ in string.Formatter().parse(step) if name is not None}
+        except ValueError as exc:
+            raise UserError(f"target file {table.path}: key '{table.prefix}{key}': {exc} "
+                            f"in {step!r}") from None
+        unknown = sorted(fields - set(BOARD_PLACEHOLDERS))
+        if unknown:
+            raise UserError(f"target file {table.path}: key '{table.prefix}{key}' uses "
+                            f"{{{unknown[0]}}}; the placeholders are "
+                            f"{', '.join('{' + p + '}' for p in BOARD_PLACEHOLDERS)}")
+    return tuple(steps)
+
+
+def _parse_board(table: _Table) -> BoardSpec:
+    reset = table.get("reset", str, f"one of {', '.join(RESET_METHODS)}", default="flash")
+    if reset not in RESET_METHODS:
+        raise table._fail("reset", f"one of {', '.join(RESET_METHODS)}", reset)
+    reset_command = _commands(table, "reset_command", required=reset == "command")
+    seconds = (int, float)
+    usb_ids = table.str_list("usb_ids") if "usb_ids" in table.data else ()
+    for usb_id in usb_ids:
+        vid, sep, pid = usb_id.partition(":")
+        if not (sep and len(vid) == len(pid) == 4
+                and all(c in string.hexdigits for c in vid + pid)):
+            raise table._fail("usb_ids", "a list of 'VID:PID' in hex, like '0403:6011'", usb_id)
+    retries = table.get("retries", int, "a whole number of re-runs", default=2)
+    if retries < 0:
+        raise table._fail("retries", "a whole number of re-runs", retries)
+    return BoardSpec(
+        name=table.get("name", str, "the board's name"),
+        port=table.get("port", str, "a serial port like '/dev/ttyACM0'", default=None),
+        baud=table.get("baud", int, "a baud rate like 115200", default=115200),
+        flash_command=_commands(table, "flash", required=True),
+        build_command=_commands(table, "build", required=False),
+        image=table.get("image", str, "a path to the runner image", default=None),
+        reset=reset,
+        reset_command=reset_command,
+        usb_ids=tuple(u.lower() for u in usb_ids),
+        build_time_limit_s=table.get("build_time_limit_s", int, "whole seconds", default=1800),
+        flash_time_limit_s=table.get("flash_time_limit_s", int, "whole seconds", default=300),
+        banner_time_limit_s=float(table.get("banner_time_limit_s", seconds, "seconds",
+                                            default=30)),
+        run_time_limit_s=float(table.get("run_time_limit_s", seconds, "seconds", default=300)),
+        reconnect_time_limit_s=float(table.get("reconnect_time_limit_s", seconds, "seconds",
+                                               default=10)),
+        retries=retries,
+    )
+
+
 def load_target_file(path: Path) -> Target:
     try:
         data = tomllib.loads(path.read_text())
@@ -176,6 +265,7 @@ def load_target_file(path: Path) -> Target:
         vela_system=vela_system,
         fvp=_parse_fvp(fvp) if fvp is not None else None,
         board=board,
+        board_spec=_parse_board(_Table(board, path, "board.")) if board is not None else None,
     )
 
 

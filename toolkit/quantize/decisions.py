@@ -43,7 +43,7 @@ def _float_users(node: Node) -> list[Node]:
     return users
 
 
-def _lower_bound(node: Node) -> float | None:
+def lower_bound(node: Node) -> float | None:
     if node.target in RELU_TARGETS:
         return 0.0
     if node.target in HARDTANH_TARGETS:
@@ -66,10 +66,18 @@ def _decide(act: Node) -> FusionDecision | None:
     if parent is None or parent.target not in BLOCK_PARENTS:
         return None
     name, source = describe_activation(act), node_source(act)
-    lower = _lower_bound(act)
+    lower = lower_bound(act)
     if lower != 0.0:
         return FusionDecision(parent.name, name, source, False,
                               f"lower bound {lower:g} is not 0: the RESCALE cannot implement it")
+    raised = act.meta.get("etk_raised_zero_point")
+    if raised is not None and not in_block:
+        zero_point, qmin = raised
+        return FusionDecision(
+            parent.name, name, source, True,
+            f"output zero point {zero_point} above qmin {qmin}: one block quantization, qmin "
+            f"raised to the zero point as CLAMP({zero_point}, qmax) on it, which Vela folds into "
+            "the output stage (a CLAMP remains in TOSA: ExecuTorch's RESCALE ignores qmin)", True)
     if not in_block:
         others = [u.name for u in _float_users(parent) if u is not act]
         reason = (f"{parent.name}'s output is also used by {', '.join(others)}: fusing the "

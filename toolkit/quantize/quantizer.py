@@ -28,8 +28,8 @@ from torchao.quantization.pt2e.quantizer import QuantizationSpec
 from ..artifacts import CalibrationSet, LoadedModel, QuantizedModel, Variant
 from ..errors import UserError
 from ..npu import NpuConfig
-from .activations import HARDTANH_TARGETS, canonicalize_activations
-from .decisions import BLOCK_PARENTS, fusion_decisions
+from .activations import HARDTANH_TARGETS, RELU_TARGETS, canonicalize_activations
+from .decisions import BLOCK_PARENTS, QUANTIZE, fusion_decisions, lower_bound
 
 INT8_MIN, INT8_MAX = -128, 127
 
@@ -101,6 +101,51 @@ def export_module(model: LoadedModel) -> torch.fx.GraphModule:
                         "(check the input shape, or make the model export-friendly)") from exc
 
 
+RAISED_ZERO_POINT = "etk_raised_zero_point"  # node meta: (zero point, qmin) of a split block
+
+
+def split_blocks_above_qmin(graph: torch.fx.GraphModule) -> int:
+    """Give a block whose output zero point is above qmin an explicit quantize/dequantize between
+    its conv/linear and its activation, with the block's own output qparams.
+
+    ExecuTorch 1.5.1's FuseQuantizedActivationPass would drop the activation and raise the output
+    quantize's qmin to the zero point, but nothing downstream reads that qmin: the RESCALE still
+    saturates at -128, so real negatives between qmin and the zero point leak through and the
+    ReLU is lost. Split like this, the block keeps its single [0, max] quantization and the
+    activation lowers to CLAMP(zero point, qmax) on it, which Vela folds into the conv's output
+    stage: the raised qmin, implemented.
+    """
+    count = 0
+    for act in list(graph.graph.nodes):
+        if act.op != "call_function" or act.target not in set(RELU_TARGETS) | set(HARDTANH_TARGETS):
+            continue
+        producer = act.args[0]
+        users = list(act.users)
+        if (not isinstance(producer, torch.fx.Node) or producer.target not in BLOCK_PARENTS
+                or lower_bound(act) != 0.0 or len(users) != 1 or users[0].target not in QUANTIZE):
+            continue
+        quant = users[0]
+        zero_point, qmin = int(quant.args[2]), int(quant.args[3])
+        if zero_point <= qmin:
+            continue
+        with graph.graph.inserting_before(act):
+            q = graph.graph.call_function(quant.target, (producer, *quant.args[1:]), quant.kwargs)
+            dq = graph.graph.call_function(
+                torch.ops.quantized_decomposed.dequantize_per_tensor.default,
+                (q, *quant.args[1:]), quant.kwargs)
+        for node in (q, dq):
+            node.meta = {k: v for k, v in producer.meta.items() if k != "val"}
+            if "val" in producer.meta:
+                node.meta["val"] = producer.meta["val"]
+        act.replace_input_with(producer, dq)
+        act.meta[RAISED_ZERO_POINT] = (zero_point, qmin)
+        count += 1
+    if count:
+        graph.graph.lint()
+        graph.recompile()
+    return count
+
+
 def quantize(model: LoadedModel, calibration: CalibrationSet, variant: Variant,
              npu: NpuConfig, config: QuantizationConfig | None = None) -> QuantizedModel:
     graph = export_module(model)
@@ -110,4 +155,6 @@ def quantize(model: LoadedModel, calibration: CalibrationSet, variant: Variant,
         for sample in calibration.samples:
             prepared(*sample)
     converted = convert_pt2e(prepared)
+    if variant == "fused":
+        split_blocks_above_qmin(converted)
     return QuantizedModel(variant, converted, model.example_inputs, fusion_decisions(converted))

@@ -36,7 +36,8 @@ class SimulatorRunner:
         per_delegate = []
 
         def run_delegate(delegate: Delegate, arrays: list[np.ndarray]) -> list[np.ndarray]:
-            result = simulate(load_payload(delegate.payload), arrays, program.npu.accelerator)
+            result = simulate(load_payload(delegate.payload), arrays, program.npu.accelerator,
+                              program.npu.system_config, program.npu.memory_mode)
             per_delegate.append(result)
             return list(result.outputs)
 

@@ -136,6 +136,11 @@ class UartLogParser:
         self._failures: list[Failure] = []
 
     @property
+    def failures(self) -> tuple[Failure, ...]:
+        """Failure markers seen so far."""
+        return tuple(self._failures)
+
+    @property
     def halted(self) -> bool:
         """Nothing useful can follow: the program ended, or the CPU faulted or was stopped."""
         return self._complete or self._eot or any(
@@ -230,6 +235,12 @@ def _value(kind: str, text: str) -> OutputValue:
     if kind == "bool":
         return text == "true"
     return int(text)
+
+
+def is_banner(line: str) -> bool:
+    """The line the runner prints once per start (`PTE @ 0x... [----ET12]`)."""
+    record = _RECORD.match(line)
+    return bool(_BANNER.match((record["message"] if record else line).strip()))
 
 
 def parse_uart_log(data: bytes | str) -> UartLog:

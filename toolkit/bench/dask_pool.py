@@ -1,0 +1,51 @@
+"""Running a suite on a Dask distributed cluster: `etk bench --scheduler tcp://host:port`.
+
+Each run is one task; records come back to this process, which alone writes results.jsonl.
+Workers need the same toolkit installed; run artifacts (.pte, Vela output) stay on the worker
+that made them (the record names the host and folder).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any, Callable, Sequence
+
+from ..errors import UserError
+from .results import RECORD_SCHEMA, run_key
+from .suite import RunSpec
+
+
+def _task(spec: RunSpec, out_root: str) -> dict[str, Any]:
+    from toolkit.bench.runs import execute_run
+
+    return execute_run(spec, out_root)
+
+
+def run_dask(specs: Sequence[RunSpec], out_root: str, address: str,
+             on_record: Callable[[dict[str, Any]], None]) -> None:
+    try:
+        from distributed import Client, as_completed
+    except ImportError:
+        raise UserError("--scheduler needs Dask: pip install 'ethos-u-toolkit[distributed]'") from None
+    try:
+        client = Client(address, timeout=10)
+    except OSError as exc:
+        raise UserError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+    try:
+        futures = {client.submit(_task, spec, out_root, key=f"etk-run-{run_key(spec)}",
+                                 pure=False): spec for spec in specs}
+        try:
+            for future in as_completed(futures):
+                spec = futures[future]
+                try:
+                    record = future.result()
+                except Exception as exc:  # KilledWorker and the like: the run failed, go on
+                    record = {"schema": RECORD_SCHEMA, "key": run_key(spec), "label": spec.label,
+                              "spec": asdict(spec), "status": "failed",
+                              "reason": f"Dask: {type(exc).__name__}: {exc}"}
+                on_record(record)
+        except KeyboardInterrupt:
+            client.cancel(list(futures))
+            raise
+    finally:
+        client.close()

@@ -1,0 +1,116 @@
+"""The local worker pool: -j N processes, one run at a time each, records back to the parent.
+
+The parent hands each run to one worker over that worker's pipe, so when a worker dies (killed,
+out of memory, a crash in native code) it knows which run was lost: that run is tried once more
+on a fresh worker, and recorded as failed if its worker dies again.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from dataclasses import asdict, dataclass
+from multiprocessing.connection import Connection, wait
+from typing import Any, Callable, Sequence
+
+from .results import RECORD_SCHEMA, run_key
+from .suite import RunSpec
+
+OnRecord = Callable[[dict[str, Any]], None]
+ATTEMPTS = 2
+
+
+@dataclass
+class _Worker:
+    process: multiprocessing.process.BaseProcess
+    conn: Connection
+    spec: RunSpec | None = None
+
+
+def _context():
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["toolkit.bench.worker"])
+    return ctx
+
+
+def _start(ctx, out_root: str) -> _Worker:
+    from .worker import worker_main
+
+    parent, child = ctx.Pipe()
+    process = ctx.Process(target=worker_main, args=(child, out_root), daemon=True)
+    process.start()
+    child.close()
+    return _Worker(process, parent)
+
+
+def _died_record(spec: RunSpec, exitcode: int | None) -> dict[str, Any]:
+    return {"schema": RECORD_SCHEMA, "key": run_key(spec), "label": spec.label,
+            "spec": asdict(spec), "status": "failed",
+            "reason": f"worker process died {ATTEMPTS} times on this run "
+                      f"(last exit code {exitcode})"}
+
+
+def run_local(specs: Sequence[RunSpec], out_root: str, jobs: int, on_record: OnRecord) -> None:
+    ctx = _context()
+    queue = list(reversed(specs))
+    attempts: dict[RunSpec, int] = {}
+    workers = [_start(ctx, out_root) for _ in range(max(1, min(jobs, len(specs))))]
+    try:
+        while True:
+            for worker in workers:
+                if worker.spec is None and queue:
+                    worker.spec = queue.pop()
+                    attempts[worker.spec] = attempts.get(worker.spec, 0) + 1
+                    worker.conn.send(worker.spec)
+            busy = [w for w in workers if w.spec is not None]
+            if not busy:
+                return
+            wait([w.conn for w in busy] + [w.process.sentinel for w in busy])
+            for i, worker in enumerate(workers):
+                if worker.spec is None:
+                    continue
+                if _receive(worker, on_record):
+                    continue
+                if not worker.process.is_alive():
+                    worker.process.join()
+                    if attempts[worker.spec] < ATTEMPTS:
+                        queue.append(worker.spec)
+                    else:
+                        on_record(_died_record(worker.spec, worker.process.exitcode))
+                    workers[i] = _start(ctx, out_root)
+    except KeyboardInterrupt:
+        for worker in workers:  # keep what finished between the last wait and the interrupt
+            if worker.spec is not None:
+                _receive(worker, on_record)
+        raise
+    finally:
+        _stop(workers)
+
+
+def _receive(worker: _Worker, on_record: OnRecord) -> bool:
+    try:
+        if not worker.conn.poll():
+            return False
+        record = worker.conn.recv()
+    except (EOFError, OSError):
+        return False
+    worker.spec = None
+    on_record(record)
+    return True
+
+
+def _stop(workers: list[_Worker]) -> None:
+    for worker in workers:
+        if worker.process.is_alive() and worker.spec is None:
+            try:
+                worker.conn.send(None)
+            except OSError:
+                pass
+    for worker in workers:
+        worker.process.join(timeout=2 if worker.spec is None else 0)
+        if worker.process.is_alive():
+            worker.process.terminate()
+            worker.process.join(timeout=5)
+        if worker.process.is_alive():
+            worker.process.kill()
+            worker.process.join()
+        worker.conn.close()

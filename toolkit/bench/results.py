@@ -1,0 +1,78 @@
+"""results.jsonl: one record per finished run, appended atomically; the stable run key.
+
+Each record is written with a single write() on an O_APPEND descriptor and fsynced, so
+concurrent writers never interleave and a crash leaves every finished run on disk. A later
+record for the same key (a failed run tried again with --resume) supersedes an earlier one.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import zlib
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+from .suite import RunSpec
+
+RESULTS_NAME = "results.jsonl"
+RECORD_SCHEMA = 1
+
+
+def run_key(spec: RunSpec) -> str:
+    """Hash of everything that defines the run; the same spec gives the same key on any host."""
+    text = json.dumps({"schema": RECORD_SCHEMA, **asdict(spec)}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def append_record(path: Path, record: dict[str, Any]) -> None:
+    data = (json.dumps(record, default=str, separators=(",", ":")) + "\n").encode()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        written = os.write(fd, data)
+        if written != len(data):
+            raise OSError(f"short write to {path}: {written} of {len(data)} bytes")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """Every record in file order; a torn last line (power loss) is ignored."""
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records
+
+
+def latest(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """key -> the newest record for it, in first-seen order."""
+    newest: dict[str, dict[str, Any]] = {}
+    for record in records:
+        newest[record["key"]] = record
+    return newest
+
+
+def finished_keys(records: Iterable[dict[str, Any]]) -> set[str]:
+    """Keys --resume skips: those whose newest record succeeded."""
+    return {k for k, r in latest(records).items() if r["status"] == "ok"}
+
+
+def encode_codes(codes: np.ndarray) -> str:
+    """Integer output codes, compact enough for a JSON line: int32, zlib, base64."""
+    return base64.b64encode(zlib.compress(np.ascontiguousarray(codes, "<i4").tobytes(), 9)).decode()
+
+
+def decode_codes(text: str) -> np.ndarray:
+    return np.frombuffer(zlib.decompress(base64.b64decode(text)), "<i4")

@@ -1,0 +1,63 @@
+"""`etk bench`: the suite's runs not yet recorded, on the local pool or Dask, into DIR."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from ..errors import UserError
+from ..report.json_report import write_json_atomic
+from .baseline import BASELINE_NAME, baseline_from_records
+from .progress import BenchProgress
+from .results import RESULTS_NAME, append_record, finished_keys, latest, read_records, run_key
+from .suite import Suite
+
+
+@dataclass(frozen=True)
+class BenchOutcome:
+    total: int  # runs in the suite
+    skipped: int  # already recorded (--resume)
+    ran: int
+    failed: int  # of the runs made now
+    results: Path
+
+
+def run_suite(suite: Suite, out: Path, jobs: int = 1, resume: bool = False,
+              scheduler: str | None = None, console: Console | None = None) -> BenchOutcome:
+    console = console or Console(stderr=True)
+    specs = suite.runs()
+    out.mkdir(parents=True, exist_ok=True)
+    results = out / RESULTS_NAME
+    previous = read_records(results)
+    if previous and not resume:
+        raise UserError(f"{results} already holds {len(previous)} runs: pass --resume to "
+                        "continue that suite, or choose another --out")
+    done = finished_keys(previous)
+    todo = [s for s in specs if run_key(s) not in done]
+    if suite.source.resolve() != (out / "suite.toml").resolve():
+        shutil.copyfile(suite.source, out / "suite.toml")
+    failed = 0
+
+    def on_record(record: dict) -> None:
+        nonlocal failed
+        append_record(results, record)
+        failed += record["status"] != "ok"
+        progress.record(record)
+
+    console.print(f"{suite.name}: {len(specs)} runs, {len(specs) - len(todo)} already recorded, "
+                  f"{len(todo)} to run" + (f" on {scheduler}" if scheduler else f" with -j {jobs}"),
+                  markup=False, highlight=False)
+    with BenchProgress(len(todo), console) as progress:
+        if scheduler:
+            from .dask_pool import run_dask
+            run_dask(todo, str(out.resolve()), scheduler, on_record)
+        elif todo:
+            from .pool import run_local
+            run_local(todo, str(out.resolve()), jobs, on_record)
+    keys = {run_key(s) for s in specs}
+    newest = [r for k, r in latest(read_records(results)).items() if k in keys]
+    write_json_atomic(out / BASELINE_NAME, baseline_from_records(newest))
+    return BenchOutcome(len(specs), len(specs) - len(todo), len(todo), failed, results)

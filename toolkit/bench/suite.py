@@ -1,0 +1,230 @@
+"""SUITE.toml -> Suite, and the cross product of runs it describes.
+
+    name = "zoo"
+    models = ["zoo:*", "models/kws.py:Net"]   # zoo names may use shell wildcards
+    targets = ["corstone-300"]
+    npus = ["ethos-u55-128", "ethos-u65-256"]  # optional: each target's default
+    fusion = ["on", "off"]                      # optional: both
+    runners = ["sim"]                           # fvp, sim, tosa-ref, auto
+    [settings]                                  # optional
+    seed = 0
+    eval_samples = 8
+    calibration_samples = 8
+    [[vela]]                                    # optional: Vela's defaults for the target
+    name = "size"
+    optimise = "Size"                           # Performance or Size
+    memory_mode = "Shared_Sram"
+    system_config = "Ethos_U55_High_End_Embedded"
+    flags = ["--verbose-allocation"]
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import UserError
+
+FUSION = {"on": "fused", "off": "unfused"}
+RUNNERS = ("auto", "fvp", "sim", "tosa-ref")
+OPTIMISE = ("Performance", "Size")
+
+
+@dataclass(frozen=True)
+class VelaOptions:
+    name: str = "default"
+    optimise: str | None = None
+    memory_mode: str | None = None
+    system_config: str | None = None
+    flags: tuple[str, ...] = ()
+
+    def extra_flags(self) -> tuple[str, ...]:
+        return ((f"--optimise={self.optimise}",) if self.optimise else ()) + self.flags
+
+
+@dataclass(frozen=True)
+class Settings:
+    seed: int = 0
+    eval_samples: int = 8
+    calibration_samples: int = 8
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run of the cross product: one model, one variant, one NPU, one option set, one runner."""
+
+    model: str
+    target: str
+    npu: str
+    variant: str  # "fused" or "unfused"
+    vela: VelaOptions
+    runner: str
+    settings: Settings
+
+    @property
+    def label(self) -> str:
+        return (f"{self.model} {self.variant} {self.npu} vela={self.vela.name} "
+                f"runner={self.runner}")
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    source: Path
+    models: tuple[str, ...]
+    targets: tuple[str, ...]
+    npus: tuple[str, ...]  # empty: each target's default NPU
+    variants: tuple[str, ...]
+    vela: tuple[VelaOptions, ...]
+    runners: tuple[str, ...]
+    settings: Settings
+
+    def runs(self) -> tuple[RunSpec, ...]:
+        from ..targets import load_target
+
+        specs = []
+        for target_name in self.targets:
+            target = load_target(target_name)
+            npus = [n for n in self.npus if n in target.supported_npus] or (
+                [] if self.npus else [target.default_npu])
+            for model in self.models:
+                for npu in npus:
+                    for variant in self.variants:
+                        for vela in self.vela:
+                            for runner in self.runners:
+                                specs.append(RunSpec(model, target_name, npu, variant, vela,
+                                                     runner, self.settings))
+        return tuple(specs)
+
+
+class _Reader:
+    """Typed access to a TOML table; errors name the file and the key."""
+
+    def __init__(self, data: dict[str, Any], path: Path, prefix: str = ""):
+        self.data, self.path, self.prefix = data, path, prefix
+
+    def fail(self, key: str, message: str) -> UserError:
+        return UserError(f"suite file {self.path}: key '{self.prefix}{key}' {message}")
+
+    def value(self, key: str, typ: type, expected: str, default: Any = ...) -> Any:
+        if key not in self.data:
+            if default is ...:
+                raise self.fail(key, f"is missing, expected {expected}")
+            return default
+        value = self.data[key]
+        if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
+            raise self.fail(key, f"is {type(value).__name__} {value!r}, expected {expected}")
+        return value
+
+    def strings(self, key: str, default: Any = ..., choices: tuple[str, ...] = ()) -> tuple[str, ...]:
+        if key not in self.data and default is not ...:
+            return tuple(default)
+        expected = "a list of strings" + (f" from {', '.join(choices)}" if choices else "")
+        value = self.value(key, list, expected)
+        if not all(isinstance(v, str) for v in value) or (choices and not set(value) <= set(choices)):
+            raise self.fail(key, f"is {value!r}, expected {expected}")
+        if not value:
+            raise self.fail(key, "is empty")
+        if len(set(value)) != len(value):
+            raise self.fail(key, f"lists an entry twice: {value!r}")
+        return tuple(value)
+
+
+def _expand_models(models: tuple[str, ...], reader: _Reader) -> tuple[str, ...]:
+    from ..models.zoo import zoo_names
+
+    names = zoo_names()
+    expanded: list[str] = []
+    for spec in models:
+        if spec.startswith("zoo:") and any(c in spec for c in "*?["):
+            matches = [f"zoo:{n}" for n in names if fnmatch.fnmatchcase(n, spec[4:])]
+            if not matches:
+                raise reader.fail("models", f"pattern '{spec}' matches no zoo model")
+            expanded += [m for m in matches if m not in expanded]
+        elif spec not in expanded:
+            expanded.append(spec)
+    return tuple(expanded)
+
+
+def _vela_options(reader: _Reader) -> tuple[VelaOptions, ...]:
+    if "vela" not in reader.data:
+        return (VelaOptions(),)
+    tables = reader.value("vela", list, "an array of tables [[vela]]")
+    options = []
+    for i, table in enumerate(tables):
+        if not isinstance(table, dict):
+            raise reader.fail(f"vela[{i}]", "must be a table")
+        sub = _Reader(table, reader.path, f"vela[{i}].")
+        unknown = set(table) - {"name", "optimise", "memory_mode", "system_config", "flags"}
+        if unknown:
+            raise sub.fail(sorted(unknown)[0], "is not a Vela option key (name, optimise, "
+                                               "memory_mode, system_config, flags)")
+        optimise = sub.value("optimise", str, "Performance or Size", None)
+        if optimise is not None and optimise not in OPTIMISE:
+            raise sub.fail("optimise", f"is {optimise!r}, expected Performance or Size")
+        options.append(VelaOptions(
+            name=sub.value("name", str, "a string naming this option set", f"vela{i}"),
+            optimise=optimise,
+            memory_mode=sub.value("memory_mode", str, "a Vela memory mode", None),
+            system_config=sub.value("system_config", str, "a Vela system config", None),
+            flags=sub.strings("flags", default=[])))
+    if len({o.name for o in options}) != len(options):
+        raise reader.fail("vela", "has two option sets with the same name")
+    return tuple(options)
+
+
+def _settings(reader: _Reader) -> Settings:
+    table = reader.value("settings", dict, "a table", default={})
+    sub = _Reader(table, reader.path, "settings.")
+    values = {key: sub.value(key, int, "an integer", default)
+              for key, default in (("seed", 0), ("eval_samples", 8), ("calibration_samples", 8))}
+    for key in ("eval_samples", "calibration_samples"):
+        if values[key] < 1:
+            raise sub.fail(key, f"is {values[key]}, expected at least 1")
+    return Settings(**values)
+
+
+KNOWN_KEYS = {"name", "models", "targets", "npus", "fusion", "runners", "settings", "vela"}
+
+
+def load_suite(path: Path) -> Suite:
+    from ..targets import load_target
+
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise UserError(f"suite file {path} does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"suite file {path} is not valid TOML: {exc}") from None
+    reader = _Reader(data, path)
+    unknown = set(data) - KNOWN_KEYS
+    if unknown:
+        raise reader.fail(sorted(unknown)[0], f"is unknown; a suite has {', '.join(sorted(KNOWN_KEYS))}")
+    models = reader.strings("models")
+    targets = reader.strings("targets", default=["corstone-300"])
+    loaded = []
+    for name in targets:
+        try:
+            loaded.append(load_target(name))
+        except UserError as exc:
+            raise reader.fail("targets", f"names a target that does not load: {exc}") from None
+    npus = reader.strings("npus", default=[])
+    for npu in npus:
+        if not any(npu in t.supported_npus for t in loaded):
+            raise reader.fail("npus", f"has {npu}, which none of the targets "
+                                      f"({', '.join(targets)}) offers")
+    fusion = reader.strings("fusion", default=["on", "off"], choices=tuple(FUSION))
+    return Suite(
+        name=reader.value("name", str, "a string", path.stem),
+        source=path,
+        models=_expand_models(models, reader),
+        targets=targets,
+        npus=npus,
+        variants=tuple(FUSION[f] for f in fusion),
+        vela=_vela_options(reader),
+        runners=reader.strings("runners", default=["auto"], choices=RUNNERS),
+        settings=_settings(reader))

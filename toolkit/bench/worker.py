@@ -1,0 +1,27 @@
+"""The local pool's worker process: runs what the parent sends, sends back the record.
+
+The forkserver preloads this module, so torch and ExecuTorch are imported once, not per worker.
+"""
+
+from __future__ import annotations
+
+import signal
+from multiprocessing.connection import Connection
+
+from ..console_capture import capture_fds
+
+with capture_fds((2,)):  # torchao's import-time chatter about optional CUDA kernels
+    import torch
+
+    from .runs import execute_run
+
+
+def worker_main(conn: Connection, out_root: str) -> None:
+    # Ctrl-C reaches the whole process group; the parent decides what to keep and stops us.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    torch.set_num_threads(1)  # N workers on N cores; more threads only contend
+    while True:
+        spec = conn.recv()
+        if spec is None:
+            return
+        conn.send(execute_run(spec, out_root))

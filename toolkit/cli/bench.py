@@ -1,0 +1,86 @@
+"""etk bench (a suite's cross product, in parallel, resumable, against a baseline) and etk report."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.console import Console
+
+from ..bench.baseline import compare, load_baseline, parse_percent, regression_table
+from ..bench.report import write_reports
+from ..bench.results import latest, read_records, run_key
+from ..bench.session import run_suite
+from ..bench.suite import load_suite
+from ..errors import UserError
+
+
+def _lsb(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number of LSBs") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("an LSB tolerance cannot be negative")
+    return value
+
+
+def _bench(args) -> int:
+    console = Console(stderr=True)
+    if args.jobs < 1:
+        raise UserError(f"-j {args.jobs}: use at least 1 worker")
+    suite = load_suite(args.suite)
+    cycle_tolerance = parse_percent(args.tolerance_cycles)
+    baseline = load_baseline(args.baseline) if args.baseline else None
+    try:
+        outcome = run_suite(suite, args.out, args.jobs, args.resume, args.scheduler, console)
+    except KeyboardInterrupt:
+        done = len(latest(read_records(args.out / "results.jsonl")))
+        console.print(f"interrupted: {done} runs are recorded in {args.out}; continue with "
+                      f"etk bench {args.suite} --out {args.out} --resume", markup=False)
+        return 130
+    console.print(f"{outcome.ran} runs made ({outcome.failed} failed), {outcome.skipped} already "
+                  f"recorded; results in {outcome.results}", markup=False, highlight=False)
+    if baseline is None:
+        return 0
+    keys = {run_key(s) for s in suite.runs()}
+    records = [r for k, r in latest(read_records(outcome.results)).items() if k in keys]
+    regressions = compare(records, baseline, cycle_tolerance, args.tolerance_lsb)
+    if regressions:
+        Console().print(regression_table(regressions))
+        return 1
+    console.print(f"no regression against {args.baseline} (cycles +{cycle_tolerance:.1%}, "
+                  f"outputs {args.tolerance_lsb} LSB)", markup=False)
+    return 0
+
+
+def _report(args) -> int:
+    for path in write_reports(args.folder, args.html):
+        print(path)
+    return 0
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "bench", help="run a suite: models x targets x NPUs x fusion x Vela options x runners")
+    parser.add_argument("suite", type=Path, metavar="SUITE.toml")
+    parser.add_argument("-j", "--jobs", type=int, default=1, help="worker processes (default 1)")
+    parser.add_argument("--out", type=Path, default=Path("etk-bench"),
+                        help="results folder (default etk-bench)")
+    parser.add_argument("--resume", action="store_true",
+                        help="skip runs already recorded in OUT/results.jsonl (failed ones run again)")
+    parser.add_argument("--baseline", type=Path, metavar="BASELINE.json",
+                        help="exit 1 when a run regresses against this baseline "
+                             "(a copy of an earlier OUT/baseline.json)")
+    parser.add_argument("--tolerance-cycles", default="2%",
+                        help="allowed relative growth of NPU cycles (default 2%%)")
+    parser.add_argument("--tolerance-lsb", type=_lsb, default=0,
+                        help="allowed change of any output code, in LSB (default 0)")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="run on a Dask distributed cluster, e.g. tcp://host:8786")
+    parser.set_defaults(func=_bench)
+    parser = subparsers.add_parser("report", help="report.md (and --html) from a bench folder")
+    parser.add_argument("folder", type=Path, metavar="DIR")
+    parser.add_argument("--html", action="store_true",
+                        help="also a self-contained report.html with plots")
+    parser.set_defaults(func=_report)

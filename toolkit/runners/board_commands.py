@@ -1,0 +1,64 @@
+"""Run a board's build, flash and reset command templates: filled in, time-limited, logged."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from ..errors import ToolError, UserError
+
+
+def render(step: str, values: Mapping[str, str]) -> list[str]:
+    """One template step -> argv: split like a shell line, then each argument filled in."""
+    try:
+        words = shlex.split(step)
+    except ValueError as exc:
+        raise UserError(f"board command {step!r} cannot be split: {exc}") from None
+    # $VARS and ~ expand in the template only, never in the values filled in.
+    return [os.path.expanduser(os.path.expandvars(w)).format_map(values) for w in words]
+
+
+def _tail(text: str, n: int = 12) -> str:
+    return "\n".join(text.strip().splitlines()[-n:])
+
+
+def run_steps(what: str, steps: Sequence[str], values: Mapping[str, str], time_limit_s: float,
+              log_path: Path, cwd: Path) -> None:
+    """Run each step in turn; ToolError naming the step when one is missing, fails or hangs.
+
+    time_limit_s covers all the steps together. Output of every step goes to log_path.
+    """
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + time_limit_s
+    with open(log_path, "w") as log:
+        for step in steps:
+            argv = render(step, values)
+            log.write(f"$ {shlex.join(argv)}\n")
+            log.flush()
+            try:
+                proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                        text=True, errors="replace", start_new_session=True)
+            except FileNotFoundError:
+                raise ToolError(f"{what} command not found: {argv[0]} (from the step {step!r}); "
+                                "install it or fix the [board] table of the target file") from None
+            except OSError as exc:
+                raise ToolError(f"cannot start the {what} command {argv[0]}: {exc}") from None
+            try:
+                out, _ = proc.communicate(timeout=max(deadline - time.monotonic(), 0.001))
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                out, _ = proc.communicate()
+                log.write(out)
+                raise ToolError(f"{what} did not finish within {time_limit_s:g} s and was "
+                                f"killed: {shlex.join(argv)}\nlog: {log_path}\n{_tail(out)}")
+            log.write(out)
+            log.flush()
+            if proc.returncode != 0:
+                raise ToolError(f"{what} failed with exit code {proc.returncode}: "
+                                f"{shlex.join(argv)}\nlog: {log_path}\n{_tail(out)}")

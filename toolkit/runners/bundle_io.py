@@ -1,0 +1,94 @@
+"""BundleIO programs (.bpte): the .pte with test inputs and expected outputs, checked on the board.
+
+ExecuTorch's Arm executor runner built with BundleIO (ET_BUNDLE_IO) loads test case 0's inputs
+from the .bpte, runs the method, compares the outputs with the expected ones (atol and rtol 0.01
+by default) and prints `Test_result: PASS` or `FAIL`. Built with ExecuTorch's devtools API.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ..artifacts import TensorSpec
+from ..errors import UserError
+
+METHOD = "forward"
+
+
+@dataclass(frozen=True)
+class TestCase:
+    inputs: tuple[np.ndarray, ...]
+    expected_outputs: tuple[np.ndarray, ...]
+
+
+@dataclass(frozen=True)
+class Bundle:
+    program: bytes  # the .pte, byte for byte
+    cases: tuple[TestCase, ...]
+
+
+def _check(arrays: Sequence[np.ndarray], specs: Sequence[TensorSpec], what: str) -> None:
+    if len(arrays) != len(specs):
+        raise UserError(f"the program has {len(specs)} {what}s, the test case {len(arrays)}")
+    for n, (array, spec) in enumerate(zip(arrays, specs)):
+        array = np.asarray(array)
+        if tuple(array.shape) != tuple(spec.shape) or array.dtype != np.dtype(spec.dtype):
+            raise UserError(f"{what} {n} is {array.dtype}{list(array.shape)}, the program's is "
+                            f"{spec.dtype}{list(spec.shape)}")
+
+
+def write_bundle(pte_path: Path, cases: Sequence[TestCase], input_specs: Sequence[TensorSpec],
+                 output_specs: Sequence[TensorSpec], out_path: Path) -> Path:
+    """Write a .bpte holding the .pte at pte_path and the test cases; returns out_path."""
+    import torch
+    from executorch.devtools import BundledProgram
+    from executorch.devtools.bundled_program.config import MethodTestCase, MethodTestSuite
+    from executorch.devtools.bundled_program.serialize import (
+        serialize_from_bundled_program_to_flatbuffer)
+
+    if not cases:
+        raise UserError("a BundleIO program needs at least one test case")
+    tests = []
+    for case in cases:
+        _check(case.inputs, input_specs, "input")
+        _check(case.expected_outputs, output_specs, "output")
+        tests.append(MethodTestCase(
+            inputs=[torch.from_numpy(np.ascontiguousarray(a)) for a in case.inputs],
+            expected_outputs=[torch.from_numpy(np.ascontiguousarray(a))
+                              for a in case.expected_outputs]))
+    # From the file: BundledProgram then bundles the exact bytes the FVP and host runners use.
+    bundled = BundledProgram(None, [MethodTestSuite(METHOD, tests)], pte_file_path=str(pte_path))
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_path.with_suffix(".bpte.tmp")
+    tmp.write_bytes(serialize_from_bundled_program_to_flatbuffer(bundled))
+    tmp.replace(out_path)
+    return out_path
+
+
+def _array(tensor) -> np.ndarray:
+    import torch
+    from executorch.exir.tensor import get_scalar_type
+
+    dtype = get_scalar_type(tensor.scalar_type)
+    flat = (torch.frombuffer(bytearray(tensor.data), dtype=dtype) if tensor.data
+            else torch.empty(0, dtype=dtype))
+    return flat.reshape(list(tensor.sizes)).numpy()
+
+
+def read_bundle(path: Path) -> Bundle:
+    """The program bytes and test cases of a .bpte."""
+    from executorch.devtools.bundled_program.serialize import (
+        deserialize_from_flatbuffer_to_bundled_program)
+
+    schema = deserialize_from_flatbuffer_to_bundled_program(path.read_bytes())
+    suite = next((s for s in schema.method_test_suites if s.method_name == METHOD), None)
+    if suite is None:
+        raise UserError(f"{path} has no test suite for method '{METHOD}'")
+    cases = tuple(TestCase(tuple(_array(v.val) for v in case.inputs),
+                           tuple(_array(v.val) for v in case.expected_outputs))
+                  for case in suite.test_cases)
+    return Bundle(bytes(schema.program), cases)

@@ -1,0 +1,307 @@
+"""The serial-board runner: flash a board, listen to its UART, read what the executor runner says.
+
+Per run: the program and its inputs go into a BundleIO program (.bpte) with the host reference's
+outputs as expected values, so the board checks itself (Test_result: PASS/FAIL). The board's
+[board] table says how to build and flash the image and how the program starts (the flash itself,
+a reset command, or the reset button). The port is opened before flashing, so the start of the
+output is never missed, and the UART is parsed with the FVP runner's parser.
+
+Faults: a silent board or one that never finishes is an error at the time limit; garbled bytes,
+dropped lines and a reset mid-run (a second banner) are re-run up to board.retries times; a
+disconnect is survived once by reopening the port. Every fault seen is listed in the result's
+details. Outputs come only from a run whose capture is whole.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Sequence
+
+import numpy as np
+
+from ..artifacts import CycleFigures, Program, RunResult
+from ..errors import ToolError, UserError
+from ..targets import BoardSpec, Target
+from .base import Availability
+from .board_commands import run_steps
+from .bundle_io import TestCase, write_bundle
+from .serial_port import open_port, reopen_port
+from .tosa_ref import TosaReferenceRunner
+from .uart_log import Count, UartLog, UartLogParser, is_banner
+from .uart_outputs import decode_outputs, missing_values
+
+CYCLE_NOTE = "measured on the board: the executor runner's Ethos-U PMU report"
+_BUNDLE_FAIL = "Test_result: FAIL"
+
+Ending = Literal["end", "halted", "reset", "silent", "time-limit", "disconnected"]
+FaultKind = Literal["garbled", "dropped", "reset", "disconnected"]
+
+
+@dataclass(frozen=True)
+class Capture:
+    ending: Ending
+    log: UartLog  # from the runner's banner on; empty when no banner came
+    raw_bytes: int  # everything received, banner or not
+    raw_path: Path
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Fault:
+    kind: FaultKind
+    text: str
+
+
+def _stop_reason(parser: UartLogParser) -> Ending | None:
+    kinds = {f.kind for f in parser.failures}
+    if "reset" in kinds:
+        return "reset"
+    if parser.halted:
+        return "end"
+    if kinds & {"fatal", "hard-fault"}:  # ET_CHECK failed: the runner aborts after this line
+        return "halted"
+    return None
+
+
+def capture(link, raw_path: Path, banner_time_limit_s: float, run_time_limit_s: float) -> Capture:
+    """Read the port until the runner ends, stops, restarts or times out; raw bytes to raw_path.
+
+    Text before the runner's banner (boot ROM, the tail of an earlier run) is kept in raw_path
+    but not parsed.
+    """
+    import serial
+
+    parser = UartLogParser()
+    before_banner = b""
+    started_at: float | None = None
+    stopping: Ending | None = None
+    received = 0
+    start = time.monotonic()
+    with open(raw_path, "wb") as raw:
+        while True:
+            try:
+                chunk = link.read(4096)
+            except serial.SerialException as exc:
+                return Capture("disconnected", parser.finish(), received, raw_path, str(exc))
+            now = time.monotonic()
+            raw.write(chunk)
+            received += len(chunk)
+            if chunk and started_at is None:
+                before_banner += chunk
+                lines = before_banner.split(b"\n")
+                for k, line in enumerate(lines[:-1]):
+                    if is_banner(line.decode(errors="replace").rstrip("\r")):
+                        started_at = now
+                        parser.feed(b"\n".join(lines[k:]))
+                        break
+            elif chunk:
+                parser.feed(chunk)
+            if stopping is not None and not chunk:
+                return Capture(stopping, parser.finish(), received, raw_path)
+            if started_at is not None:
+                stopping = stopping or _stop_reason(parser)
+                if stopping == "reset":
+                    return Capture("reset", parser.finish(), received, raw_path)
+                if stopping is None and now - started_at > run_time_limit_s:
+                    return Capture("time-limit", parser.finish(), received, raw_path)
+            elif now - start > banner_time_limit_s:
+                return Capture("silent", parser.finish(), received, raw_path)
+
+
+def _bundle_fail_line(log: UartLog) -> int | None:
+    return next((n for n, line in enumerate(log.lines, 1) if _BUNDLE_FAIL in line), None)
+
+
+def check_capture(cap: Capture, program: Program) -> Fault | None:
+    """None for a whole run; a Fault worth a re-run; ToolError for what a re-run cannot fix."""
+    log = cap.log
+    if cap.ending == "disconnected":
+        return Fault("disconnected", f"the port went away mid-run ({cap.detail})")
+    if cap.ending == "reset":
+        line = next(f.line_no for f in log.failures if f.kind == "reset")
+        return Fault("reset", f"the board restarted mid-run (a second runner banner at line "
+                              f"{line} of the capture)")
+    if log.garbled_bytes:
+        first = next(f for f in log.failures if f.kind == "garbled")
+        return Fault("garbled", f"{log.garbled_bytes} garbled byte(s), first at line "
+                                f"{first.line_no}: {first.text}")
+    fail_line = _bundle_fail_line(log)
+    # After a BundleIO FAIL the runner logs the mismatch and aborts on purpose.
+    unexplained = [f for f in log.failures if fail_line is None or f.line_no < fail_line]
+    if unexplained:
+        raise ToolError("the board reported failures:" + "".join(f"\n  {f}" for f in unexplained[:8])
+                        + f"\nUART capture: {cap.raw_path}\nlast lines:\n{log.tail()}")
+    if cap.ending in ("silent", "time-limit"):
+        return None  # the caller turns these into errors with the board's hints
+    missing = missing_values(log.outputs, program.output_specs)
+    if missing is None and len(log.test_results) != 1:
+        missing = f"{len(log.test_results)} Test_result lines, expected 1"
+    if missing is None and fail_line is None and not log.complete:
+        missing = "no 'Program complete, exiting.' line"
+    return Fault("dropped", f"lines missing from the capture: {missing}") if missing else None
+
+
+def _silent_error(cap: Capture, board: BoardSpec, port: str, baud: int) -> ToolError:
+    if cap.ending == "time-limit":
+        return ToolError(f"the board on {port} started but did not finish within "
+                         f"{board.run_time_limit_s:g} s (board.run_time_limit_s): it may be "
+                         f"stuck; UART capture: {cap.raw_path}\nlast lines:\n{cap.log.tail()}")
+    heard = (f"{cap.raw_bytes} bytes but no runner banner ('PTE @ ...'): a wrong baud rate "
+             f"(board.baud is {baud}) or another program on the board"
+             if cap.raw_bytes else "nothing at all")
+    start = {"flash": "the flash command should have started it",
+             "command": "the reset command should have started it",
+             "manual": "press the board's reset button after flashing"}[board.reset]
+    return ToolError(f"the board on {port} is silent: {heard} within "
+                     f"{board.banner_time_limit_s:g} s of starting ({start}); check the port "
+                     f"(`etk ports`) and that the image is the ExecuTorch executor runner; "
+                     f"UART capture: {cap.raw_path}")
+
+
+def _per_inference(count: Count | None) -> int | None:
+    if count is None:
+        return None
+    return round(count.per_inference) if count.per_inference is not None else count.total
+
+
+class SerialRunner:
+    """Runs a Program on a real board over a serial port; cycles are the board's PMU counts."""
+
+    name = "serial"
+
+    def __init__(self, port: str | None = None, baud: int | None = None,
+                 runner_elf: Path | None = None, reference=None, run_root: Path | None = None):
+        self.port = port
+        self.baud = baud
+        self.runner_elf = runner_elf
+        self.reference = reference or TosaReferenceRunner()  # the BundleIO expected outputs
+        self.run_root = run_root
+
+    def _board(self, target: Target) -> tuple[BoardSpec, str, int]:
+        board = target.board_spec
+        if board is None:
+            raise UserError(f"target '{target.name}' has no [board] table in {target.source}: "
+                            f"use a board target (see `etk info targets`) for --runner serial")
+        port = self.port or board.port
+        if not port:
+            raise UserError(f"no serial port for {board.name}: pass --port (see `etk ports`) or "
+                            f"set board.port in {target.source}")
+        return board, port, self.baud or board.baud
+
+    def availability(self, target: Target, program_npu: str) -> Availability:
+        try:
+            board, port, baud = self._board(target)
+            import serial  # noqa: F401
+        except UserError as exc:
+            return Availability(False, str(exc))
+        except ImportError:
+            return Availability(False, "pyserial is not installed: pip install pyserial")
+        if program_npu not in target.supported_npus:
+            return Availability(False, f"{board.name} has {', '.join(target.supported_npus)}, "
+                                       f"not {program_npu}")
+        if not os.path.exists(port):
+            return Availability(False, f"serial port {port} not found: connect the board, see "
+                                       f"`etk ports`, or pass --port")
+        return Availability(True, f"{board.name} on {port} at {baud} baud (cycles measured by "
+                                  f"the board's Ethos-U PMU)")
+
+    def _image(self, board: BoardSpec, target: Target, run_dir: Path) -> Path:
+        if self.runner_elf is not None:
+            return Path(self.runner_elf).resolve()
+        if board.image:
+            path = Path(os.path.expandvars(board.image)).expanduser()
+            return path if path.is_absolute() else (target.source.parent / path).resolve()
+        if not board.build_command and any("{elf}" in s for s in
+                                           board.flash_command + board.reset_command):
+            raise UserError(f"{board.name}: the flash command needs a runner image ({{elf}}): "
+                            f"pass --runner-elf, set board.image or board.build in "
+                            f"{target.source}")
+        return run_dir / "runner.elf"  # where board.build writes it
+
+    def run(self, program: Program, inputs: Sequence[np.ndarray], target: Target) -> RunResult:
+        board, port, baud = self._board(target)
+        run_dir = ((self.run_root or program.out_dir) / f"serial-{program.variant}").resolve()
+        run_dir.mkdir(parents=True, exist_ok=True)
+        expected = self.reference.run(program, list(inputs), target).outputs
+        bpte = write_bundle(program.pte_path, [TestCase(tuple(inputs), tuple(expected))],
+                            program.input_specs, program.output_specs, run_dir / "program.bpte")
+        values = {"pte": str(program.pte_path.resolve()), "bpte": str(bpte),
+                  "elf": str(self._image(board, target, run_dir)), "port": port}
+        link = open_port(port, baud)  # before building and flashing: fail early, miss nothing
+        try:
+            if board.build_command:
+                run_steps("build", board.build_command, values, board.build_time_limit_s,
+                          run_dir / "build.log", run_dir)
+            cap, faults, link = self._attempts(board, port, baud, values, run_dir, program, link)
+        finally:
+            link.close()
+        return self._result(cap, faults, program, board, port, baud, bpte)
+
+    def _start(self, board: BoardSpec, attempt: int, values: dict, run_dir: Path) -> None:
+        if attempt == 1 or board.reset == "flash":
+            run_steps("flash", board.flash_command, values, board.flash_time_limit_s,
+                      run_dir / f"flash-{attempt}.log", run_dir)
+        if board.reset == "command":
+            run_steps("reset", board.reset_command, values, board.flash_time_limit_s,
+                      run_dir / f"reset-{attempt}.log", run_dir)
+
+    def _attempts(self, board: BoardSpec, port: str, baud: int, values: dict, run_dir: Path,
+                  program: Program, link):
+        faults: list[Fault] = []
+        retries, reconnects = board.retries, 1
+        attempt = 0
+        while True:
+            attempt += 1
+            link.reset_input_buffer()  # whatever the board said before this start
+            self._start(board, attempt, values, run_dir)
+            cap = capture(link, run_dir / f"uart-{attempt}.log", board.banner_time_limit_s,
+                          board.run_time_limit_s)
+            fault = check_capture(cap, program)
+            if fault is None and cap.ending in ("silent", "time-limit"):
+                raise _silent_error(cap, board, port, baud)
+            if fault is None:
+                return cap, faults, link
+            faults.append(fault)
+            if fault.kind == "disconnected" and reconnects:
+                reconnects -= 1
+                link.close()
+                link = reopen_port(port, baud, board.reconnect_time_limit_s)
+                continue
+            if fault.kind != "disconnected" and retries:
+                retries -= 1
+                continue
+            raise ToolError(f"no whole run from {board.name} on {port} after {attempt} "
+                            f"attempt(s):" + "".join(f"\n  attempt {n}: {f.kind}: {f.text}"
+                                                     for n, f in enumerate(faults, 1))
+                            + f"\nUART captures: {run_dir}/uart-*.log")
+
+    def _result(self, cap: Capture, faults: list[Fault], program: Program, board: BoardSpec,
+                port: str, baud: int, bpte: Path) -> RunResult:
+        log = cap.log
+        decoded = decode_outputs(log.outputs, program.output_specs, program.output_quant)
+        source = f"{board.name} Ethos-U PMU ethosu_pmu_cycle_cntr"
+        if log.npu_cycles is None and log.cpu_cycles is None:
+            cycles = CycleFigures(kind="none", source=source,
+                                  note="the runner printed no PMU report (built without the "
+                                       "Ethos-U PMU?)")
+        else:
+            cycles = CycleFigures(kind="measured", source=source,
+                                  npu_cycles=_per_inference(log.npu_cycles),
+                                  cpu_cycles=_per_inference(log.cpu_cycles), note=CYCLE_NOTE)
+        details = {
+            "board": board.name,
+            "port": port,
+            "baud": baud,
+            "bundleio": ["PASS" if ok else "FAIL" for ok in log.test_results],
+            "pmu_counters": {c.name: _per_inference(c.count) for c in log.pmu_counters},
+            "inferences": log.inferences,
+            "attempts": len(faults) + 1,
+            "faults": [f"{f.kind}: {f.text}" for f in faults],
+            "outputs": decoded.note,
+            "log": str(cap.raw_path),
+            "bpte": str(bpte),
+        }
+        return RunResult(runner=self.name, outputs=decoded.arrays, cycles=cycles, details=details)
