@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -70,3 +71,15 @@ def test_file_model_with_factory_and_example_inputs(tmp_path, capsys):
     assert code == 0
     assert (tmp_path / "fused" / "model.pte").is_file()
     assert (tmp_path / "report.md").read_text().startswith("# ")
+
+
+def test_require_full_npu_fails_on_a_split_model_and_names_the_cpu_operator(tmp_path, capsys):
+    code = main(["compile", f"{USER}:PoolNet", "--input-shape", "1,3,16,16", "--eval-samples", "1",
+                 "--require-full-npu", "-o", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "--require-full-npu: fused: 1 delegates, 3 CPU operators" in out
+    report = json.loads((tmp_path / "report.json").read_text())
+    (pool,) = [op for op in report["variants"]["fused"]["cpu_ops"] if "avg_pool2d" in op["op"]]
+    assert pool["reason"] == "Avgpool2d needs stride <= 3, got [8, 8]"
+    assert pool["source"].startswith("pool (AvgPool2d) at user_models.py:")

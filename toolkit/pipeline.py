@@ -20,10 +20,11 @@ from .lower.vela import vela_version
 from .models.loader import load_model
 from .npu import NpuConfig
 from .quantize.calibration import folder_calibration, random_calibration
-from .report.json_report import (SCHEMA_VERSION, comparison_entry, cycles_entry, tool_versions,
+from .report.json_report import (SCHEMA_VERSION, comparison_entry, cycles_entry,
                                  variant_entry, write_json_atomic)
 from .runners.tosa_ref import TosaReferenceRunner
 from .targets import Target, load_target
+from .versions import tool_versions
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,8 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--vela-option", action="append", default=[], metavar="FLAG",
                         help="extra Vela flag, e.g. --vela-option=--optimise=Size (repeatable)")
     parser.add_argument("-o", "--out", type=Path, default=Path("etk-out"), help="output folder")
+    parser.add_argument("--require-full-npu", action="store_true",
+                        help="exit 1 unless every variant is one delegate with no CPU operators")
 
 
 def job_from_args(args, variants, runner: str | None = None) -> Job:
@@ -39,10 +41,20 @@ def job_from_args(args, variants, runner: str | None = None) -> Job:
                extra_vela=tuple(args.vela_option), runner=runner)
 
 
-def show(result: JobResult) -> None:
+def show(result: JobResult, require_full_npu: bool = False) -> int:
+    """Print and write the report; 1 if --require-full-npu is not met, else 0."""
     console = Console()
     print_result(result, console)
     write_markdown(result, result.report_path.with_name("report.md"))
+    if not require_full_npu:
+        return 0
+    failures = [f"{name}: {len(v.program.delegates)} delegates, {len(v.program.cpu_ops)} CPU "
+                "operators" for name, v in result.variants.items()
+                if len(v.program.delegates) != 1 or v.program.cpu_ops]
+    if failures:
+        console.print(f"etk: --require-full-npu: {'; '.join(failures)}", markup=False)
+        return 1
+    return 0
 
 
 def progress_printer():

@@ -8,13 +8,13 @@ from .common import add_job_arguments, job_from_args, progress_printer, show
 
 def _compile(args) -> int:
     variant = "fused" if args.fusion == "on" else "unfused"
-    show(run_job(job_from_args(args, (variant,)), progress_printer()))
-    return 0
+    return show(run_job(job_from_args(args, (variant,)), progress_printer()),
+                args.require_full_npu)
 
 
 def _compare(args) -> int:
-    show(run_job(job_from_args(args, ("fused", "unfused")), progress_printer()))
-    return 0
+    return show(run_job(job_from_args(args, ("fused", "unfused")), progress_printer()),
+                args.require_full_npu)
 
 
 def register(subparsers) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..errors import UserError
 from ..pipeline import run_job
 from ..runners.select import RUNNER_CHOICES, select_runner
 from ..targets import load_target
@@ -11,17 +12,20 @@ from .common import add_job_arguments, job_from_args, progress_printer, show
 def _deploy(args) -> int:
     target = load_target(args.target)
     npu = target.npu(args.npu, args.system_config, args.memory_mode)
-    runner, note = select_runner(args.runner, target, npu, runner_elf=args.runner_elf)
+    if (args.port or args.baud) and args.runner != "serial":
+        raise UserError("--port and --baud are for --runner serial")
+    runner, note = select_runner(args.runner, target, npu, runner_elf=args.runner_elf,
+                                 port=args.port, baud=args.baud)
     variants = ("fused", "unfused") if args.compare_fusion else (
         "fused" if args.fusion == "on" else "unfused",)
     result = run_job(job_from_args(args, variants, runner.name), progress_printer(), runner, note)
-    show(result)
+    status = show(result, args.require_full_npu)
     mismatched = [n for n, v in result.variants.items()
                   if v.device is not None and not v.device.outputs_match_reference]
     if mismatched and runner.name != "tosa-ref":
         print(f"etk: outputs differ from the host reference for: {', '.join(mismatched)}")
         return 1
-    return 0
+    return status
 
 
 def register(subparsers) -> None:
@@ -30,8 +34,12 @@ def register(subparsers) -> None:
     add_job_arguments(parser)
     parser.add_argument("--runner", choices=RUNNER_CHOICES, default="auto",
                         help="auto: the FVP when installed, else the simulator, else the TOSA "
-                             "reference model")
-    parser.add_argument("--runner-elf", help="ExecuTorch semihosting executor runner for the FVP")
+                             "reference model; serial: a board target's board (flashes it)")
+    parser.add_argument("--runner-elf", help="ExecuTorch executor runner: the semihosting one "
+                                             "for the FVP, or the board image ({elf}) for serial")
+    parser.add_argument("--port", help="serial port of the board (--runner serial; see etk ports)")
+    parser.add_argument("--baud", type=int, help="baud rate (--runner serial; default: the "
+                                                 "target file's board.baud)")
     parser.add_argument("--compare-fusion", action="store_true", help="run fused and unfused")
     parser.add_argument("--fusion", choices=("on", "off"), default="on")
     parser.set_defaults(func=_deploy)

@@ -1,11 +1,12 @@
 """The compile stage: LoadedModel + calibration + variant + NPU -> Program (files in OUT).
 
-Results are cached in-process by content hash of model, calibration and options, and written
-to OUT/VARIANT atomically: a folder there is complete or absent.
+Results are cached by content hash of model, calibration, options and tool versions: in-process,
+and on disk in OUT/VARIANT (program_store.py), which is written atomically: complete or absent.
 """
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import time
 from contextlib import contextmanager
@@ -14,12 +15,14 @@ from pathlib import Path
 from ..artifacts import CalibrationSet, Delegate, LoadedModel, Program, Variant
 from ..npu import NpuConfig
 from ..quantize.quantizer import quantize
+from ..versions import tool_versions
 from .executorch_lower import lower
 from .npu_ops import command_stream_operations, kernel_operation_count
+from .program_store import load_program, save_program
 from .tosa_graph import read_tosa
 from .vela import read_estimate, run_vela, vela_flags
 
-_CACHE: dict[tuple, Program] = {}
+_CACHE: dict[str, Program] = {}
 
 
 @contextmanager
@@ -30,8 +33,11 @@ def _timed(timings: dict[str, float], stage: str):
 
 
 def cache_key(model: LoadedModel, calibration: CalibrationSet, variant: Variant,
-              npu: NpuConfig, extra_vela: tuple[str, ...]) -> tuple:
-    return (model.content_hash, calibration.content_hash, variant, npu, extra_vela)
+              npu: NpuConfig, extra_vela: tuple[str, ...]) -> str:
+    """Everything the compiled result depends on, tool versions included."""
+    parts = (model.content_hash, calibration.content_hash, variant, repr(npu), repr(extra_vela),
+             *sorted(tool_versions().items()))
+    return hashlib.sha256(repr(parts).encode()).hexdigest()[:24]
 
 
 def _move_into_place(staging: Path, final: Path) -> None:
@@ -47,6 +53,10 @@ def compile_variant(model: LoadedModel, calibration: CalibrationSet, variant: Va
     cached = _CACHE.get(key)
     if cached is not None and cached.out_dir == final and final.is_dir():
         return cached
+    stored = load_program(final, key)
+    if stored is not None:
+        _CACHE[key] = stored
+        return stored
     final.parent.mkdir(parents=True, exist_ok=True)
     staging = final.parent / f".{variant}.partial"
     shutil.rmtree(staging, ignore_errors=True)
@@ -73,13 +83,14 @@ def compile_variant(model: LoadedModel, calibration: CalibrationSet, variant: Va
                 command_ops=operations,
                 estimate=estimate, inputs=d_in, outputs=d_out))
     (staging / "model.pte").write_bytes(lowered.pte)
-    _move_into_place(staging, final)
     program = Program(
         variant=variant, model_name=model.name, npu=npu, out_dir=final,
         pte_path=final / "model.pte", delegates=tuple(delegates), cpu_ops=lowered.cpu_ops,
         vela_flags=flags, input_specs=lowered.input_specs, output_specs=lowered.output_specs,
         input_quant=lowered.input_quant, output_quant=lowered.output_quant,
         decisions=quantized.decisions, graph_module=lowered.graph_module, timings=timings)
+    save_program(program, staging, key)
+    _move_into_place(staging, final)
     _CACHE[key] = program
     return program
 

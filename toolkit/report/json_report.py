@@ -5,29 +5,17 @@ from __future__ import annotations
 import json
 import math
 import os
-import platform
 import tempfile
 from dataclasses import asdict
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 from ..artifacts import Program, RunResult
 from ..compare.evaluate import Evaluation
 from ..compare.variants import VariantComparison
+from ..versions import tool_versions  # noqa: F401  (re-exported for report users)
 
 SCHEMA_VERSION = 1
-
-
-def tool_versions() -> dict[str, str]:
-    versions = {"python": platform.python_version()}
-    for key, dist in (("torch", "torch"), ("executorch", "executorch"), ("vela", "ethos-u-vela"),
-                      ("tosa_tools", "tosa-tools"), ("toolkit", "ethos-u-toolkit")):
-        try:
-            versions[key] = version(dist)
-        except PackageNotFoundError:
-            versions[key] = "not installed"
-    return versions
 
 
 def _finite(value: float | None):

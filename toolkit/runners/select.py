@@ -1,4 +1,7 @@
-"""Choosing a runner: --runner auto picks the FVP, else the simulator, else the TOSA reference."""
+"""Choosing a runner: --runner auto picks the FVP, else the simulator, else the TOSA reference.
+
+A serial board runs only when asked for (--runner serial): it flashes real hardware.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +11,11 @@ from ..errors import UserError
 from ..npu import NpuConfig
 from ..targets import Target
 from .fvp import FvpRunner
+from .serial import SerialRunner
 from .sim import SimulatorRunner
 from .tosa_ref import TosaReferenceRunner
 
-RUNNER_CHOICES = ("auto", "fvp", "sim", "tosa-ref")
+RUNNER_CHOICES = ("auto", "fvp", "sim", "tosa-ref", "serial")
 
 
 def candidate_runners(runner_elf: str | None = None) -> list:
@@ -19,11 +23,14 @@ def candidate_runners(runner_elf: str | None = None) -> list:
             TosaReferenceRunner()]
 
 
-def select_runner(name: str, target: Target, npu: NpuConfig,
-                  runner_elf: str | None = None) -> tuple[object, str]:
+def select_runner(name: str, target: Target, npu: NpuConfig, runner_elf: str | None = None,
+                  port: str | None = None, baud: int | None = None) -> tuple[object, str]:
     """(runner, a sentence saying which runs and what its cycles are, and why not the others)."""
     skipped = []
-    for runner in candidate_runners(runner_elf):
+    runners = candidate_runners(runner_elf)
+    if name == "serial":
+        runners = [SerialRunner(port, baud, Path(runner_elf) if runner_elf else None)]
+    for runner in runners:
         if name not in ("auto", runner.name):
             continue
         available = runner.availability(target, npu.accelerator)

@@ -35,6 +35,7 @@ from .uart_outputs import decode_outputs, missing_values
 
 CYCLE_NOTE = "measured on the board: the executor runner's Ethos-U PMU report"
 _BUNDLE_FAIL = "Test_result: FAIL"
+_BUNDLE_MISMATCH = "don't match expected BundleIO"  # logged just before the FAIL line
 
 Ending = Literal["end", "halted", "reset", "silent", "time-limit", "disconnected"]
 FaultKind = Literal["garbled", "dropped", "reset", "disconnected"]
@@ -112,7 +113,11 @@ def capture(link, raw_path: Path, banner_time_limit_s: float, run_time_limit_s: 
 
 
 def _bundle_fail_line(log: UartLog) -> int | None:
-    return next((n for n, line in enumerate(log.lines, 1) if _BUNDLE_FAIL in line), None)
+    """The first line of the runner's BundleIO FAIL report, or None when it passed."""
+    if not any(_BUNDLE_FAIL in line for line in log.lines):
+        return None
+    return next(n for n, line in enumerate(log.lines, 1)
+                if _BUNDLE_MISMATCH in line or _BUNDLE_FAIL in line)
 
 
 def check_capture(cap: Capture, program: Program) -> Fault | None:

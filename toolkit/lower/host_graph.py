@@ -1,0 +1,117 @@
+"""Save and load the host side of a compiled program: the edge graph around the delegates.
+
+FX graph modules holding ExecuTorch edge ops cannot be pickled, so the graph is stored as a list
+of nodes whose targets are named (edge ops by their dialect name, aten ops by overload name) and
+whose delegate calls keep only their order. What is loaded runs in runners/hybrid.py exactly like
+the graph ExecuTorch produced.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+from pathlib import Path
+from typing import Any
+
+import torch
+from executorch.exir.dialects._ops import ops as exir_ops
+
+_DELEGATE_CALL = torch.ops.higher_order.executorch_call_delegate
+
+
+def _target_name(target) -> str:
+    if target is operator.getitem:
+        return "getitem"
+    if target is _DELEGATE_CALL:
+        return "delegate"
+    name = getattr(target, "__name__", str(target))  # "quantized_decomposed.quantize_per_tensor.default"
+    if type(target).__name__ == "EdgeOpOverload":
+        return f"edge:{name}"
+    return f"aten:{name}"
+
+
+def _resolve(name: str):
+    if name == "getitem":
+        return operator.getitem
+    if name == "delegate":
+        return _DELEGATE_CALL
+    kind, dotted = name.split(":", 1)
+    namespace, op, overload = dotted.split(".")
+    root = exir_ops.edge if kind == "edge" else torch.ops
+    return getattr(getattr(getattr(root, namespace), op), overload)
+
+
+def _encode(value) -> Any:
+    if isinstance(value, torch.fx.Node):
+        return {"node": value.name}
+    if isinstance(value, torch.dtype):
+        return {"dtype": str(value).replace("torch.", "")}
+    if isinstance(value, (list, tuple)):
+        return {"seq": [_encode(v) for v in value], "tuple": isinstance(value, tuple)}
+    if isinstance(value, (int, float, str, bool)) or value is None:
+        return value
+    raise TypeError(f"cannot store graph argument of type {type(value).__name__}")
+
+
+def _decode(value, env: dict[str, torch.fx.Node]):
+    if isinstance(value, dict):
+        if "node" in value:
+            return env[value["node"]]
+        if "dtype" in value:
+            return getattr(torch, value["dtype"])
+        items = [_decode(v, env) for v in value["seq"]]
+        return tuple(items) if value["tuple"] else items
+    return value
+
+
+def save_host_graph(graph_module: torch.fx.GraphModule, path: Path) -> None:
+    nodes, constants = [], {}
+    for node in graph_module.graph.nodes:
+        record: dict[str, Any] = {"op": node.op, "name": node.name}
+        if node.op == "get_attr":
+            attr = getattr(graph_module, node.target)
+            if isinstance(attr, torch.Tensor):
+                constants[node.name] = attr
+                record["constant"] = True
+        elif node.op == "call_function":
+            record["target"] = _target_name(node.target)
+            record["args"] = _encode(node.args)
+            record["kwargs"] = {k: _encode(v) for k, v in node.kwargs.items()}
+        elif node.op == "output":
+            record["args"] = _encode(node.args)
+        value = node.meta.get("val")
+        if isinstance(value, torch.Tensor):
+            record["shape"], record["dtype"] = list(value.shape), str(value.dtype).replace("torch.", "")
+        nodes.append(record)
+    path.write_text(json.dumps({"nodes": nodes}))
+    if constants:
+        torch.save(constants, path.with_suffix(".constants.pt"))
+
+
+def load_host_graph(path: Path) -> torch.fx.GraphModule:
+    data = json.loads(path.read_text())
+    constants_path = path.with_suffix(".constants.pt")
+    constants = torch.load(constants_path) if constants_path.is_file() else {}
+    root = torch.nn.Module()
+    graph = torch.fx.Graph()
+    env: dict[str, torch.fx.Node] = {}
+    for record in data["nodes"]:
+        op, name = record["op"], record["name"]
+        if op == "placeholder":
+            node = graph.placeholder(name)
+        elif op == "get_attr":
+            if record.get("constant"):
+                setattr(root, name, constants[name])
+            else:  # a delegate: the runner supplies it, by call order
+                setattr(root, name, torch.nn.Module())
+            node = graph.get_attr(name)
+        elif op == "call_function":
+            node = graph.call_function(_resolve(record["target"]), _decode(record["args"], env),
+                                       {k: _decode(v, env) for k, v in record["kwargs"].items()})
+        else:
+            node = graph.output(_decode(record["args"], env)[0])
+        if "shape" in record:
+            node.meta["val"] = torch.empty(record["shape"], dtype=getattr(torch, record["dtype"]))
+        node.name = name
+        env[name] = node
+    return torch.fx.GraphModule(root, graph)

@@ -1,0 +1,80 @@
+"""A compiled Program on disk, so later runs (deploy, bench, another process) reuse it.
+
+OUT/VARIANT/program.json holds the cache key and every field of the Program; the host graph is in
+host_graph.json and each delegate's vela_bin_stream in delegateN.bin next to it. A folder whose
+key differs from the requested one is not reused.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+from ..artifacts import (CpuOp, Delegate, FusionDecision, LayerEstimate, Program, TensorQuant,
+                         TensorSpec, VelaEstimate)
+from ..npu import NpuConfig
+from .host_graph import load_host_graph, save_host_graph
+
+PROGRAM_FILE = "program.json"
+HOST_GRAPH_FILE = "host_graph.json"
+STORE_VERSION = 1
+
+
+def save_program(program: Program, folder: Path, key: str) -> None:
+    """Write program's description into folder (the staging folder before it is moved in place)."""
+    delegates = []
+    for d in program.delegates:
+        (folder / f"delegate{d.index}.bin").write_bytes(d.payload)
+        entry = asdict(d)
+        entry.pop("payload")
+        entry["tosa_path"] = d.tosa_path.name
+        entry["vela_npz_path"] = str(d.vela_npz_path.relative_to(program.out_dir))
+        delegates.append(entry)
+    data = asdict(program)
+    data.pop("graph_module")
+    data.update(store_version=STORE_VERSION, cache_key=key, delegates=delegates,
+                out_dir=None, pte_path=program.pte_path.name)
+    save_host_graph(program.graph_module, folder / HOST_GRAPH_FILE)
+    (folder / PROGRAM_FILE).write_text(json.dumps(data, indent=1))
+
+
+def _quant(entry) -> TensorQuant | None:
+    return TensorQuant(**entry) if entry else None
+
+
+def _delegate(entry: dict, folder: Path) -> Delegate:
+    estimate = entry["estimate"]
+    if estimate is not None:
+        estimate = VelaEstimate(**{**estimate, "layers": tuple(
+            LayerEstimate(**layer) for layer in estimate["layers"])})
+    return Delegate(
+        index=entry["index"], tosa_path=folder / entry["tosa_path"],
+        vela_npz_path=folder / entry["vela_npz_path"],
+        payload=(folder / f"delegate{entry['index']}.bin").read_bytes(),
+        tosa_ops=entry["tosa_ops"], npu_ops=entry["npu_ops"], command_ops=entry["command_ops"],
+        estimate=estimate, inputs=tuple(TensorQuant(**q) for q in entry["inputs"]),
+        outputs=tuple(TensorQuant(**q) for q in entry["outputs"]))
+
+
+def load_program(folder: Path, key: str) -> Program | None:
+    """The stored program if folder holds one compiled under key, else None."""
+    path = folder / PROGRAM_FILE
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if data.get("store_version") != STORE_VERSION or data.get("cache_key") != key:
+        return None
+    return Program(
+        variant=data["variant"], model_name=data["model_name"], npu=NpuConfig(**data["npu"]),
+        out_dir=folder, pte_path=folder / data["pte_path"],
+        delegates=tuple(_delegate(d, folder) for d in data["delegates"]),
+        cpu_ops=tuple(CpuOp(**op) for op in data["cpu_ops"]),
+        vela_flags=tuple(data["vela_flags"]),
+        input_specs=tuple(TensorSpec(tuple(s["shape"]), s["dtype"]) for s in data["input_specs"]),
+        output_specs=tuple(TensorSpec(tuple(s["shape"]), s["dtype"]) for s in data["output_specs"]),
+        input_quant=tuple(_quant(q) for q in data["input_quant"]),
+        output_quant=tuple(_quant(q) for q in data["output_quant"]),
+        decisions=tuple(FusionDecision(**d) for d in data["decisions"]),
+        graph_module=load_host_graph(folder / HOST_GRAPH_FILE), timings={})
