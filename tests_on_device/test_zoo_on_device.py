@@ -28,6 +28,6 @@ def test_ds_cnn_fusion_keeps_cycles(etk_deploy):
         assert fused.cycles.npu_cycles <= unfused.cycles.npu_cycles * 1.02
 
 
-@pytest.mark.etk_tolerance(lsb=0, sqnr_db=10)
+@pytest.mark.etk_tolerance(lsb=0)  # seeded random weights: SQNR vs float is not meaningful here
 def test_mobilenet_v1_025(etk_deploy):
     etk_deploy("zoo:mobilenet_v1_025", fusion="on")

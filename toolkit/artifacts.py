@@ -67,11 +67,22 @@ class FusionDecision:
 
 
 @dataclass(frozen=True)
+class RewriteRecord:
+    """One place a graph rewrite (toolkit/rewrites) changed."""
+
+    rewrite: str
+    node: str
+    source: str
+    change: str
+
+
+@dataclass(frozen=True)
 class QuantizedModel:
     variant: Variant
     graph_module: Any = field(repr=False)  # torch.fx.GraphModule after convert_pt2e
     example_inputs: tuple = field(repr=False)
     decisions: tuple[FusionDecision, ...] = ()
+    rewrites: tuple[RewriteRecord, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -138,6 +149,7 @@ class Program:
     input_quant: tuple[TensorQuant | None, ...]  # per model input (None: float on the CPU)
     output_quant: tuple[TensorQuant | None, ...]  # per model output
     decisions: tuple[FusionDecision, ...] = ()
+    rewrites: tuple[RewriteRecord, ...] = ()
     graph_module: Any = field(default=None, repr=False, compare=False)  # edge graph, delegates as calls
     timings: dict[str, float] = field(default_factory=dict, compare=False)  # stage -> seconds
 

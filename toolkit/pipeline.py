@@ -17,11 +17,13 @@ from .compare.metrics import exact_match_rate, max_abs_err_lsb
 from .compare.variants import VariantComparison, compare_variants
 from .lower.compile import compile_variant
 from .lower.vela import vela_version
+from .models.layout import channels_last_io
 from .models.loader import load_model
 from .npu import NpuConfig
 from .quantize.calibration import folder_calibration, random_calibration
 from .report.json_report import (SCHEMA_VERSION, comparison_entry, cycles_entry,
                                  variant_entry, write_json_atomic)
+from .rewrites import resolve_rewrites
 from .runners.tosa_ref import TosaReferenceRunner
 from .targets import Target, load_target
 from .versions import tool_versions
@@ -42,6 +44,8 @@ class Job:
     eval_samples: int = 8
     out_dir: Path = Path("etk-out")
     extra_vela: tuple[str, ...] = ()
+    rewrites: str = "default"  # "default", "none" or comma-separated names (toolkit/rewrites)
+    io_layout: str = "nchw"  # "nhwc": channels-last model interface (models/layout.py)
     runner: str | None = None  # None: host reference only (compile, compare)
 
 
@@ -91,6 +95,9 @@ def run_job(job: Job, progress: Callable[[str], None] = lambda _: None, runner=N
     npu = target.npu(job.npu, job.system_config, job.memory_mode)
     progress(f"loading {job.model}")
     model = load_model(job.model, job.input_shape)
+    if job.io_layout == "nhwc":
+        model = channels_last_io(model)
+    rewrites = resolve_rewrites(job.rewrites)
     calibration = (folder_calibration(job.calibration_dir, model.example_inputs)
                    if job.calibration_dir else
                    random_calibration(model.example_inputs, job.calibration_samples, job.seed))
@@ -101,7 +108,8 @@ def run_job(job: Job, progress: Callable[[str], None] = lambda _: None, runner=N
     results = {}
     for variant in job.variants:
         progress(f"compiling {variant} for {npu.accelerator}")
-        program = compile_variant(model, calibration, variant, npu, out_dir, job.extra_vela)
+        program = compile_variant(model, calibration, variant, npu, out_dir, job.extra_vela,
+                                  rewrites)
         progress(f"host reference run of {variant}")
         reference = evaluate(program, host, inputs, floats)
         save_arrays(program.out_dir / "reference", "input", inputs)
@@ -147,6 +155,8 @@ def report_dict(result: JobResult) -> dict[str, Any]:
         "versions": tool_versions(),
         "seeds": {"calibration": job.seed, "evaluation": job.seed},
         "calibration": result.calibration_source,
+        "io_layout": job.io_layout,
+        "rewrites": list(resolve_rewrites(job.rewrites)),
         "evaluation_samples": job.eval_samples,
         "variants": variants,
     }

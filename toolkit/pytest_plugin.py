@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import pytest
 
-RUNNERS = ("auto", "fvp", "sim", "tosa-ref")
+RUNNERS = ("auto", "fvp", "sim", "tosa-ref", "serial")
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--etk-runner", default="auto", choices=RUNNERS,
                     help="runner (default auto: FVP, else simulator, else TOSA reference)")
     group.addoption("--etk-npu", help="NPU configuration (default: the target's)")
+    group.addoption("--etk-port", help="serial port of the board (--etk-runner serial)")
+    group.addoption("--etk-baud", type=int, help="baud rate of the board's UART")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -58,8 +60,11 @@ def pytest_configure(config: pytest.Config) -> None:
 class _Deployer:
     """Deploys each (model, variant) once per session."""
 
-    def __init__(self, target: str, runner: str, npu: str | None, out: Path):
-        self.target, self.runner, self.npu, self.out = target, runner, npu, out
+    def __init__(self, config: pytest.Config, out: Path):
+        self.target = config.getoption("--etk-target")
+        self.runner, self.npu = config.getoption("--etk-runner"), config.getoption("--etk-npu")
+        self.port, self.baud = config.getoption("--etk-port"), config.getoption("--etk-baud")
+        self.out = out
         self._results: dict[tuple[str, str], DeviceResult] = {}
 
     def deploy(self, model: str, variant: str) -> DeviceResult:
@@ -74,7 +79,7 @@ class _Deployer:
 
         target = load_target(self.target)
         npu = target.npu(self.npu)
-        runner, note = select_runner(self.runner, target, npu)
+        runner, note = select_runner(self.runner, target, npu, port=self.port, baud=self.baud)
         out = self.out / f"{model.replace(':', '_').replace('/', '_')}_{variant}"
         result = run_job(Job(model=model, target=self.target, variants=(variant,),
                              npu=npu.accelerator, out_dir=out, runner=runner.name),
@@ -86,11 +91,9 @@ class _Deployer:
 
 @pytest.fixture(scope="session")
 def etk_deployer(request: pytest.FixtureRequest, tmp_path_factory) -> _Deployer:
-    target = request.config.getoption("--etk-target")
-    if not target:
+    if not request.config.getoption("--etk-target"):
         pytest.skip("on-device test: pass --etk-target TARGET")
-    return _Deployer(target, request.config.getoption("--etk-runner"),
-                     request.config.getoption("--etk-npu"), tmp_path_factory.mktemp("etk"))
+    return _Deployer(request.config, tmp_path_factory.mktemp("etk"))
 
 
 @pytest.fixture

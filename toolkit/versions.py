@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import platform
+from functools import cache
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 
 
 def tool_versions() -> dict[str, str]:
@@ -15,3 +18,13 @@ def tool_versions() -> dict[str, str]:
         except PackageNotFoundError:
             versions[key] = "not installed"
     return versions
+
+
+@cache
+def toolkit_source_hash() -> str:
+    """A hash of the toolkit's own code, so a cached compile is not reused across code changes
+    that keep the version number (a development checkout)."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.rglob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]

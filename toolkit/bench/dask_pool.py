@@ -7,12 +7,13 @@ that made them (the record names the host and folder).
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Any, Callable, Sequence
 
 from ..errors import UserError
-from .results import RECORD_SCHEMA, run_key
+from .results import lost_run_record, run_key
 from .suite import RunSpec
+
+CONNECT_TIMEOUT_S = 10
 
 
 def _task(spec: RunSpec, out_root: str) -> dict[str, Any]:
@@ -28,7 +29,7 @@ def run_dask(specs: Sequence[RunSpec], out_root: str, address: str,
     except ImportError:
         raise UserError("--scheduler needs Dask: pip install 'ethos-u-toolkit[distributed]'") from None
     try:
-        client = Client(address, timeout=10)
+        client = Client(address, timeout=CONNECT_TIMEOUT_S)
     except OSError as exc:
         raise UserError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
     try:
@@ -40,9 +41,7 @@ def run_dask(specs: Sequence[RunSpec], out_root: str, address: str,
                 try:
                     record = future.result()
                 except Exception as exc:  # KilledWorker and the like: the run failed, go on
-                    record = {"schema": RECORD_SCHEMA, "key": run_key(spec), "label": spec.label,
-                              "spec": asdict(spec), "status": "failed",
-                              "reason": f"Dask: {type(exc).__name__}: {exc}"}
+                    record = lost_run_record(spec, f"Dask: {type(exc).__name__}: {exc}")
                 on_record(record)
         except KeyboardInterrupt:
             client.cancel(list(futures))

@@ -8,11 +8,11 @@ on a fresh worker, and recorded as failed if its worker dies again.
 from __future__ import annotations
 
 import multiprocessing
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Sequence
 
-from .results import RECORD_SCHEMA, run_key
+from .results import lost_run_record
 from .suite import RunSpec
 
 OnRecord = Callable[[dict[str, Any]], None]
@@ -42,13 +42,6 @@ def _start(ctx, out_root: str) -> _Worker:
     return _Worker(process, parent)
 
 
-def _died_record(spec: RunSpec, exitcode: int | None) -> dict[str, Any]:
-    return {"schema": RECORD_SCHEMA, "key": run_key(spec), "label": spec.label,
-            "spec": asdict(spec), "status": "failed",
-            "reason": f"worker process died {ATTEMPTS} times on this run "
-                      f"(last exit code {exitcode})"}
-
-
 def run_local(specs: Sequence[RunSpec], out_root: str, jobs: int, on_record: OnRecord) -> None:
     ctx = _context()
     queue = list(reversed(specs))
@@ -75,7 +68,9 @@ def run_local(specs: Sequence[RunSpec], out_root: str, jobs: int, on_record: OnR
                     if attempts[worker.spec] < ATTEMPTS:
                         queue.append(worker.spec)
                     else:
-                        on_record(_died_record(worker.spec, worker.process.exitcode))
+                        on_record(lost_run_record(
+                            worker.spec, f"worker process died {ATTEMPTS} times on this run "
+                                         f"(last exit code {worker.process.exitcode})"))
                     workers[i] = _start(ctx, out_root)
     except KeyboardInterrupt:
         for worker in workers:  # keep what finished between the last wait and the interrupt

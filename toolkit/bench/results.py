@@ -24,6 +24,16 @@ RESULTS_NAME = "results.jsonl"
 RECORD_SCHEMA = 1
 
 
+def base_record(spec: RunSpec) -> dict[str, Any]:
+    """The fields every record has, whatever became of the run."""
+    return {"schema": RECORD_SCHEMA, "key": run_key(spec), "label": spec.label, "spec": asdict(spec)}
+
+
+def lost_run_record(spec: RunSpec, reason: str) -> dict[str, Any]:
+    """A run whose worker never sent a record back (killed, lost with its machine)."""
+    return {**base_record(spec), "status": "failed", "reason": reason}
+
+
 def run_key(spec: RunSpec) -> str:
     """Hash of everything that defines the run; the same spec gives the same key on any host."""
     text = json.dumps({"schema": RECORD_SCHEMA, **asdict(spec)}, sort_keys=True)

@@ -10,7 +10,6 @@ import os
 import socket
 import time
 import traceback
-from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from ..pipeline import Job, JobResult, report_dict, run_job
 from ..report.json_report import tool_versions
 from ..runners.select import select_runner
 from ..targets import load_target
-from .results import RECORD_SCHEMA, encode_codes, run_key
+from .results import base_record, encode_codes, run_key
 from .suite import RunSpec
 
 
@@ -67,7 +66,7 @@ def execute_run(spec: RunSpec, out_root: str) -> dict[str, Any]:
     out_dir = Path(out_root) / "runs" / key
     started = time.time()
     record: dict[str, Any] = {
-        "schema": RECORD_SCHEMA, "key": key, "label": spec.label, "spec": asdict(spec),
+        **base_record(spec),
         "started": datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="seconds"),
         "host": socket.gethostname(), "pid": os.getpid(), "out_dir": str(out_dir),
         "versions": tool_versions()}

@@ -39,18 +39,17 @@ def run_suite(suite: Suite, out: Path, jobs: int = 1, resume: bool = False,
     todo = [s for s in specs if run_key(s) not in done]
     if suite.source.resolve() != (out / "suite.toml").resolve():
         shutil.copyfile(suite.source, out / "suite.toml")
-    failed = 0
-
-    def on_record(record: dict) -> None:
-        nonlocal failed
-        append_record(results, record)
-        failed += record["status"] != "ok"
-        progress.record(record)
-
     console.print(f"{suite.name}: {len(specs)} runs, {len(specs) - len(todo)} already recorded, "
                   f"{len(todo)} to run" + (f" on {scheduler}" if scheduler else f" with -j {jobs}"),
                   markup=False, highlight=False)
+    failed = 0
     with BenchProgress(len(todo), console) as progress:
+        def on_record(record: dict) -> None:  # written first: an interrupt after this loses nothing
+            nonlocal failed
+            append_record(results, record)
+            failed += record["status"] != "ok"
+            progress.record(record)
+
         if scheduler:
             from .dask_pool import run_dask
             run_dask(todo, str(out.resolve()), scheduler, on_record)

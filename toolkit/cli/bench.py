@@ -9,7 +9,7 @@ from rich.console import Console
 
 from ..bench.baseline import compare, load_baseline, parse_percent, regression_table
 from ..bench.report import write_reports
-from ..bench.results import latest, read_records, run_key
+from ..bench.results import RESULTS_NAME, latest, read_records, run_key
 from ..bench.session import run_suite
 from ..bench.suite import load_suite
 from ..errors import UserError
@@ -35,7 +35,7 @@ def _bench(args) -> int:
     try:
         outcome = run_suite(suite, args.out, args.jobs, args.resume, args.scheduler, console)
     except KeyboardInterrupt:
-        done = len(latest(read_records(args.out / "results.jsonl")))
+        done = len(latest(read_records(args.out / RESULTS_NAME)))
         console.print(f"interrupted: {done} runs are recorded in {args.out}; continue with "
                       f"etk bench {args.suite} --out {args.out} --resume", markup=False)
         return 130
@@ -47,7 +47,10 @@ def _bench(args) -> int:
     records = [r for k, r in latest(read_records(outcome.results)).items() if k in keys]
     regressions = compare(records, baseline, cycle_tolerance, args.tolerance_lsb)
     if regressions:
-        Console().print(regression_table(regressions))
+        out = Console()
+        if not out.is_terminal:  # CI logs: no wrapping inside the table's cells
+            out = Console(width=200)
+        out.print(regression_table(regressions))
         return 1
     console.print(f"no regression against {args.baseline} (cycles +{cycle_tolerance:.1%}, "
                   f"outputs {args.tolerance_lsb} LSB)", markup=False)

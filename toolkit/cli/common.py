@@ -27,6 +27,12 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
                         help="inputs to compare against the float model (default 8)")
     parser.add_argument("--vela-option", action="append", default=[], metavar="FLAG",
                         help="extra Vela flag, e.g. --vela-option=--optimise=Size (repeatable)")
+    parser.add_argument("--rewrites", default="default",
+                        help="graph rewrites: default, none, or a comma-separated list of "
+                             "global-pool-stride")
+    parser.add_argument("--io-layout", choices=("nchw", "nhwc"), default="nchw",
+                        help="nhwc: the model takes and returns channels-last tensors, so the NPU "
+                             "needs no transposes at its edges")
     parser.add_argument("-o", "--out", type=Path, default=Path("etk-out"), help="output folder")
     parser.add_argument("--require-full-npu", action="store_true",
                         help="exit 1 unless every variant is one delegate with no CPU operators")
@@ -38,7 +44,8 @@ def job_from_args(args, variants, runner: str | None = None) -> Job:
                input_shape=args.input_shape, calibration_samples=args.calibration_samples,
                calibration_dir=args.calibration_data, seed=args.seed,
                eval_samples=args.eval_samples, out_dir=args.out,
-               extra_vela=tuple(args.vela_option), runner=runner)
+               extra_vela=tuple(args.vela_option), rewrites=args.rewrites,
+               io_layout=args.io_layout, runner=runner)
 
 
 def show(result: JobResult, require_full_npu: bool = False) -> int:

@@ -15,7 +15,8 @@ from pathlib import Path
 from ..artifacts import CalibrationSet, Delegate, LoadedModel, Program, Variant
 from ..npu import NpuConfig
 from ..quantize.quantizer import quantize
-from ..versions import tool_versions
+from ..rewrites import DEFAULT_REWRITES
+from ..versions import tool_versions, toolkit_source_hash
 from .executorch_lower import lower
 from .npu_ops import command_stream_operations, kernel_operation_count
 from .program_store import load_program, save_program
@@ -33,10 +34,10 @@ def _timed(timings: dict[str, float], stage: str):
 
 
 def cache_key(model: LoadedModel, calibration: CalibrationSet, variant: Variant,
-              npu: NpuConfig, extra_vela: tuple[str, ...]) -> str:
+              npu: NpuConfig, extra_vela: tuple[str, ...], rewrites: tuple[str, ...]) -> str:
     """Everything the compiled result depends on, tool versions included."""
     parts = (model.content_hash, calibration.content_hash, variant, repr(npu), repr(extra_vela),
-             *sorted(tool_versions().items()))
+             repr(rewrites), toolkit_source_hash(), *sorted(tool_versions().items()))
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:24]
 
 
@@ -47,8 +48,9 @@ def _move_into_place(staging: Path, final: Path) -> None:
 
 
 def compile_variant(model: LoadedModel, calibration: CalibrationSet, variant: Variant,
-                    npu: NpuConfig, out_dir: Path, extra_vela: tuple[str, ...] = ()) -> Program:
-    key = cache_key(model, calibration, variant, npu, extra_vela)
+                    npu: NpuConfig, out_dir: Path, extra_vela: tuple[str, ...] = (),
+                    rewrites: tuple[str, ...] = DEFAULT_REWRITES) -> Program:
+    key = cache_key(model, calibration, variant, npu, extra_vela, rewrites)
     final = Path(out_dir) / variant
     cached = _CACHE.get(key)
     if cached is not None and cached.out_dir == final and final.is_dir():
@@ -63,7 +65,7 @@ def compile_variant(model: LoadedModel, calibration: CalibrationSet, variant: Va
     staging.mkdir()
     timings: dict[str, float] = {}
     with _timed(timings, "quantize"):
-        quantized = quantize(model, calibration, variant, npu)
+        quantized = quantize(model, calibration, variant, npu, rewrites=rewrites)
     with _timed(timings, "lower"):
         lowered = lower(quantized, npu, staging)
     flags = vela_flags(npu, extra_vela)
@@ -88,7 +90,7 @@ def compile_variant(model: LoadedModel, calibration: CalibrationSet, variant: Va
         pte_path=final / "model.pte", delegates=tuple(delegates), cpu_ops=lowered.cpu_ops,
         vela_flags=flags, input_specs=lowered.input_specs, output_specs=lowered.output_specs,
         input_quant=lowered.input_quant, output_quant=lowered.output_quant,
-        decisions=quantized.decisions, graph_module=lowered.graph_module, timings=timings)
+        decisions=quantized.decisions, rewrites=quantized.rewrites, graph_module=lowered.graph_module, timings=timings)
     save_program(program, staging, key)
     _move_into_place(staging, final)
     _CACHE[key] = program

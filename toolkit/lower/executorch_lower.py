@@ -125,7 +125,9 @@ def _delegation_tag(lowered_module) -> str:
 def lower(quantized: QuantizedModel, npu: NpuConfig, work_dir: Path) -> LoweredGraph:
     """quantized graph -> edge program with Ethos-U delegates -> .pte bytes."""
     spec = compile_spec(npu)
-    dump_dir = Path(tempfile.mkdtemp(prefix="etk-lower-", dir=work_dir))
+    # Not under work_dir: ExecuTorch passes this path to Vela in a command line it joins and
+    # splits on spaces (arm_vela.vela_compile), so a path with a space would break Vela.
+    dump_dir = Path(tempfile.mkdtemp(prefix="etk-lower-"))
     spec.dump_intermediate_artifacts_to(str(dump_dir))
     try:
         program = torch.export.export(quantized.graph_module, quantized.example_inputs)
@@ -135,7 +137,9 @@ def lower(quantized: QuantizedModel, npu: NpuConfig, work_dir: Path) -> LoweredG
                 compile_config=EdgeCompileConfig(_check_ir_validity=False))
             graph = edge.exported_program().module()  # before to_executorch() rewrites it
             pte = edge.to_executorch().buffer
-    except Exception as exc:  # ExecuTorch raises many types; all mean lowering failed
+    except (Exception, SystemExit) as exc:  # many types, all meaning lowering failed; Vela's
+        # argument parser exits instead of raising
+        shutil.rmtree(dump_dir, ignore_errors=True)
         raise ToolError(f"ExecuTorch lowering failed: {type(exc).__name__}: {exc}") from exc
     (work_dir / "lowering.log").write_text(log.text)
     calls = [n for n in graph.graph.nodes if _is_delegate_call(n)]

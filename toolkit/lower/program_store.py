@@ -11,8 +11,8 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from ..artifacts import (CpuOp, Delegate, FusionDecision, LayerEstimate, Program, TensorQuant,
-                         TensorSpec, VelaEstimate)
+from ..artifacts import (CpuOp, Delegate, FusionDecision, LayerEstimate, Program,
+                         RewriteRecord, TensorQuant, TensorSpec, VelaEstimate)
 from ..npu import NpuConfig
 from .host_graph import load_host_graph, save_host_graph
 
@@ -77,4 +77,5 @@ def load_program(folder: Path, key: str) -> Program | None:
         input_quant=tuple(_quant(q) for q in data["input_quant"]),
         output_quant=tuple(_quant(q) for q in data["output_quant"]),
         decisions=tuple(FusionDecision(**d) for d in data["decisions"]),
+        rewrites=tuple(RewriteRecord(**r) for r in data["rewrites"]),
         graph_module=load_host_graph(folder / HOST_GRAPH_FILE), timings={})

@@ -28,7 +28,9 @@ from torchao.quantization.pt2e.quantizer import QuantizationSpec
 from ..artifacts import CalibrationSet, LoadedModel, QuantizedModel, Variant
 from ..errors import UserError
 from ..npu import NpuConfig
+from ..rewrites import apply_rewrites
 from .activations import HARDTANH_TARGETS, RELU_TARGETS, canonicalize_activations
+from .shared_pools import POOLS, SharedPoolQuantizer
 from .decisions import BLOCK_PARENTS, QUANTIZE, fusion_decisions, lower_bound
 
 INT8_MIN, INT8_MAX = -128, 127
@@ -40,10 +42,12 @@ def compile_spec(npu: NpuConfig) -> EthosUCompileSpec:
 
 
 def support_table(variant: Variant) -> dict:
-    if variant == "fused":
-        return dict(TOSA_QUANTIZER_SUPPORT_DICT)
-    blocks = set(FUSED_RELU_OP_PATTERNS)
-    return {p: check for p, check in TOSA_QUANTIZER_SUPPORT_DICT.items() if p not in blocks}
+    """Upstream's pattern table; without the conv/linear + activation blocks for unfused, and
+    without pools, which SharedPoolQuantizer annotates."""
+    excluded = {(pool,) for pool in POOLS}
+    if variant == "unfused":
+        excluded |= set(FUSED_RELU_OP_PATTERNS)
+    return {p: check for p, check in TOSA_QUANTIZER_SUPPORT_DICT.items() if p not in excluded}
 
 
 def bounded_block_upper(node: torch.fx.Node) -> float | None:
@@ -87,6 +91,7 @@ def make_quantizer(npu: NpuConfig, variant: Variant, config: QuantizationConfig 
             config = BlockQuantizationConfig(**{f.name: getattr(base, f.name) for f in fields(base)})
     quantizer.quantizer.pattern_matcher = PatternMatcher(support_table(variant), f"etk-{variant}")
     quantizer.set_global(config)
+    quantizer.add_quantizer(SharedPoolQuantizer(config))
     return quantizer
 
 
@@ -147,9 +152,11 @@ def split_blocks_above_qmin(graph: torch.fx.GraphModule) -> int:
 
 
 def quantize(model: LoadedModel, calibration: CalibrationSet, variant: Variant,
-             npu: NpuConfig, config: QuantizationConfig | None = None) -> QuantizedModel:
+             npu: NpuConfig, config: QuantizationConfig | None = None,
+             rewrites: tuple[str, ...] = ()) -> QuantizedModel:
     graph = export_module(model)
     canonicalize_activations(graph)
+    rewrite_records = apply_rewrites(graph, rewrites)
     prepared = prepare_pt2e(graph, make_quantizer(npu, variant, config))
     with torch.no_grad():
         for sample in calibration.samples:
@@ -157,4 +164,5 @@ def quantize(model: LoadedModel, calibration: CalibrationSet, variant: Variant,
     converted = convert_pt2e(prepared)
     if variant == "fused":
         split_blocks_above_qmin(converted)
-    return QuantizedModel(variant, converted, model.example_inputs, fusion_decisions(converted))
+    return QuantizedModel(variant, converted, model.example_inputs, fusion_decisions(converted),
+                          rewrite_records)

@@ -74,6 +74,8 @@ def notes(result: JobResult) -> list[str]:
         if len(v.program.delegates) > 1:
             lines.append(f"WARNING {name}: the model is split into {len(v.program.delegates)} "
                          "delegates; the CPU runs what lies between them.")
+        for record in v.program.rewrites:
+            lines.append(f"{name}: rewrite {record.rewrite} at {record.source}: {record.change}")
         for op in v.program.cpu_ops:
             lines.append(f"{name}: CPU operator {op.op} from {op.source}: {op.reason}")
         for d in v.program.decisions:

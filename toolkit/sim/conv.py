@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from . import outstage
 from .errors import UnsupportedError, at
-from .kernel import kernel_from
-from .layouts import ifm_map, ofm_map
+from .kernel import Kernel, kernel_from
+from .layouts import FeatureMap, ifm_map, ofm_map
 from .memory import Memory
-from .records import OpRecord
+from .records import OpRecord, Step
 from .registers import Registers
 from .weights import WeightFormat, decode_scales, decode_weights, ublock_depths
 
@@ -32,7 +34,42 @@ def check_common(regs: Registers) -> None:
                                f"(in {at(op.offset, op.name, op.param)})")
 
 
-def run_conv(regs: Registers, memory: Memory, accelerator: str, depthwise: bool) -> OpRecord:
+@lru_cache(maxsize=1024)
+def _weight_matrix(stream: bytes, fmt: WeightFormat) -> np.ndarray:
+    """Conv: (KH*KW*I, O) float64 ready for the im2col product; depthwise: (KH, KW, O)."""
+    w = decode_weights(stream, fmt).astype(np.float64)  # (O, KH, KW, I)
+    if fmt.depthwise:
+        return np.ascontiguousarray(w[..., 0].transpose(1, 2, 0))
+    return np.ascontiguousarray(w.transpose(1, 2, 3, 0).reshape(-1, fmt.ofm_depth))
+
+
+@lru_cache(maxsize=1024)
+def _scales(raw: bytes, channels: int, rounding: int, where: str):
+    """(bias, output-stage rescale, max |bias|) from one scale stream."""
+    bias, scale, shift = decode_scales(np.frombuffer(raw, dtype=np.uint8), channels, where)
+    return bias, outstage.Rescale(scale, shift, rounding), int(np.abs(bias).max(initial=0))
+
+
+def _accumulate(padded: np.ndarray, k: Kernel, ofm: FeatureMap, w: np.ndarray, depthwise: bool):
+    """Exact in float64: |sum| < 2^53 for 16-bit activations, 9-bit weights, any NPU kernel."""
+    oh, ow, oc = ofm.shape
+    if depthwise:
+        acc = np.zeros((oh, ow, oc))
+        for (i, j), tap in zip(np.ndindex(k.height, k.width), k.taps(padded, oh, ow)):
+            acc += tap[..., :oc] * w[i, j]
+        return acc
+    c = padded.shape[-1]
+    if k.elements == 1:
+        cols = k.tap(padded, 0, 0, oh, ow).reshape(oh * ow, c)
+    else:
+        cols = np.empty((oh, ow, k.elements, c))
+        for e, tap in enumerate(k.taps(padded, oh, ow)):
+            cols[:, :, e] = tap
+        cols = cols.reshape(oh * ow, -1)
+    return (cols @ w).reshape(oh, ow, oc)
+
+
+def prepare_conv(regs: Registers, memory: Memory, accelerator: str, depthwise: bool) -> Step:
     check_common(regs)
     op = regs.op
     what = f"{op.name} at command-stream offset {op.offset:#x}"
@@ -47,14 +84,14 @@ def run_conv(regs: Registers, memory: Memory, accelerator: str, depthwise: bool)
     if depthwise and ifm_depth < ofm.depth:
         raise UnsupportedError(f"{what}: depthwise with IFM depth {ifm_depth} < OFM depth "
                                f"{ofm.depth} is not implemented")
-    x = ifm.read(memory, f"{what} (IFM)").astype(np.int64) - ifm.zero_point
-
+    ifm.check(memory, f"{what} (IFM)")
+    ofm.check(memory, f"{what} (OFM)")
     w_region = regs.get("WEIGHT_REGION") & 7
     w_base, w_len = regs.get("WEIGHT_BASE"), regs.get("WEIGHT_LENGTH")
     s_region = regs.get("SCALE_REGION") & 7
     s_base, s_len = regs.get("SCALE_BASE"), regs.get("SCALE_LENGTH")
-    stream = memory.read_bytes(w_region, w_base, w_len, f"{what} (weights)").tobytes()
-    scales = memory.read_bytes(s_region, s_base, s_len, f"{what} (scales)")
+    memory.check(w_region, w_base, w_base + w_len, f"{what} (weights)")
+    memory.check(s_region, s_base, s_base + s_len, f"{what} (scales)")
     iu, ou = ublock_depths(accelerator)
     fmt = WeightFormat(
         ofm_depth=ofm.depth, kernel_height=k.height, kernel_width=k.width,
@@ -62,35 +99,36 @@ def run_conv(regs: Registers, memory: Memory, accelerator: str, depthwise: bool)
         depthwise=depthwise, part_kernel_first=k.part_kernel_first and not depthwise,
         ifm_bits=8 * ifm.elem_size, dilation_y=k.dilation_y, dilation_x=k.dilation_x,
         ifm_ublock_depth=iu, ofm_ublock_depth=ou)
-    w = decode_weights(stream, fmt)  # (O, KH, KW, I)
-    bias, scale, shift = decode_scales(scales, ofm.depth, f"{what} (scales)")
+    rounding = regs.get("OFM_PRECISION") >> 14
+    finish = outstage.Finish(ofm.zero_point, regs.s16("ACTIVATION_MIN", -32768),
+                             regs.s16("ACTIVATION_MAX", 32767), ofm.dtype)
+    terms = k.elements * (1 if depthwise else ifm_depth)
+    product_bound = terms << (8 * ifm.elem_size + 9)  # |ifm - zp| * |weight| summed
 
-    win = k.windows(x, 0, ofm.height, ofm.width)  # (OH, OW, KH, KW, C)
-    if depthwise:
-        win = win[..., : ofm.depth]
-        acc = np.einsum("hwijc,ijc->hwc", win.astype(np.float64),
-                        w[..., 0].transpose(1, 2, 0).astype(np.float64), optimize=True)
-        macs = ofm.height * ofm.width * ofm.depth * k.elements
-    else:
-        cols = win.reshape(ofm.height * ofm.width, -1).astype(np.float64)
-        acc = cols @ w.transpose(1, 2, 3, 0).reshape(-1, ofm.depth).astype(np.float64)
-        acc = acc.reshape(ofm.height, ofm.width, ofm.depth)
-        macs = ofm.height * ofm.width * ofm.depth * k.elements * ifm_depth
-    # Exact: |sum| < 2^53 for 16-bit activations, 9-bit weights and any kernel the NPU takes.
-    acc = np.rint(acc).astype(np.int64) + bias
-    out = outstage.scale_acc(acc, scale, shift, regs.get("OFM_PRECISION") >> 14)
-    out = outstage.finish(out, ofm.zero_point, regs.s16("ACTIVATION_MIN", -32768),
-                          regs.s16("ACTIVATION_MAX", 32767), ofm.dtype)
-    ofm.write(memory, out, f"{what} (OFM)")
-    return OpRecord(
+    def run(mem: Memory) -> None:
+        stream = mem.regions[w_region][w_base:w_base + w_len].tobytes()
+        w = _weight_matrix(stream, fmt)
+        bias, rescale, bias_bound = _scales(
+            mem.regions[s_region][s_base:s_base + s_len].tobytes(), ofm.depth, rounding,
+            f"{what} (scales)")
+        padded = k.padded(ifm.read(mem), ifm.zero_point, np.float64)
+        padded -= ifm.zero_point  # padding reads as the zero point, so it adds nothing
+        acc = np.rint(_accumulate(padded, k, ofm, w, depthwise)).astype(np.int64) + bias
+        ofm.write(mem, finish(rescale.apply(acc, product_bound + bias_bound)))
+
+    macs = ofm.height * ofm.width * ofm.depth * k.elements * (1 if depthwise else ifm_depth)
+    record = OpRecord(
         kind="depthwise" if depthwise else "conv", offset=op.offset, macs=int(macs),
-        bytes_read=((ifm.region, x.size * ifm.elem_size), (w_region, w_len), (s_region, s_len)),
-        bytes_written=((ofm.region, out.size * ofm.elem_size),),
-        ofm_shape=(ofm.height, ofm.width, ofm.depth), ifm_depth=ifm_depth,
+        bytes_read=((ifm.region, ifm_h * ifm_w * ifm_depth * ifm.elem_size), (w_region, w_len),
+                    (s_region, s_len)),
+        bytes_written=((ofm.region, ofm.height * ofm.width * ofm.depth * ofm.elem_size),),
+        ofm_shape=ofm.shape, ifm_shape=ifm.shape,
         kernel=(k.height, k.width, k.stride_y, k.stride_x, k.dilation_y, k.dilation_x),
         block=block_of(regs), ifm_elem_size=ifm.elem_size, ofm_elem_size=ofm.elem_size,
+        ifm_brick=ifm.brick, ofm_brick=ofm.brick,
         activation=regs.get("ACTIVATION", 0) & 0xFFF, acc_40bit=regs.get("ACC_FORMAT", 0) == 1,
         part_kernel_first=fmt.part_kernel_first)
+    return Step(record, run)
 
 
 def block_of(regs: Registers) -> tuple[int, int, int]:

@@ -1,12 +1,14 @@
-"""Our cycle model: computed from what each executed operation did, never from Vela's numbers.
+"""Our cycle model: computed from what each executed operation does, never from Vela's numbers.
 
-Structure learnt from Vela's legacy estimator (npu_performance.py), written from scratch:
-per OFM block, MAC-array cycles (u-blocks x kernel steps x IFM depth steps, bounded below by the
-weight decoder) and output-stage cycles (per element, by accumulator width, pooling type and the
-activation the ACTIVATION register selects) pipeline against each other; memory traffic per
-region costs bytes / bandwidth + latency of the memory the Vela system config maps it to. The
-op takes the longer of compute and memory. Only geometry, block configuration, data widths,
-activation type and byte counts enter: zero points, clip bounds and scales cannot change cycles.
+The structure follows the hardware as Vela's documented estimator (npu_performance.py) describes
+it. The MAC array works through an OFM block as u-blocks, one kernel step (IFM depth slice) at a
+time, never faster than the weight decoder feeds it; the output stage (AO) scales, activates and
+writes each block element; the two pipeline against each other block by block, after the first
+IFM block arrives and until the last OFM block is written. Memory traffic (IFM re-fetched per
+OFM block, weights and scales per OFM block column, OFM once), at the burst efficiency its layout
+allows, costs bytes / bandwidth per memory; the operation takes the longest of compute and each
+memory. Only geometry, block configuration, data widths, strides, the activation the ACTIVATION
+register selects and byte counts enter: zero points, clip bounds and scales cannot change cycles.
 """
 
 from __future__ import annotations
@@ -17,18 +19,26 @@ from functools import lru_cache
 
 from .records import OpRecord
 
-# OFM u-block (h, w, c) per configuration.
+# OFM u-block (h, w, c) and IFM u-block depth per configuration.
 UBLOCK = {
     "ethos-u55-32": (1, 1, 4), "ethos-u55-64": (1, 1, 8), "ethos-u55-128": (1, 2, 8),
     "ethos-u55-256": (2, 2, 8), "ethos-u65-256": (2, 2, 8),
 }
-# Output-stage cycles per element: 32-bit acc, 40-bit acc, max pool; activation: LUT/tanh/sigmoid.
-_OUTPUT = {
-    "ethos-u55-32": (2.0, 3.0, 1.0, 1.0), "ethos-u55-64": (1.0, 1.5, 0.5, 1.0),
-    "ethos-u55-128": (0.5, 0.75, 0.25, 1.0), "ethos-u55-256": (0.25, 0.375, 0.125, 1.0),
-    "ethos-u65-256": (0.25, 0.375, 0.125, 1.0),
+IFM_UBLOCK_DEPTH = 8
+SUBKERNEL_MAX = 8
+# Output stage, cycles per element: (32-bit accumulator, 40-bit accumulator, max pool).
+OUTPUT = {
+    "ethos-u55-32": (2.0, 3.0, 1.0), "ethos-u55-64": (1.0, 1.5, 0.5),
+    "ethos-u55-128": (0.5, 0.75, 0.25), "ethos-u55-256": (0.25, 0.375, 0.125),
+    "ethos-u65-256": (0.25, 0.375, 0.125),
 }
-_OP_OVERHEAD = 8  # command processing per operation
+# Activation unit, cycles per element: (table lookup: tanh, sigmoid, LUT; ReLU family as Vela
+# books it). Clipping (ACTIVATION function 0) is part of the output stage and costs nothing.
+ACTIVATION = {
+    "ethos-u55-32": (1.0, 1.0), "ethos-u55-64": (1.0, 1.0), "ethos-u55-128": (1.0, 0.5),
+    "ethos-u55-256": (1.0, 0.25), "ethos-u65-256": (1.0, 0.25),
+}
+SCALE_RECORD_BYTES = 10  # bias, scale and shift per OFM channel
 
 
 @dataclass(frozen=True)
@@ -37,6 +47,7 @@ class MemoryPort:
     bytes_per_cycle: float
     read_latency: int
     write_latency: int
+    burst: int  # longest burst, bytes
 
 
 @dataclass(frozen=True)
@@ -49,7 +60,8 @@ class MemorySystem:
 
 @lru_cache(maxsize=16)
 def memory_system(accelerator: str, system_config: str, memory_mode: str) -> MemorySystem:
-    """Bandwidths and latencies of the Vela system config, per region (0 const, 1 arena, 2 cache)."""
+    """Bandwidths, latencies and bursts of the Vela system config, per region (0 weights,
+    1 arena, 2 fast scratch)."""
     from ethosu.vela.architecture_features import ArchitectureFeatures, MemPort
 
     arch = ArchitectureFeatures(
@@ -60,7 +72,8 @@ def memory_system(accelerator: str, system_config: str, memory_mode: str) -> Mem
     def port(mem_port: MemPort) -> MemoryPort:
         area = arch._mem_port_mapping(mem_port)
         return MemoryPort(area.name, float(arch.memory_bandwidths_per_cycle[area]),
-                          int(arch.memory_latency[area][0]), int(arch.memory_latency[area][1]))
+                          int(arch.memory_latency[area][0]), int(arch.memory_latency[area][1]),
+                          int(arch.memory_burst_length[area]))
 
     return MemorySystem({0: port(arch.const_mem_area), 1: port(arch.arena_mem_area),
                          2: port(arch.cache_mem_area)})
@@ -78,59 +91,187 @@ def _ceil(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def _compute_cycles(rec: OpRecord, accelerator: str) -> int:
+@dataclass(frozen=True)
+class _Geometry:
+    """An operation's OFM block, u-block and IFM block."""
+
+    block: tuple[int, int, int]  # OFM block clipped to the OFM
+    ublock: tuple[int, int, int]
+    blocks: float  # OFM blocks, partial edge blocks counted by the u-blocks they hold
+    xy_blocks: int  # OFM block columns (weights are fetched again for each)
+    ifm_block: tuple[int, int, int]
+
+    @property
+    def ublocks(self) -> tuple[int, int, int]:
+        return tuple(_ceil(b, u) for b, u in zip(self.block, self.ublock))
+
+
+def _geometry(rec: OpRecord, accelerator: str) -> _Geometry:
     oh, ow, oc = rec.ofm_shape
-    bh, bw, bc = min(rec.block[0], oh), min(rec.block[1], ow), min(rec.block[2], oc)
-    uh, uw, uc = UBLOCK[accelerator]
-    n_blocks = _ceil(oh, bh) * _ceil(ow, bw) * _ceil(oc, bc)
-    ublk_xy = _ceil(bh, uh) * _ceil(bw, uw)
-    ublk_z = _ceil(bc, uc)
-    kh, kw = rec.kernel[0], rec.kernel[1]
-    elems = kh * kw
-    wide = 2 if rec.ifm_elem_size > 1 else 1
-    weight_decode = 4 * uc
-    if rec.kind == "conv":
-        if rec.part_kernel_first:
-            steps = _ceil(elems, 4 // wide) * _ceil(rec.ifm_depth, 8)
+    kh, kw, sy, sx, dy, dx = rec.kernel
+    block = (min(rec.block[0], oh), min(rec.block[1], ow), min(rec.block[2], oc))
+    ublock = UBLOCK[accelerator]
+    if ublock[0] == 2 and rec.kind == "conv" and oh == 1 and ow % 2 == 0 and kh == 1:
+        ublock = (1, 4, ublock[2])  # a 2x2 u-block array works as 1x4 on single-row outputs
+        block = (1, block[1], block[2])
+    total = math.prod(_ceil(s, u) for s, u in zip((oh, ow, oc), ublock))
+    per_block = math.prod(_ceil(b, u) for b, u in zip(block, ublock))
+    ih, iw, ic = rec.ifm_shape
+    ifm_block = (min(ih, (block[0] - 1) * sy + min(SUBKERNEL_MAX, (kh - 1) * dy + 1)),
+                 min(iw, (block[1] - 1) * sx + min(SUBKERNEL_MAX, (kw - 1) * dx + 1)),
+                 min(ic, _ifm_block_depth(rec) if rec.kind == "conv" else block[2]))
+    return _Geometry(block, ublock, total / per_block, _ceil(oh, block[0]) * _ceil(ow, block[1]),
+                     ifm_block)
+
+
+def _ifm_block_depth(rec: OpRecord) -> int:
+    deepest = 16 if (rec.part_kernel_first or rec.ifm_elem_size > 1) else 32
+    return min(deepest, _ceil(rec.ifm_depth, IFM_UBLOCK_DEPTH) * IFM_UBLOCK_DEPTH)
+
+
+def _subkernels(rec: OpRecord) -> list[int]:
+    kh, kw = rec.kernel[:2]
+    return [min(SUBKERNEL_MAX, kh - y) * min(SUBKERNEL_MAX, kw - x)
+            for y in range(0, kh, SUBKERNEL_MAX) for x in range(0, kw, SUBKERNEL_MAX)]
+
+
+def _mac_cycles_per_block(rec: OpRecord, geo: _Geometry, accelerator: str) -> int:
+    ub_y, ub_x, ub_z = geo.ublocks
+    ub_xy = ub_y * ub_x
+    ifm_bits = 8 * rec.ifm_elem_size
+    weight_feed = 4 * geo.ublock[2]  # the weight decoder delivers 32 bits per OFM channel per cycle
+    cycles = 0
+    for elements in _subkernels(rec):
+        if rec.kind.startswith("pool"):
+            steps = 1
+            work = max(4, elements) * ub_xy * ub_z
+            work *= 1 if accelerator == "ethos-u55-32" else ifm_bits // 2
+        elif rec.kind == "depthwise":
+            steps = _ceil(elements, 4)
+            work = max(weight_feed, 4 * ub_xy * ifm_bits // 8) * steps * ub_z
+        elif rec.part_kernel_first:
+            steps = _ceil(elements, 2 if ifm_bits == 16 else 4)
+            work = max(weight_feed, 4 * ub_xy) * steps * ub_z * _ceil(geo.ifm_block[2], 8)
         else:
-            steps = elems * _ceil(rec.ifm_depth, 32 // wide)
-        mac = max(weight_decode, 4 * ublk_xy) * steps * ublk_z
-    elif rec.kind == "depthwise":
-        mac = max(weight_decode, 4 * ublk_xy * wide) * _ceil(elems, 4) * ublk_z
+            steps = elements
+            work = max(weight_feed, 4 * ub_xy) * steps * ub_z
+        cycles += work + _pipeline_stalls(rec, geo, accelerator, steps)
+    if rec.kind == "conv":
+        cycles *= _ceil(rec.ifm_depth, geo.ifm_block[2])  # one pass per IFM depth slice
+    return cycles
+
+
+def _pipeline_stalls(rec: OpRecord, geo: _Geometry, accelerator: str, steps: int) -> int:
+    """With a single u-block in x/y, the MAC pipeline cannot hide its accumulate latency."""
+    ub_y, ub_x, ub_z = geo.ublocks
+    if accelerator == "ethos-u55-32":
+        delay = 7 if rec.acc_40bit else 3
     else:
-        mac = max(4, elems) * ublk_xy * ublk_z * (wide if accelerator != "ethos-u55-32" else 1)
-    acc32, acc40, maxpool, lut = _OUTPUT[accelerator]
+        delay = 3 if (rec.acc_40bit and accelerator in ("ethos-u55-64", "ethos-u55-128")) else 2
+    stalls = 0
+    if ub_y * ub_x == 1:
+        if ub_z == 1:
+            stalls = delay * steps
+        elif steps > 1:
+            stalls = delay * (steps - 1) * ub_z
+    if accelerator == "ethos-u55-32" and rec.acc_40bit and ub_z > 1 and 1 in (ub_y, ub_x):
+        stalls += delay * ub_z
+    if rec.part_kernel_first:
+        stalls *= _ceil(geo.ifm_block[2], 8)
+    return stalls
+
+
+def output_cycles_per_element(rec: OpRecord, accelerator: str,
+                              activation_cost: float | None = None) -> float:
+    """Output stage by accumulator and operation, or the activation unit if that is slower.
+    `activation_cost` replaces what the ACTIVATION register selects (for what-if comparisons)."""
+    acc32, acc40, maxpool = OUTPUT[accelerator]
     per_elem = acc40 if rec.acc_40bit else (maxpool if rec.kind == "pool.max" else acc32)
-    if rec.activation != 0:
-        per_elem = max(per_elem, lut)
-    out = math.ceil(per_elem * bh * bw * bc)
-    return max(mac, out) * n_blocks + min(mac, out)
+    if activation_cost is None:
+        activation_cost = ACTIVATION[accelerator][0] if rec.activation != 0 else 0.0
+    return max(per_elem, activation_cost)
 
 
-def _memory_cycles(rec: OpRecord, memory: MemorySystem, with_latency: bool) -> int:
-    reread_ifm = rec.kind == "conv"
-    oh, ow, oc = rec.ofm_shape
-    bh, bw, bc = (max(1, min(b, s)) for b, s in zip(rec.block, rec.ofm_shape))
-    depth_blocks = _ceil(oc, bc) if oc else 1
+def _burst_efficiency(port: MemoryPort, run_bytes: int) -> float:
+    """Fraction of each burst that carries data, for contiguous runs of `run_bytes`."""
+    return min(port.burst, max(1, run_bytes)) / port.burst
+
+
+def _ifm_run(rec: OpRecord, geo: _Geometry) -> int:
+    """Contiguous bytes per IFM block fetch: whole rows when the block spans the depth."""
+    e, (_, bw, bc) = rec.ifm_elem_size, geo.ifm_block
+    if rec.ifm_brick:
+        return 16 * e * bw
+    return bw * bc * e if bc == rec.ifm_depth else bc * e
+
+
+def _ofm_run(rec: OpRecord, geo: _Geometry) -> int:
+    e, (_, bw, bc) = rec.ofm_elem_size, geo.block
+    if rec.ofm_brick:
+        return 16 * e * bw
+    if bc <= 16 and bc == rec.ofm_shape[2]:
+        return bw * bc * e
+    return min(16 * e, bc * e)  # the output stage writes at most 16 elements per burst
+
+
+def _block_transfer(rec: OpRecord, geo: _Geometry, memory: MemorySystem) -> tuple[float, float]:
+    """Cycles to fetch the first IFM block and to write the last OFM block."""
+    ifm_port, ofm_port = memory.port(rec.bytes_read[0][0]), memory.port(rec.bytes_written[0][0])
+    ifm_bytes = math.prod(geo.ifm_block) * rec.ifm_elem_size
+    ofm_bytes = math.prod(geo.block) * rec.ofm_elem_size
+    return (ifm_port.read_latency + ifm_bytes / _burst_efficiency(ifm_port, _ifm_run(rec, geo))
+            / ifm_port.bytes_per_cycle,
+            ofm_port.write_latency + ofm_bytes / _burst_efficiency(ofm_port, _ofm_run(rec, geo))
+            / ofm_port.bytes_per_cycle)
+
+
+def _compute_cycles(rec: OpRecord, geo: _Geometry, accelerator: str, memory: MemorySystem,
+                    activation_cost: float | None) -> float:
+    mac = _mac_cycles_per_block(rec, geo, accelerator)
+    out = math.ceil(output_cycles_per_element(rec, accelerator, activation_cost)
+                    * math.prod(geo.block))
+    if rec.kind in ("conv", "depthwise"):
+        # Bias/scale records stream in per block at the latency of their memory.
+        latency = memory.port(rec.bytes_read[2][0]).read_latency
+        out = max(out, SCALE_RECORD_BYTES * geo.block[2] * latency / 256)
+    first_in, last_out = _block_transfer(rec, geo, memory)
+    return max(mac, out) * geo.blocks + min(mac, out) + first_in + last_out
+
+
+def _traffic_cycles(rec: OpRecord, geo: _Geometry, memory: MemorySystem) -> float:
+    """The busiest memory's cycles for everything the operation reads and writes."""
+    ih, iw, ic = rec.ifm_shape
+    fetches = geo.xy_blocks * len(_subkernels(rec))
+    if rec.kind == "conv":
+        fetches *= _ceil(rec.ofm_shape[2], geo.block[2])  # IFM again for every OFM depth slice
+    ifm_h, ifm_w, _ = geo.ifm_block
+    ifm_bytes = fetches * ifm_h * ifm_w * ic * rec.ifm_elem_size
     per_port: dict[str, float] = {}
-    latency: dict[str, int] = {}
-    for i, (region, nbytes) in enumerate(rec.bytes_read):
-        # First read is the IFM; the NPU fetches it again for every OFM depth block of a conv.
-        factor = depth_blocks if (i == 0 and reread_ifm) else 1
+
+    def add(region: int, nbytes: float, run: int | None = None) -> None:
         port = memory.port(region)
-        per_port[port.name] = per_port.get(port.name, 0.0) + nbytes * factor / port.bytes_per_cycle
-        latency[port.name] = max(latency.get(port.name, 0), port.read_latency)
+        eff = 1.0 if run is None else _burst_efficiency(port, run)
+        per_port[port.name] = per_port.get(port.name, 0.0) + nbytes / eff / port.bytes_per_cycle
+
+    add(rec.bytes_read[0][0], ifm_bytes, _ifm_run(rec, geo))
+    for region, nbytes in rec.bytes_read[1:]:  # weights and scales, per OFM block column
+        add(region, nbytes * geo.xy_blocks)
     for region, nbytes in rec.bytes_written:
-        port = memory.port(region)
-        per_port[port.name] = per_port.get(port.name, 0.0) + nbytes / port.bytes_per_cycle
-        latency[port.name] = max(latency.get(port.name, 0), port.write_latency)
-    # Block operations overlap their transfers with compute; a DMA waits for its first beat.
-    return max((math.ceil(c) + (latency[name] if with_latency else 0)
-                for name, c in per_port.items()), default=0)
+        add(region, nbytes, _ofm_run(rec, geo))
+    return max(per_port.values())
 
 
-def op_cycles(rec: OpRecord, accelerator: str, memory: MemorySystem) -> int:
+def _dma_cycles(rec: OpRecord, memory: MemorySystem) -> float:
+    (src, n), (dst, _) = rec.bytes_read[0], rec.bytes_written[0]
+    src_port, dst_port = memory.port(src), memory.port(dst)
+    return max(n / src_port.bytes_per_cycle + src_port.read_latency,
+               n / dst_port.bytes_per_cycle + dst_port.write_latency)
+
+
+def op_cycles(rec: OpRecord, accelerator: str, memory: MemorySystem,
+              activation_cost: float | None = None) -> int:
     if rec.kind == "dma":
-        return _memory_cycles(rec, memory, with_latency=True)
-    mem = _memory_cycles(rec, memory, with_latency=False)
-    return max(_compute_cycles(rec, accelerator), mem) + _OP_OVERHEAD
+        return int(_dma_cycles(rec, memory))
+    geo = _geometry(rec, accelerator)
+    return int(max(_compute_cycles(rec, geo, accelerator, memory, activation_cost),
+                   _traffic_cycles(rec, geo, memory)))

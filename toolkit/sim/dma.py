@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from .errors import UnsupportedError, at
 from .memory import Memory
-from .records import OpRecord
+from .records import OpRecord, Step
 from .registers import Registers
 
 
-def run_dma(regs: Registers, memory: Memory) -> OpRecord:
+def prepare_dma(regs: Registers, memory: Memory) -> Step:
     op = regs.op
     what = f"{op.name} at command-stream offset {op.offset:#x}"
     src_reg, dst_reg = regs.get("DMA0_SRC_REGION"), regs.get("DMA0_DST_REGION")
@@ -20,8 +20,13 @@ def run_dma(regs: Registers, memory: Memory) -> OpRecord:
             raise UnsupportedError(f"2D/3D DMA stride mode {(value >> 9) & 3} is not implemented "
                                    f"({at(op.offset, 'NPU_SET_' + name, value)})")
     src, dst, length = regs.get("DMA0_SRC"), regs.get("DMA0_DST"), regs.get("DMA0_LEN")
-    data = memory.read_bytes(src_reg & 0xFF, src, length, f"{what} (source)").copy()
-    memory.write_bytes(dst_reg & 0xFF, dst, data, f"{what} (destination)")
-    return OpRecord(kind="dma", offset=op.offset, macs=0,
-                    bytes_read=((src_reg & 0xFF, length),),
-                    bytes_written=((dst_reg & 0xFF, length),))
+    src_region, dst_region = src_reg & 0xFF, dst_reg & 0xFF
+    memory.check(src_region, src, src + length, f"{what} (source)")
+    memory.check(dst_region, dst, dst + length, f"{what} (destination)")
+
+    def run(mem: Memory) -> None:
+        mem.regions[dst_region][dst:dst + length] = mem.regions[src_region][src:src + length].copy()
+
+    record = OpRecord(kind="dma", offset=op.offset, macs=0, bytes_read=((src_region, length),),
+                      bytes_written=((dst_region, length),))
+    return Step(record, run)

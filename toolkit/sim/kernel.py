@@ -1,11 +1,10 @@
-"""Kernel geometry from KERNEL_* and IFM_PAD_* registers, and the sliding windows it implies."""
+"""Kernel geometry from KERNEL_* and IFM_PAD_* registers, and the IFM taps it reads."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from .registers import Registers
 
@@ -34,17 +33,24 @@ class Kernel:
         w = (ofm_width - 1) * self.stride_x + (self.width - 1) * self.dilation_x + 1
         return h - self.pad_top - self.pad_bottom, w - self.pad_left - self.pad_right
 
-    def windows(self, ifm: np.ndarray, fill, ofm_height: int, ofm_width: int) -> np.ndarray:
-        """(OH, OW, KH, KW, C) view of the padded (H, W, C) ifm."""
-        padded = np.pad(ifm, ((self.pad_top, self.pad_bottom), (self.pad_left, self.pad_right),
-                              (0, 0)), constant_values=fill)
-        kh = (self.height - 1) * self.dilation_y + 1
-        kw = (self.width - 1) * self.dilation_x + 1
-        win = sliding_window_view(padded, (kh, kw), axis=(0, 1))  # (H', W', C, kh, kw)
-        win = win[: (ofm_height - 1) * self.stride_y + 1: self.stride_y,
-                  : (ofm_width - 1) * self.stride_x + 1: self.stride_x, :,
-                  :: self.dilation_y, :: self.dilation_x]
-        return win.transpose(0, 1, 3, 4, 2)
+    def padded(self, x: np.ndarray, fill, dtype) -> np.ndarray:
+        """The (H, W, C) ifm with its padding, as `dtype`."""
+        h, w, c = x.shape
+        out = np.full((h + self.pad_top + self.pad_bottom, w + self.pad_left + self.pad_right, c),
+                      fill, dtype=dtype)
+        out[self.pad_top:self.pad_top + h, self.pad_left:self.pad_left + w] = x
+        return out
+
+    def tap(self, padded: np.ndarray, i: int, j: int, ofm_height: int, ofm_width: int) -> np.ndarray:
+        """(OH, OW, C) view: the IFM element that kernel position (i, j) meets at each output."""
+        y0, x0 = i * self.dilation_y, j * self.dilation_x
+        return padded[y0:y0 + (ofm_height - 1) * self.stride_y + 1:self.stride_y,
+                      x0:x0 + (ofm_width - 1) * self.stride_x + 1:self.stride_x]
+
+    def taps(self, padded: np.ndarray, ofm_height: int, ofm_width: int):
+        for i in range(self.height):
+            for j in range(self.width):
+                yield self.tap(padded, i, j, ofm_height, ofm_width)
 
 
 def kernel_from(regs: Registers) -> Kernel:

@@ -1,8 +1,13 @@
-"""Feature maps as the registers describe them: tiles, strides, NHWC and NHCWB16."""
+"""Feature maps as the registers describe them: tiles, strides, NHWC and NHCWB16.
+
+A feature map is read and written through strided views of its memory region: one piece per
+tile (BASE0-3) and, in NHCWB16, one for the whole 16-channel bricks and one for the remainder.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -12,6 +17,25 @@ from .registers import Registers
 
 # IFM_PRECISION / OFM_PRECISION: element size from the 2-bit size field.
 _SIZE_CODES = {0: 1, 1: 2, 2: 4}
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A block of the feature map [ys, xs, cs] stored as a strided array at `offset`."""
+
+    ys: slice
+    xs: slice
+    cs: slice
+    offset: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+
+    def view(self, mem: np.ndarray, dtype: np.dtype) -> np.ndarray:
+        return np.ndarray(self.shape, dtype, buffer=mem, offset=self.offset, strides=self.strides)
+
+    def byte_range(self, elem_size: int) -> tuple[int, int]:
+        last = sum((n - 1) * s for n, s in zip(self.shape, self.strides))
+        return self.offset, self.offset + last + elem_size
 
 
 @dataclass(frozen=True)
@@ -32,34 +56,64 @@ class FeatureMap:
     brick: bool  # NHCWB16
     zero_point: int
 
-    @property
+    @cached_property
     def dtype(self) -> np.dtype:
         kind = "i" if self.signed else "u"
         return np.dtype(f"<{kind}{self.elem_size}")
 
-    def addresses(self) -> np.ndarray:
-        """Byte address of every element, shape (height, width, depth)."""
-        y = np.arange(self.height)[:, None]
-        x = np.arange(self.width)[None, :]
-        right = x >= self.width0
-        lower = np.where(right, y >= self.height1, y >= self.height0)
-        tile = right.astype(np.int64) + 2 * lower
-        local_y = y - np.where(lower, np.where(right, self.height1, self.height0), 0)
-        local_x = x - np.where(right, self.width0, 0)
-        base = np.asarray(self.bases, dtype=np.int64)[tile]
-        yx = base + local_y * self.stride_y + local_x * self.stride_x
-        c = np.arange(self.depth)
-        if self.brick:
-            c_off = (c // 16) * self.stride_c + (c % 16) * self.elem_size
-        else:
-            c_off = c * self.stride_c
-        return yx[:, :, None] + c_off[None, None, :]
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return self.height, self.width, self.depth
 
-    def read(self, memory: Memory, what: str) -> np.ndarray:
-        return memory.gather(self.region, self.addresses(), self.dtype, what)
+    def _tiles(self):
+        """(rows, columns, base) of the up to four tiles, in feature-map coordinates."""
+        h, w, w0 = self.height, self.width, min(self.width0, self.width)
+        h0, h1 = min(self.height0, h), min(self.height1, h)
+        tiles = ((0, h0, 0, w0, 0), (0, h1, w0, w, 1), (h0, h, 0, w0, 2), (h1, h, w0, w, 3))
+        return [(slice(y0, y1), slice(x0, x1), self.bases[t])
+                for y0, y1, x0, x1, t in tiles if y1 > y0 and x1 > x0]
 
-    def write(self, memory: Memory, values: np.ndarray, what: str) -> None:
-        memory.scatter(self.region, self.addresses(), values.astype(self.dtype), what)
+    @cached_property
+    def pieces(self) -> tuple[Piece, ...]:
+        pieces = []
+        e, c = self.elem_size, self.depth
+        for ys, xs, base in self._tiles():
+            th, tw = ys.stop - ys.start, xs.stop - xs.start
+            yx = (th, tw), (self.stride_y, self.stride_x)
+            if not self.brick:
+                pieces.append(Piece(ys, xs, slice(0, c), base, (*yx[0], c),
+                                    (*yx[1], self.stride_c)))
+                continue
+            full = c // 16
+            if full:
+                pieces.append(Piece(ys, xs, slice(0, 16 * full), base, (*yx[0], full, 16),
+                                    (*yx[1], self.stride_c, e)))
+            if c % 16:
+                pieces.append(Piece(ys, xs, slice(16 * full, c), base + full * self.stride_c,
+                                    (*yx[0], c % 16), (*yx[1], e)))
+        return tuple(pieces)
+
+    def check(self, memory: Memory, what: str) -> None:
+        """Bounds of every element against its region (once, when the program is planned)."""
+        ranges = [p.byte_range(self.elem_size) for p in self.pieces]
+        if ranges:
+            memory.check(self.region, min(r[0] for r in ranges), max(r[1] for r in ranges), what)
+
+    def read(self, memory: Memory) -> np.ndarray:
+        """(H, W, C) values; may be a view into memory, so copy before memory changes."""
+        mem = memory.regions[self.region]
+        if len(self.pieces) == 1 and len(self.pieces[0].shape) == 3:
+            return self.pieces[0].view(mem, self.dtype)
+        out = np.empty(self.shape, self.dtype)
+        for p in self.pieces:
+            out[p.ys, p.xs, p.cs] = p.view(mem, self.dtype).reshape(
+                p.ys.stop - p.ys.start, p.xs.stop - p.xs.start, -1)
+        return out
+
+    def write(self, memory: Memory, values: np.ndarray) -> None:
+        mem = memory.regions[self.region]
+        for p in self.pieces:
+            p.view(mem, self.dtype)[...] = values[p.ys, p.xs, p.cs].reshape(p.shape)
 
 
 def _precision(regs: Registers, name: str, size_shift: int, size_bits: int) -> tuple[int, bool, bool]:

@@ -10,14 +10,14 @@ from .errors import UnsupportedError, at
 from .kernel import kernel_from
 from .layouts import ifm_map, ofm_map
 from .memory import Memory
-from .records import OpRecord
+from .records import OpRecord, Step
 from .registers import Registers
 
 MODES = {0: "max", 1: "average", 2: "reduce_sum"}
 _EMPTY = np.iinfo(np.int64).min // 4  # below any IFM value: padding never wins a max
 
 
-def run_pool(regs: Registers, memory: Memory) -> OpRecord:
+def prepare_pool(regs: Registers, memory: Memory) -> Step:
     check_common(regs)
     op = regs.op
     what = f"{op.name} at command-stream offset {op.offset:#x}"
@@ -38,27 +38,51 @@ def run_pool(regs: Registers, memory: Memory) -> OpRecord:
             f"(in {at(op.offset, 'NPU_SET_OFM_PRECISION', regs.get('OFM_PRECISION'))})")
     if mode == "reduce_sum" and padded:
         raise UnsupportedError(f"padded reduce-sum is not implemented ({what})")
+    ifm.check(memory, f"{what} (IFM)")
+    ofm.check(memory, f"{what} (OFM)")
     depth = ofm.depth if mode != "reduce_sum" else ifm_depth
-    x = ifm.read(memory, f"{what} (IFM)").astype(np.int64) - ifm.zero_point
-    if mode == "max":
-        win = k.windows(x[..., :depth], _EMPTY, ofm.height, ofm.width)
-        acc = win.max(axis=(2, 3))
-    elif mode == "average":
-        acc = k.windows(x[..., :depth], 0, ofm.height, ofm.width).sum(axis=(2, 3))
-    else:
-        acc = k.windows(x, 0, ofm.height, ofm.width).sum(axis=(2, 3, 4))[..., None]
-    if global_scale:
-        scale, shift = regs.get("OFM_SCALE"), regs.cmd1_param("OFM_SCALE") & 0x3F
-        acc = outstage.scale_acc(acc, scale, shift, regs.get("OFM_PRECISION") >> 14)
-    out = outstage.finish(acc, ofm.zero_point, regs.s16("ACTIVATION_MIN", -32768),
-                          regs.s16("ACTIVATION_MAX", 32767), ofm.dtype)
-    ofm.write(memory, out, f"{what} (OFM)")
-    return OpRecord(
-        kind=f"pool.{mode}", offset=op.offset,
-        macs=int(ofm.height * ofm.width * depth * k.elements),
-        bytes_read=((ifm.region, x.size * ifm.elem_size),),
-        bytes_written=((ofm.region, out.size * ofm.elem_size),),
-        ofm_shape=(ofm.height, ofm.width, ofm.depth), ifm_depth=ifm_depth,
+    oh, ow = ofm.height, ofm.width
+    zp = ifm.zero_point
+    rescale = outstage.Rescale(regs.get("OFM_SCALE", 0), regs.cmd1_param("OFM_SCALE") & 0x3F,
+                               regs.get("OFM_PRECISION") >> 14)
+    finish = outstage.Finish(ofm.zero_point, regs.s16("ACTIVATION_MIN", -32768),
+                             regs.s16("ACTIVATION_MAX", 32767), ofm.dtype)
+    terms = k.elements * (ifm_depth if mode == "reduce_sum" else 1)
+    bound = terms << (8 * ifm.elem_size)  # |ifm - zp| summed
+    plain = (k.elements == 1 and not padded and (k.stride_y, k.stride_x) == (1, 1)
+             and mode != "reduce_sum")
+
+    def run(mem: Memory) -> None:
+        x = ifm.read(mem)[..., :depth]
+        if plain:  # 1x1, unpadded: the transposes and copies Vela builds from pools
+            acc = x.astype(np.int64)
+            acc -= zp
+        elif mode == "max":
+            taps = k.taps(k.padded(x, _EMPTY, np.int64), oh, ow)
+            acc = next(taps).copy()
+            for tap in taps:
+                np.maximum(acc, tap, out=acc)
+            acc -= zp
+        else:
+            pad = k.padded(x, zp, np.int64)
+            pad -= zp  # padding reads as the zero point, so it adds nothing
+            taps = k.taps(pad, oh, ow)
+            acc = next(taps).copy()
+            for tap in taps:
+                acc += tap
+            if mode == "reduce_sum":
+                acc = acc.sum(axis=-1, keepdims=True)
+        if global_scale:
+            acc = rescale.apply(acc, bound)
+        ofm.write(mem, finish(acc))
+
+    record = OpRecord(
+        kind=f"pool.{mode}", offset=op.offset, macs=int(oh * ow * depth * k.elements),
+        bytes_read=((ifm.region, ifm_h * ifm_w * ifm_depth * ifm.elem_size),),
+        bytes_written=((ofm.region, oh * ow * ofm.depth * ofm.elem_size),),
+        ofm_shape=ofm.shape, ifm_shape=ifm.shape,
         kernel=(k.height, k.width, k.stride_y, k.stride_x, k.dilation_y, k.dilation_x),
         block=block_of(regs), ifm_elem_size=ifm.elem_size, ofm_elem_size=ofm.elem_size,
+        ifm_brick=ifm.brick, ofm_brick=ofm.brick,
         activation=regs.get("ACTIVATION", 0) & 0xFFF, acc_40bit=regs.get("ACC_FORMAT", 0) == 1)
+    return Step(record, run)

@@ -1,8 +1,9 @@
-"""What one executed NPU operation did: the work the cycle model and `etk diff` look at."""
+"""What one executed NPU operation does: the work the cycle model and `etk diff` look at."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 
 @dataclass(frozen=True)
@@ -10,22 +11,36 @@ class OpRecord:
     kind: str  # "conv", "depthwise", "pool.max", "pool.average", "pool.reduce_sum", "dma"
     offset: int  # byte offset of the NPU_OP_* command in the command stream
     macs: int
-    bytes_read: tuple[tuple[int, int], ...]  # (region, bytes)
+    bytes_read: tuple[tuple[int, int], ...]  # (region, bytes); IFM first
     bytes_written: tuple[tuple[int, int], ...]
     ofm_shape: tuple[int, int, int] = (0, 0, 0)  # h, w, c
-    ifm_depth: int = 0
+    ifm_shape: tuple[int, int, int] = (0, 0, 0)  # h, w, c the operation reads
     kernel: tuple[int, int, int, int, int, int] = (1, 1, 1, 1, 1, 1)  # kh, kw, sy, sx, dy, dx
     block: tuple[int, int, int] = (1, 1, 1)  # OFM block h, w, c
     ifm_elem_size: int = 1
     ofm_elem_size: int = 1
+    ifm_brick: bool = False  # NHCWB16
+    ofm_brick: bool = False
     activation: int = 0  # ACTIVATION type field (0: clip only, 3: tanh, 4: sigmoid, 16+: LUT)
     acc_40bit: bool = False
     part_kernel_first: bool = False
     cycles: int = 0
     registers: tuple[tuple[str, int], ...] = ()  # every register the op ran with
 
+    @property
+    def ifm_depth(self) -> int:
+        return self.ifm_shape[2]
+
     def read_from(self, region: int) -> int:
         return sum(b for r, b in self.bytes_read if r == region)
 
     def written_to(self, region: int) -> int:
         return sum(b for r, b in self.bytes_written if r == region)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One planned operation: its record, and what it does to memory when it runs."""
+
+    record: OpRecord
+    run: Callable  # (Memory) -> None

@@ -1,4 +1,4 @@
-"""The interpreter: place inputs, run the command stream, read outputs back."""
+"""Run a program: place inputs, replay its planned NPU operations, read outputs back."""
 
 from __future__ import annotations
 
@@ -10,18 +10,13 @@ import numpy as np
 
 from . import cycles as cycle_model
 from ..npu import npu_config
-from .commands import decode
-from .conv import run_conv
-from .dma import run_dma
-from .errors import PayloadError, SimError, UnsupportedError, at
+from .errors import SimError
 from .memory import Memory
 from .payload import NpuProgram
-from .pool import run_pool
+from .plan import Plan, new_memory, plan_for
 from .records import OpRecord
-from .registers import RegisterFile
 
 ACCELERATORS = ("ethos-u55-32", "ethos-u55-64", "ethos-u55-128", "ethos-u55-256", "ethos-u65-256")
-_NO_OP = frozenset({"NPU_OP_DMA_WAIT", "NPU_OP_KERNEL_WAIT", "NPU_OP_PMU_MASK", "NPU_OP_IRQ"})
 
 
 @dataclass(frozen=True)
@@ -38,14 +33,6 @@ def check_accelerator(program: NpuProgram, accelerator: str) -> None:
     if program.config is not None and program.config.accelerator != accelerator:
         raise SimError(f"{program.source} was compiled for {program.config.accelerator}, "
                        f"not {accelerator}: compile for the NPU you simulate")
-
-
-def _memory(program: NpuProgram) -> Memory:
-    regions = {0: np.frombuffer(program.weights, dtype=np.uint8).copy(),
-               1: np.zeros(program.scratch_size, dtype=np.uint8)}
-    if program.scratch_fast_size:
-        regions[2] = np.zeros(program.scratch_fast_size, dtype=np.uint8)
-    return Memory(regions)
 
 
 def _place_inputs(program: NpuProgram, memory: Memory, inputs: Sequence[np.ndarray]) -> None:
@@ -71,46 +58,28 @@ def _read_outputs(program: NpuProgram, memory: Memory) -> list[np.ndarray]:
     return outputs
 
 
+def _timed(plan: Plan, accelerator: str, system_config: str, memory_mode: str):
+    """The plan's records with our cycle model's figures, computed once per memory system."""
+    records = plan.timed.get((system_config, memory_mode))
+    if records is None:
+        ports = cycle_model.memory_system(accelerator, system_config, memory_mode)
+        records = tuple(dataclasses.replace(s.record, cycles=cycle_model.op_cycles(
+            s.record, accelerator, ports)) for s in plan.steps)
+        plan.timed[(system_config, memory_mode)] = records
+    return records
+
+
 def simulate(program: NpuProgram, inputs: Sequence[np.ndarray], accelerator: str,
              system_config: str | None = None, memory_mode: str | None = None) -> SimResult:
     """Run the program; system config and memory mode (Vela's, for the cycle model) default to
     ExecuTorch's defaults for the NPU family."""
     check_accelerator(program, accelerator)
     npu = npu_config(accelerator, system_config, memory_mode)
-    memory_ports = cycle_model.memory_system(accelerator, npu.system_config, npu.memory_mode)
-    commands = decode(program.command_stream)
-    memory = _memory(program)
+    plan = plan_for(program, accelerator)
+    memory = new_memory(program)
     _place_inputs(program, memory, inputs)
-    registers = RegisterFile()
-    records: list[OpRecord] = []
-    stopped = False
-    for cmd in commands:
-        if not cmd.is_operation:
-            registers.write(cmd)
-            continue
-        if cmd.name == "NPU_OP_STOP":
-            stopped = True
-            break
-        if cmd.name in _NO_OP:
-            continue
-        regs = registers.snapshot(cmd)
-        if cmd.name == "NPU_OP_CONV":
-            record = run_conv(regs, memory, accelerator, depthwise=False)
-        elif cmd.name == "NPU_OP_DEPTHWISE":
-            record = run_conv(regs, memory, accelerator, depthwise=True)
-        elif cmd.name == "NPU_OP_POOL":
-            record = run_pool(regs, memory)
-        elif cmd.name == "NPU_OP_DMA_START":
-            record = run_dma(regs, memory)
-        else:
-            raise UnsupportedError(f"{at(cmd.offset, cmd.name, cmd.param)} is not implemented "
-                                   "by the simulator")
-        record = dataclasses.replace(
-            record, registers=tuple(sorted(regs.values.items())),
-            cycles=cycle_model.op_cycles(record, accelerator, memory_ports))
-        records.append(record)
-    if not stopped:
-        raise PayloadError(f"{program.source}: the command stream ends without NPU_OP_STOP "
-                           "(truncated?)")
-    return SimResult(_read_outputs(program, memory), tuple(records),
+    for step in plan.steps:
+        step.run(memory)
+    records = _timed(plan, accelerator, npu.system_config, npu.memory_mode)
+    return SimResult(_read_outputs(program, memory), records,
                      sum(r.cycles for r in records), accelerator)

@@ -1,0 +1,111 @@
+"""Suite files, run keys and results.jsonl, without compiling anything."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from toolkit.bench.results import append_record, finished_keys, latest, read_records, run_key
+from toolkit.bench.suite import load_suite
+from toolkit.errors import UserError
+from toolkit.models.zoo import zoo_names
+
+from .helpers import REPO
+
+
+def test_zoo_suite_is_the_full_cross_product():
+    suite = load_suite(REPO / "examples/suites/zoo.toml")
+    runs = suite.runs()
+    assert len(runs) == len(zoo_names()) * 2 * 3
+    assert {r.npu for r in runs} == {"ethos-u55-128", "ethos-u55-256", "ethos-u65-256"}
+    assert {r.variant for r in runs} == {"fused", "unfused"}
+    assert {r.runner for r in runs} == {"sim"}
+    assert len({run_key(r) for r in runs}) == len(runs)
+
+
+def test_run_key_is_stable_and_covers_every_option():
+    run = load_suite(REPO / "examples/suites/zoo.toml").runs()[0]
+    assert run_key(run) == run_key(replace(run))
+    assert run_key(run) == "85fd135e16adeeb8"  # a change here invalidates everyone's --resume
+    changed = [replace(run, npu="ethos-u55-256"), replace(run, variant="unfused"),
+               replace(run, runner="tosa-ref"), replace(run, vela=replace(run.vela, optimise="Size")),
+               replace(run, settings=replace(run.settings, seed=1))]
+    assert len({run_key(r) for r in [run, *changed]}) == 6
+
+
+def test_vela_option_sets_multiply_the_runs(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text('models = ["zoo:conv2d_*"]\nnpus = ["ethos-u55-128"]\nrunners = ["sim", "tosa-ref"]\n'
+                    '[[vela]]\nname = "perf"\noptimise = "Performance"\n'
+                    '[[vela]]\nname = "size"\noptimise = "Size"\nmemory_mode = "Sram_Only"\n')
+    suite = load_suite(path)
+    assert suite.models == ("zoo:conv2d_bn_relu", "zoo:conv2d_bn_relu6", "zoo:conv2d_relu",
+                            "zoo:conv2d_relu6")
+    assert len(suite.runs()) == 4 * 2 * 2 * 2
+    assert suite.vela[1].extra_flags() == ("--optimise=Size",)
+    assert suite.vela[1].memory_mode == "Sram_Only"
+
+
+@pytest.mark.parametrize("text, key", [
+    ('models = "zoo:ds_cnn"', "models"),
+    ('models = []', "models"),
+    ('models = ["zoo:nothing_*"]', "models"),
+    ('models = ["zoo:ds_cnn"]\nnpus = ["ethos-u85-256"]', "npus"),
+    ('models = ["zoo:ds_cnn"]\nfusion = ["maybe"]', "fusion"),
+    ('models = ["zoo:ds_cnn"]\nrunners = ["fvp", "fvp"]', "runners"),
+    ('models = ["zoo:ds_cnn"]\ntargets = ["corstone-999"]', "targets"),
+    ('models = ["zoo:ds_cnn"]\n[settings]\neval_samples = 0', "settings.eval_samples"),
+    ('models = ["zoo:ds_cnn"]\n[[vela]]\noptimise = "Fast"', "vela[0].optimise"),
+    ('models = ["zoo:ds_cnn"]\n[[vela]]\nspeed = 1', "vela[0].speed"),
+    ('models = ["zoo:ds_cnn"]\nmodel = ["x"]', "model"),
+])
+def test_bad_suite_names_file_and_key(tmp_path, text, key):
+    path = tmp_path / "bad.toml"
+    path.write_text(text + "\n")
+    with pytest.raises(UserError, match=re.escape(f"{path}: key '{key}'")):
+        load_suite(path)
+
+
+def test_suite_that_is_not_toml(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text("models = [\n")
+    with pytest.raises(UserError, match="not valid TOML"):
+        load_suite(path)
+
+
+def _append_many(path: str, worker: int) -> None:
+    for i in range(50):
+        append_record(Path(path), {"key": f"{worker}-{i}", "status": "ok", "pad": "x" * 5000})
+
+
+def test_concurrent_appends_never_interleave(tmp_path):
+    path = tmp_path / "results.jsonl"
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_append_many, args=(str(path), w)) for w in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    lines = path.read_text().splitlines()
+    assert len(lines) == 200
+    assert {json.loads(line)["key"] for line in lines} == {f"{w}-{i}" for w in range(4)
+                                                           for i in range(50)}
+
+
+def test_torn_last_line_is_ignored_and_newest_record_wins(tmp_path):
+    path = tmp_path / "results.jsonl"
+    append_record(path, {"key": "a", "status": "failed", "reason": "licence"})
+    append_record(path, {"key": "b", "status": "ok"})
+    append_record(path, {"key": "a", "status": "ok"})
+    with open(path, "a") as handle:
+        handle.write('{"key": "c", "sta')
+    records = read_records(path)
+    assert [r["key"] for r in records] == ["a", "b", "a"]
+    assert latest(records)["a"]["status"] == "ok"
+    assert finished_keys(records[:2]) == {"b"}  # a failed run is run again by --resume
+    assert finished_keys(records) == {"a", "b"}

@@ -1,0 +1,55 @@
+"""Graph rewrites that keep results exact and change what the NPU executes.
+
+Each rewrite has a name (used by --rewrites and in the report), runs on the exported graph before
+quantization, and returns a record per place it changed. Only rewrites that change the NPU's work
+belong here; nothing whose only effect is on Vela's estimate.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from torch.fx import GraphModule
+
+from ..artifacts import RewriteRecord
+from ..errors import UserError
+
+Rewrite = Callable[[GraphModule], list[RewriteRecord]]
+
+
+def _registry() -> dict[str, Rewrite]:
+    from .global_pool import global_pool_stride_one
+
+    return {"global-pool-stride": global_pool_stride_one}
+
+
+def available_rewrites() -> tuple[str, ...]:
+    return tuple(_registry())
+
+
+DEFAULT_REWRITES = ("global-pool-stride",)
+
+
+def resolve_rewrites(spec: str) -> tuple[str, ...]:
+    """'default', 'none', or a comma-separated list of rewrite names."""
+    if spec == "default":
+        return DEFAULT_REWRITES
+    if spec == "none":
+        return ()
+    names = tuple(n.strip() for n in spec.split(",") if n.strip())
+    unknown = [n for n in names if n not in _registry()]
+    if unknown:
+        raise UserError(f"unknown rewrite {', '.join(unknown)}: use default, none or a list of "
+                        f"{', '.join(available_rewrites())}")
+    return names
+
+
+def apply_rewrites(graph: GraphModule, names: tuple[str, ...]) -> tuple[RewriteRecord, ...]:
+    registry = _registry()
+    records: list[RewriteRecord] = []
+    for name in names:
+        records.extend(registry[name](graph))
+    if records:
+        graph.graph.lint()
+        graph.recompile()
+    return tuple(records)

@@ -1,0 +1,85 @@
+"""A program decoded once: every NPU operation planned from its registers, cached per program.
+
+What an operation reads and writes, its geometry and its bounds follow from the registers
+alone; only memory contents change between runs, so a run replays the planned steps.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .commands import decode
+from .conv import prepare_conv
+from .dma import prepare_dma
+from .errors import PayloadError, UnsupportedError, at
+from .memory import Memory
+from .payload import NpuProgram
+from .pool import prepare_pool
+from .records import Step
+from .registers import RegisterFile
+
+_NO_OP = frozenset({"NPU_OP_DMA_WAIT", "NPU_OP_KERNEL_WAIT", "NPU_OP_PMU_MASK", "NPU_OP_IRQ"})
+_CACHE: OrderedDict[tuple, Plan] = OrderedDict()
+_CACHE_SIZE = 32
+
+
+@dataclass(frozen=True)
+class Plan:
+    steps: tuple[Step, ...]
+    timed: dict = field(default_factory=dict)  # (system config, memory mode) -> records
+
+
+def new_memory(program: NpuProgram) -> Memory:
+    regions = {0: np.frombuffer(program.weights, dtype=np.uint8).copy(),
+               1: np.zeros(program.scratch_size, dtype=np.uint8)}
+    if program.scratch_fast_size:
+        regions[2] = np.zeros(program.scratch_fast_size, dtype=np.uint8)
+    return Memory(regions)
+
+
+def plan_for(program: NpuProgram, accelerator: str) -> Plan:
+    key = (program, accelerator)
+    plan = _CACHE.get(key)
+    if plan is None:
+        plan = _build(program, accelerator)
+        _CACHE[key] = plan
+        if len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    else:
+        _CACHE.move_to_end(key)
+    return plan
+
+
+def _build(program: NpuProgram, accelerator: str) -> Plan:
+    memory = new_memory(program)  # region sizes for the bounds checks
+    registers = RegisterFile()
+    steps = []
+    for cmd in decode(program.command_stream):
+        if not cmd.is_operation:
+            registers.write(cmd)
+            continue
+        if cmd.name == "NPU_OP_STOP":
+            return Plan(tuple(steps))
+        if cmd.name in _NO_OP:
+            continue
+        regs = registers.snapshot(cmd)
+        if cmd.name == "NPU_OP_CONV":
+            step = prepare_conv(regs, memory, accelerator, depthwise=False)
+        elif cmd.name == "NPU_OP_DEPTHWISE":
+            step = prepare_conv(regs, memory, accelerator, depthwise=True)
+        elif cmd.name == "NPU_OP_POOL":
+            step = prepare_pool(regs, memory)
+        elif cmd.name == "NPU_OP_DMA_START":
+            step = prepare_dma(regs, memory)
+        else:
+            raise UnsupportedError(f"{at(cmd.offset, cmd.name, cmd.param)} is not implemented "
+                                   "by the simulator")
+        record = dataclasses.replace(step.record, registers=tuple(sorted(regs.values.items())))
+        steps.append(Step(record, step.run))
+    raise PayloadError(f"{program.source}: the command stream ends without NPU_OP_STOP "
+                       "(truncated?)")
+
