@@ -24,7 +24,7 @@ def _run(capsys, *argv):
 
 @pytest.mark.parametrize("argv,expected", [
     (["compile", "missing.py:Net"], "model file missing.py not found"),
-    (["compile", f"{USER}:Nope"], "has no 'Nope': it defines NeedsArgs, SmallNet"),
+    (["compile", f"{USER}:Nope"], "has no 'Nope': it defines NeedsArgs, PoolNet, SmallNet"),
     (["compile", f"{USER}:NeedsArgs"], "needs constructor arguments (channels)"),
     (["compile", f"{USER}:SmallNet", "--input-shape", "1,5,8,8"], "does not run on inputs of shape (1, 5, 8, 8)"),
     (["compile", f"{USER}:SmallNet", "--input-shape", "1,x,8"], "is not a list of positive integers"),

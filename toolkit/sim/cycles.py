@@ -198,20 +198,22 @@ def _burst_efficiency(port: MemoryPort, run_bytes: int) -> float:
 
 
 def _ifm_run(rec: OpRecord, geo: _Geometry) -> int:
-    """Contiguous bytes per IFM block fetch: whole rows when the block spans the depth."""
-    e, (_, bw, bc) = rec.ifm_elem_size, geo.ifm_block
+    """Contiguous bytes per IFM block fetch. The NPU fetches whole block-depth granules, so rows
+    are contiguous only when the block depth is exactly the IFM depth."""
+    e, bw = rec.ifm_elem_size, geo.ifm_block[1]
     if rec.ifm_brick:
         return 16 * e * bw
-    return bw * bc * e if bc == rec.ifm_depth else bc * e
+    depth = _ifm_block_depth(rec) if rec.kind == "conv" else rec.block[2]
+    return bw * depth * e if depth == rec.ifm_depth else depth * e
 
 
 def _ofm_run(rec: OpRecord, geo: _Geometry) -> int:
-    e, (_, bw, bc) = rec.ofm_elem_size, geo.block
+    e, bw, depth = rec.ofm_elem_size, geo.block[1], rec.block[2]
     if rec.ofm_brick:
         return 16 * e * bw
-    if bc <= 16 and bc == rec.ofm_shape[2]:
-        return bw * bc * e
-    return min(16 * e, bc * e)  # the output stage writes at most 16 elements per burst
+    if depth <= 16 and depth == rec.ofm_shape[2]:
+        return bw * depth * e
+    return min(16 * e, depth * e)  # the output stage writes at most 16 elements per burst
 
 
 def _block_transfer(rec: OpRecord, geo: _Geometry, memory: MemorySystem) -> tuple[float, float]:

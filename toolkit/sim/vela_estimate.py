@@ -16,7 +16,14 @@ from pathlib import Path
 
 from ..errors import ToolError
 from ..npu import npu_config
+from . import cycles as cycle_model
 from .records import OpRecord
+
+# Vela 5.1's C++ estimator books the output-stage activation cost by the fused sub-operation:
+# table lookups -> index 0, the ReLU family -> 1, anything else (a fused Clamp) -> 2 (free), and
+# NO fused operation -> 0, the table-lookup cost, although the registers then select plain clip.
+_LUT_OPS = frozenset({"Sigmoid", "Tanh", "LUT"})
+_RELU_OPS = frozenset({"Relu", "Relu0To1", "Relu6", "ReluN1To1"})
 
 
 @dataclass(frozen=True)
@@ -27,6 +34,15 @@ class VelaOpEstimate:
     op_cycles: int
     npu_cycles: int
     macs: int
+    fused: tuple[str, ...] = ()  # operators Vela fused into this one (its sub-operations)
+
+    def activation_cost(self, accelerator: str) -> float:
+        """Cycles per output element Vela books for the activation."""
+        lut, relu = cycle_model.ACTIVATION[accelerator]
+        fused = self.fused[0] if self.fused else None
+        if fused is None or fused in _LUT_OPS:
+            return lut
+        return relu if fused in _RELU_OPS else 0.0
 
 
 @dataclass(frozen=True)
@@ -36,6 +52,7 @@ class CycleComparison:
     ours: int
     vela: int
     npu_ops: int  # how many NPU operations of ours the Vela operation covers
+    note: str = ""  # why a disagreement is expected, when it is
 
     @property
     def ratio(self) -> float:
@@ -72,30 +89,58 @@ def vela_estimates(tosa_path: str | Path, accelerator: str, system_config: str |
     if "model" not in captured:
         raise ToolError(f"Vela did not use its C++ core for {tosa_path}: no per-op database")
     tables = captured["model"].opt_database.tables
-    perf = {row[0]: row for row in tables["perf"].data}
     columns = tables["perf"].header
     idx = {name: columns.index(name) for name in ("operator", "name", "op_cycles", "npu_cycles",
                                                   "mac_count")}
+    queued = {row[3]: int(row[0]) for row in tables["queue"].data}
     estimates = []
-    for offset, _stream, _optimised, scheduled in tables["queue"].data:
-        row = perf.get(scheduled)
-        if row is None:
-            continue
-        estimates.append(VelaOpEstimate(
-            int(offset), row[idx["operator"]], row[idx["name"]], int(row[idx["op_cycles"]]),
-            int(row[idx["npu_cycles"]]), int(row[idx["mac_count"]])))
+    for row in tables["perf"].data:
+        if row[0] in queued:
+            estimates.append(VelaOpEstimate(
+                queued[row[0]], row[idx["operator"]], row[idx["name"]],
+                int(row[idx["op_cycles"]]), int(row[idx["npu_cycles"]]),
+                int(row[idx["mac_count"]])))
+        elif estimates:  # sub-operations follow the operation they are fused into
+            last = estimates[-1]
+            estimates[-1] = VelaOpEstimate(last.offset, last.operator, last.name, last.op_cycles,
+                                           last.npu_cycles, last.macs,
+                                           last.fused + (row[idx["operator"]],))
     return tuple(sorted(estimates, key=lambda e: e.offset))
 
 
-def compare_cycles(operations: tuple[OpRecord, ...],
-                   estimates: tuple[VelaOpEstimate, ...]) -> tuple[CycleComparison, ...]:
-    """Our ops grouped under the Vela operation whose last NPU_OP they precede or are."""
+def compare_cycles(operations: tuple[OpRecord, ...], estimates: tuple[VelaOpEstimate, ...],
+                   accelerator: str, memory: cycle_model.MemorySystem) -> tuple[CycleComparison, ...]:
+    """Our ops grouped under the Vela operation whose last NPU_OP they precede or are, with the
+    known reasons for disagreement."""
     rows = []
     ops = sorted(operations, key=lambda r: r.offset)
     start = 0
     for est in estimates:
         group = [r for r in ops[start:] if r.offset <= est.offset]
         start += len(group)
-        rows.append(CycleComparison(est.offset, est.operator, sum(r.cycles for r in group),
-                                    est.op_cycles, len(group)))
+        ours = sum(r.cycles for r in group)
+        rows.append(CycleComparison(est.offset, est.operator, ours, est.op_cycles, len(group),
+                                    _known_bias(est, group, ours, accelerator, memory)))
     return tuple(rows)
+
+
+def _known_bias(est: VelaOpEstimate, group: list[OpRecord], ours: int, accelerator: str,
+                memory: cycle_model.MemorySystem) -> str:
+    if est.operator == "Transpose":
+        return (f"Vela estimates a Transpose from its memory traffic only; ours costs the "
+                f"{len(group)} NPU operations it runs")
+    cost = est.activation_cost(accelerator)
+    as_vela = sum(r.cycles if r.kind == "dma" or r.activation != 0 else
+                  cycle_model.op_cycles(r, accelerator, memory, activation_cost=cost)
+                  for r in group)
+    notes = []
+    if as_vela != ours:
+        fused = "+".join(est.fused) or "no fused operation"
+        notes.append(f"Vela books {cost} cycles/element of activation ({fused}) where the "
+                     f"ACTIVATION register selects plain clipping; with that cost ours would be "
+                     f"{as_vela} ({as_vela / est.op_cycles:.2f}x Vela)")
+    dma = sum(r.cycles for r in group if r.kind == "dma")
+    if dma:
+        notes.append(f"{dma} of ours are weight DMA, which Vela partly hides under the previous "
+                     "operation")
+    return "; ".join(notes)
