@@ -14,7 +14,7 @@ import numpy as np
 
 from .npu import NpuConfig
 
-Variant = Literal["fused", "unfused"]
+Variant = Literal["fused", "unfused", "tflite"]  # tflite: a .tflite file, compiled by Vela as is
 VARIANTS: tuple[Variant, ...] = ("fused", "unfused")
 
 
@@ -121,7 +121,7 @@ class CpuOp:
 @dataclass(frozen=True)
 class Delegate:
     index: int
-    tosa_path: Path
+    tosa_path: Path | None  # None for a .tflite model (Vela compiles the TFLite file itself)
     vela_npz_path: Path
     payload: bytes = field(repr=False)  # the vela_bin_stream ExecuTorch puts in the .pte
     tosa_ops: dict[str, int] = field(default_factory=dict)

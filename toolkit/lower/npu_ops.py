@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 from ..sim.commands import decode
 from ..sim.payload import load_payload
@@ -10,8 +11,9 @@ from ..sim.payload import load_payload
 KERNEL_OPERATIONS = ("NPU_OP_CONV", "NPU_OP_DEPTHWISE", "NPU_OP_POOL", "NPU_OP_ELEMENTWISE")
 
 
-def command_stream_operations(payload: bytes) -> dict[str, int]:
-    """NPU_OP_* command counts of a vela_bin_stream (Ethos-U55/U65 command streams)."""
+def command_stream_operations(payload: bytes | Path) -> dict[str, int]:
+    """NPU_OP_* command counts of a vela_bin_stream, or of Vela's raw .npz at a path
+    (Ethos-U55/U65 command streams)."""
     commands = decode(load_payload(payload).command_stream)
     return dict(sorted(Counter(c.name for c in commands if c.is_operation).items()))
 

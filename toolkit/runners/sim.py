@@ -36,12 +36,19 @@ class SimulatorRunner:
         per_delegate = []
 
         def run_delegate(delegate: Delegate, arrays: list[np.ndarray]) -> list[np.ndarray]:
-            result = simulate(load_payload(delegate.payload), arrays, program.npu.accelerator,
+            # a .tflite program has no vela_bin_stream, only Vela's raw .npz
+            payload = load_payload(delegate.payload or delegate.vela_npz_path)
+            result = simulate(payload, arrays, program.npu.accelerator,
                               program.npu.system_config, program.npu.memory_mode)
             per_delegate.append(result)
             return list(result.outputs)
 
-        outputs = execute(program, inputs, run_delegate)
+        if program.graph_module is None:  # a .tflite program: its one delegate is the model
+            (delegate,) = program.delegates
+            outputs = tuple(o.reshape(s.shape) for o, s in zip(
+                run_delegate(delegate, list(inputs)), program.output_specs))
+        else:
+            outputs = execute(program, inputs, run_delegate)
         cycles = CycleFigures(kind="simulated", source="etk simulator cycle model",
                               npu_cycles=sum(int(r.cycles) for r in per_delegate),
                               note="computed by etk's cycle model from the executed NPU "
