@@ -12,13 +12,15 @@ from typing import Any, Callable
 import numpy as np
 
 from .artifacts import LoadedModel, Program, Variant
-from .compare.evaluate import Evaluation, evaluate, evaluation_inputs, float_outputs, save_arrays
+from .compare.evaluate import (EVAL_SEED_OFFSET, Evaluation, evaluate, evaluation_inputs,
+                               float_outputs, save_arrays)
 from .compare.metrics import exact_match_rate, max_abs_err_lsb
 from .compare.variants import VariantComparison, compare_variants
 from .lower.compile import compile_variant
+from .lower.tflite import compile_tflite
 from .lower.vela import vela_version
 from .models.layout import channels_last_io
-from .models.loader import load_model
+from .models.loader import file_hash, load_model
 from .npu import NpuConfig
 from .quantize.calibration import folder_calibration, random_calibration
 from .report.json_report import (SCHEMA_VERSION, comparison_entry, cycles_entry,
@@ -52,15 +54,15 @@ class Job:
 @dataclass(frozen=True)
 class DeviceRun:
     evaluation: Evaluation
-    outputs_match_reference: bool
-    max_diff_lsb: float
-    exact_match_rate: float
+    outputs_match_reference: bool | None  # None: there is no host reference (.tflite models)
+    max_diff_lsb: float | None
+    exact_match_rate: float | None
 
 
 @dataclass(frozen=True)
 class VariantResult:
     program: Program
-    reference: Evaluation
+    reference: Evaluation | None  # None for .tflite models: no float model, no TOSA graph
     device: DeviceRun | None = None
 
 
@@ -89,10 +91,38 @@ def _device_run(program: Program, runner, target: Target, reference: Evaluation)
     return DeviceRun(ev, worst == 0.0, worst, float(np.mean(matches)))
 
 
+def _tflite_variant(job: Job, npu: NpuConfig, target: Target, runner,
+                    progress: Callable[[str], None]) -> tuple[LoadedModel, VariantResult]:
+    """A .tflite file: Vela compiles it as it is; seeded int8 inputs; no reference to compare."""
+    path = Path(job.model)
+    progress(f"compiling {path.name} with Vela for {npu.accelerator}")
+    program = compile_tflite(path, npu, Path(job.out_dir), job.extra_vela)
+    generator = np.random.default_rng(job.seed + EVAL_SEED_OFFSET)
+    inputs = tuple(tuple(generator.integers(q.qmin, q.qmax + 1, s.shape, dtype=s.dtype)
+                         for s, q in zip(program.input_specs, program.input_quant))
+                   for _ in range(job.eval_samples))
+    save_arrays(program.out_dir / "reference", "input", inputs)
+    device = None
+    if runner is not None:
+        progress(f"running {path.name} on {runner.name}")
+        runs = tuple(runner.run(program, list(sample), target) for sample in inputs)
+        outputs = tuple(r.outputs for r in runs)
+        save_arrays(program.out_dir / f"run_{runner.name}", "output", outputs)
+        device = DeviceRun(Evaluation(inputs, (), outputs, runs, None), None, None, None)
+    model = LoadedModel(job.model, path.stem, None, (), file_hash(path))
+    return model, VariantResult(program, None, device)
+
+
 def run_job(job: Job, progress: Callable[[str], None] = lambda _: None, runner=None,
             runner_note: str = "") -> JobResult:
     target = load_target(job.target)
     npu = target.npu(job.npu, job.system_config, job.memory_mode)
+    if job.model.endswith(".tflite"):
+        model, variant = _tflite_variant(job, npu, target, runner, progress)
+        result = JobResult(job, model, target, npu, "none (a quantized .tflite file)",
+                           {"tflite": variant}, None, runner_note, Path(job.out_dir) / "report.json")
+        write_json_atomic(result.report_path, report_dict(result))
+        return result
     progress(f"loading {job.model}")
     model = load_model(job.model, job.input_shape)
     if job.io_layout == "nhwc":
@@ -153,7 +183,7 @@ def report_dict(result: JobResult) -> dict[str, Any]:
                  "memory_mode": result.npu.memory_mode,
                  "flags": list(next(iter(result.variants.values())).program.vela_flags)},
         "versions": tool_versions(),
-        "seeds": {"calibration": job.seed, "evaluation": job.seed},
+        "seeds": {"calibration": job.seed, "evaluation": job.seed + EVAL_SEED_OFFSET},
         "calibration": result.calibration_source,
         "io_layout": job.io_layout,
         "rewrites": list(resolve_rewrites(job.rewrites)),

@@ -8,13 +8,15 @@ from toolkit.bench.results import decode_codes, encode_codes
 from toolkit.cli import main
 
 
-def _doctor(out, tmp_path, change) -> tuple[str, str]:
+def _doctor(out, tmp_path, change) -> tuple[str, dict]:
     baseline = json.loads((out / "baseline.json").read_text())
     key = sorted(baseline["runs"])[0]
+    original = json.loads(json.dumps(baseline["runs"][key]))
     change(baseline["runs"][key])
     path = tmp_path / "BASELINE.json"
     path.write_text(json.dumps(baseline))
-    return str(path), baseline["runs"][key]["label"]
+    return str(path), {"label": original["label"], "before": original,
+                       "after": baseline["runs"][key]}
 
 
 def _scale_cycles(factor):
@@ -32,13 +34,16 @@ def test_own_baseline_passes(tiny_bench, capsys):
 
 def test_cycles_raised_beyond_tolerance_exit_1_and_named(tiny_bench, tmp_path, capsys):
     suite, out, _ = tiny_bench
-    baseline, label = _doctor(out, tmp_path, _scale_cycles(1 / 1.10))  # now looks 10% slower
+    baseline, run = _doctor(out, tmp_path, _scale_cycles(1 / 1.10))  # now looks 10% slower
     code = main(["bench", str(suite), "--out", str(out), "--resume", "--baseline", baseline,
                  "--tolerance-cycles", "2%"])
     table = capsys.readouterr().out
+    now, doctored = (r["cycles"]["run"]["npu_cycles"] for r in (run["before"], run["after"]))
     assert code == 1
-    assert "1 regression(s)" in table and label.split()[0] in table
-    assert "NPU cycles (simulated, run)" in table and "+10.0%" in table and "+2.0%" in table
+    assert "1 regression(s)" in table and run["label"] in table
+    row = next(line for line in table.splitlines() if run["label"] in line)
+    assert "NPU cycles (simulated, run)" in row and "+2.0%" in row
+    assert f"{doctored:,}" in row and f"{now:,}" in row and f"{now / doctored - 1:+.1%}" in row
 
 
 def test_cycles_within_tolerance_pass(tiny_bench, tmp_path):

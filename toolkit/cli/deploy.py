@@ -14,14 +14,18 @@ def _deploy(args) -> int:
     npu = target.npu(args.npu, args.system_config, args.memory_mode)
     if (args.port or args.baud) and args.runner != "serial":
         raise UserError("--port and --baud are for --runner serial")
-    runner, note = select_runner(args.runner, target, npu, runner_elf=args.runner_elf,
+    if args.model.endswith(".tflite") and args.runner not in ("auto", "sim"):
+        raise UserError(f"a .tflite model runs on the simulator only (it has no .pte for the "
+                        f"{args.runner} runner): use --runner sim")
+    runner_name = "sim" if args.model.endswith(".tflite") else args.runner
+    runner, note = select_runner(runner_name, target, npu, runner_elf=args.runner_elf,
                                  port=args.port, baud=args.baud)
     variants = ("fused", "unfused") if args.compare_fusion else (
         "fused" if args.fusion == "on" else "unfused",)
     result = run_job(job_from_args(args, variants, runner.name), progress_printer(), runner, note)
     status = show(result, args.require_full_npu)
     mismatched = [n for n, v in result.variants.items()
-                  if v.device is not None and not v.device.outputs_match_reference]
+                  if v.device is not None and v.device.outputs_match_reference is False]
     if mismatched and runner.name != "tosa-ref":
         print(f"etk: outputs differ from the host reference for: {', '.join(mismatched)}")
         return 1

@@ -20,7 +20,7 @@ class Evaluation:
     float_outputs: tuple[tuple[np.ndarray, ...], ...]
     outputs: tuple[tuple[np.ndarray, ...], ...]  # the runner's, per sample
     runs: tuple[RunResult, ...]
-    accuracy: Accuracy  # of the first model output
+    accuracy: Accuracy | None  # of the first model output; None without a float model
 
 
 def evaluation_inputs(model: LoadedModel, samples: int, seed: int) -> tuple[tuple[np.ndarray, ...], ...]:

@@ -42,6 +42,10 @@ def _model_hash(module: nn.Module, inputs: tuple, extra: bytes = b"") -> str:
     return digest.hexdigest()[:16]
 
 
+def file_hash(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
 def _import_file(path: Path):
     module_name = f"etk_user_model_{hashlib.sha1(str(path).encode()).hexdigest()[:8]}"
     spec = importlib.util.spec_from_file_location(module_name, path)
@@ -126,8 +130,7 @@ def _pt2_model(spec: str) -> LoadedModel:
         raise UserError(f"{path} holds no example inputs: save it with torch.export.save after "
                         "torch.export.export(model, example_inputs)")
     model = program.module(check_guards=False)
-    return LoadedModel(spec, path.stem, model, tuple(args),
-                       hashlib.sha256(path.read_bytes()).hexdigest()[:16])
+    return LoadedModel(spec, path.stem, model, tuple(args), file_hash(path))
 
 
 def load_model(spec: str, input_shape: str | None = None) -> LoadedModel:

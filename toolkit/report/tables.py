@@ -42,8 +42,9 @@ def rows(result: JobResult) -> tuple[list[str], list[list[str]]]:
 
     add("delegates", [len(p.delegates) for p in programs])
     add("CPU operators", [len(p.cpu_ops) for p in programs])
-    add("TOSA CLAMP ops", [p.tosa_ops.get("CLAMP", 0) for p in programs])
-    add("TOSA RESCALE ops", [p.tosa_ops.get("RESCALE", 0) for p in programs])
+    if any(d.tosa_path for p in programs for d in p.delegates):  # .tflite programs have none
+        add("TOSA CLAMP ops", [p.tosa_ops.get("CLAMP", 0) for p in programs])
+        add("TOSA RESCALE ops", [p.tosa_ops.get("RESCALE", 0) for p in programs])
     ops = [p.npu_ops for p in programs]
     add("NPU operations (command stream)", ops, both(ops))
     est = [sum(d.estimate.npu_cycles for d in p.delegates if d.estimate) for p in programs]
@@ -51,11 +52,12 @@ def rows(result: JobResult) -> tuple[list[str], list[list[str]]]:
     tot = [sum(d.estimate.total_cycles for d in p.delegates if d.estimate) for p in programs]
     add("total cycles (Vela estimate)", tot, both(tot))
     add("activations fused", [sum(d.fused for d in p.decisions) for p in programs])
-    sq = [v.reference.accuracy.sqnr_db for v in vs]
-    add("SQNR vs float (dB, host ref)", sq, both(sq))
-    add("max |err| vs float (LSB)", [v.reference.accuracy.max_abs_err_lsb for v in vs])
-    if any(v.reference.accuracy.top1_agreement is not None for v in vs):
-        add("top-1 agreement with float", [v.reference.accuracy.top1_agreement for v in vs])
+    if all(v.reference is not None for v in vs):
+        sq = [v.reference.accuracy.sqnr_db for v in vs]
+        add("SQNR vs float (dB, host ref)", sq, both(sq))
+        add("max |err| vs float (LSB)", [v.reference.accuracy.max_abs_err_lsb for v in vs])
+        if any(v.reference.accuracy.top1_agreement is not None for v in vs):
+            add("top-1 agreement with float", [v.reference.accuracy.top1_agreement for v in vs])
     if all(v.device for v in vs):
         runs = [v.device.evaluation.runs[0] for v in vs]
         kind = runs[0].cycles.kind
