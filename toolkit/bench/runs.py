@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..pipeline import Job, JobResult, report_dict, run_job
-from ..report.json_report import tool_versions
+from ..versions import tool_versions
 from ..runners.select import select_runner
 from ..targets import load_target
 from .results import base_record, encode_codes, run_key

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..artifacts import TensorSpec
 from ..errors import UserError
+from .tensor_checks import check_tensors
 
 METHOD = "forward"
 
@@ -31,16 +32,6 @@ class Bundle:
     cases: tuple[TestCase, ...]
 
 
-def _check(arrays: Sequence[np.ndarray], specs: Sequence[TensorSpec], what: str) -> None:
-    if len(arrays) != len(specs):
-        raise UserError(f"the program has {len(specs)} {what}s, the test case {len(arrays)}")
-    for n, (array, spec) in enumerate(zip(arrays, specs)):
-        array = np.asarray(array)
-        if tuple(array.shape) != tuple(spec.shape) or array.dtype != np.dtype(spec.dtype):
-            raise UserError(f"{what} {n} is {array.dtype}{list(array.shape)}, the program's is "
-                            f"{spec.dtype}{list(spec.shape)}")
-
-
 def write_bundle(pte_path: Path, cases: Sequence[TestCase], input_specs: Sequence[TensorSpec],
                  output_specs: Sequence[TensorSpec], out_path: Path) -> Path:
     """Write a .bpte holding the .pte at pte_path and the test cases; returns out_path."""
@@ -54,8 +45,8 @@ def write_bundle(pte_path: Path, cases: Sequence[TestCase], input_specs: Sequenc
         raise UserError("a BundleIO program needs at least one test case")
     tests = []
     for case in cases:
-        _check(case.inputs, input_specs, "input")
-        _check(case.expected_outputs, output_specs, "output")
+        check_tensors(case.inputs, input_specs, "input")
+        check_tensors(case.expected_outputs, output_specs, "output")
         tests.append(MethodTestCase(
             inputs=[torch.from_numpy(np.ascontiguousarray(a)) for a in case.inputs],
             expected_outputs=[torch.from_numpy(np.ascontiguousarray(a))

@@ -24,6 +24,7 @@ from ..errors import ToolError, UserError
 from ..npu import NpuConfig
 from ..targets import FvpSpec, Target
 from .base import Availability
+from .tensor_checks import check_tensors
 from .uart_log import Count, UartLog, UartLogParser
 
 FVP_DOWNLOAD_URL = "https://developer.arm.com/downloads/-/arm-ecosystem-fvps"
@@ -143,13 +144,9 @@ def fvp_command(target: Target, npu: NpuConfig, run_dir: Path, runner_elf: Path,
 
 def write_inputs(run_dir: Path, inputs: Sequence[np.ndarray],
                  specs: Sequence[TensorSpec]) -> None:
-    if len(inputs) != len(specs):
-        raise UserError(f"the program takes {len(specs)} inputs, got {len(inputs)}")
-    for n, (array, spec) in enumerate(zip(inputs, specs)):
+    check_tensors(inputs, specs, "input")
+    for n, array in enumerate(inputs):
         array = np.asarray(array)
-        if tuple(array.shape) != tuple(spec.shape) or array.dtype != np.dtype(spec.dtype):
-            raise UserError(f"input {n} is {array.dtype}{list(array.shape)}, the program "
-                            f"takes {spec.dtype}{list(spec.shape)}")
         (run_dir / f"i{n}.bin").write_bytes(
             np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")).tobytes())
 
