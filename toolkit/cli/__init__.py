@@ -14,7 +14,7 @@ import sys
 from ..console_capture import capture_fds
 from ..errors import ToolError, UserError
 
-VERB_MODULES = ("compile", "deploy", "diff", "info", "ports")
+VERB_MODULES = ("bench", "compile", "deploy", "diff", "info", "ports")
 
 
 def build_parser() -> argparse.ArgumentParser:
