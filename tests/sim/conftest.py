@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import io
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,6 +39,33 @@ class Linear2d(nn.Module):
         return self.fc(x)
 
 
+class Add(nn.Module):
+    def forward(self, x, y):
+        return x + y
+
+
+class AddScaled(nn.Module):
+    """x + 3y: the operands' scales differ more (and a MUL by a scalar comes first)."""
+
+    def forward(self, x, y):
+        return x + 3.0 * y
+
+
+class Sub(nn.Module):
+    def forward(self, x, y):
+        return x - y
+
+
+class AddSelf(nn.Module):
+    def forward(self, x):
+        return x + x
+
+
+class Mul(nn.Module):
+    def forward(self, x, y):
+        return x * y
+
+
 def _conv(cin, cout, k, stride=1, dilation=1, padding=0, groups=1, act=None):
     layers = [nn.Conv2d(cin, cout, k, stride=stride, dilation=dilation, padding=padding,
                         groups=groups)]
@@ -65,6 +93,18 @@ CASES = {
     "avgpool2": (lambda: nn.AvgPool2d(2), (1, 8, 10, 12)),
     "avgpool3_s1": (lambda: nn.AvgPool2d(3, stride=1), (1, 12, 7, 8)),
 }
+# Elementwise: several inputs, each case's shapes as a list.
+ELEMENTWISE_CASES = {
+    "add_scaled": (AddScaled, [(1, 8, 5, 6), (1, 8, 5, 6)]),
+    "add_self": (AddSelf, [(1, 8, 5, 6)]),
+    "add_broadcast": (Add, [(1, 8, 5, 6), (1, 8, 1, 1)]),
+    "add_broadcast_first": (Add, [(1, 1, 5, 6), (1, 8, 5, 6)]),
+    "add_same_scale": (Add, [(1, 16, 4, 4), (1, 16, 4, 4)]),
+    "sub": (Sub, [(1, 8, 5, 6), (1, 8, 5, 6)]),
+    "sub_broadcast_first": (Sub, [(1, 8, 1, 6), (1, 8, 5, 6)]),
+    "mul": (Mul, [(1, 8, 5, 6), (1, 8, 5, 6)]),
+}
+CASES.update(ELEMENTWISE_CASES)
 DEFAULT_CASES = tuple(CASES)
 
 
@@ -110,12 +150,16 @@ FULL_SWEEP = _full_sweep()
 class Case:
     name: str
     tosa: Path
-    input: np.ndarray  # int8, the TOSA graph's input
+    inputs: list[np.ndarray]  # int8, the TOSA graph's inputs
     expected: np.ndarray  # TOSA reference model output
     npz: dict[str, Path] = field(default_factory=dict)
 
+    @property
+    def input(self) -> np.ndarray:
+        return self.inputs[0]
 
-def lower_to_tosa(module: nn.Module, shape: tuple[int, ...], out_dir: Path) -> Path:
+
+def lower_to_tosa(module: nn.Module, shapes: list[tuple[int, ...]], out_dir: Path) -> Path:
     from executorch.backends.arm.ethosu import EthosUCompileSpec
     from executorch.backends.arm.quantizer import get_symmetric_quantization_config
     from executorch.backends.arm.util._factory import create_partitioner, create_quantizer
@@ -124,7 +168,7 @@ def lower_to_tosa(module: nn.Module, shape: tuple[int, ...], out_dir: Path) -> P
 
     torch.manual_seed(0)
     module = module.eval()
-    example = (torch.randn(*shape),)
+    example = tuple(torch.randn(*shape) for shape in shapes)
     spec = EthosUCompileSpec("ethos-u55-128")
     spec.dump_intermediate_artifacts_to(str(out_dir))
     graph = torch.export.export(module, example).module(check_guards=False)
@@ -132,7 +176,7 @@ def lower_to_tosa(module: nn.Module, shape: tuple[int, ...], out_dir: Path) -> P
     quantizer.set_global(get_symmetric_quantization_config(is_per_channel=True))
     prepared = prepare_pt2e(graph, quantizer)
     for _ in range(4):
-        prepared(torch.randn(*shape))
+        prepared(*(torch.randn(*shape) for shape in shapes))
     converted = convert_pt2e(prepared)
     with contextlib.redirect_stdout(io.StringIO()):
         to_edge_transform_and_lower(torch.export.export(converted, example),
@@ -168,14 +212,15 @@ class CaseStore:
     def get(self, name: str, accelerator: str | None = None) -> Case:
         case = self.cases.get(name)
         if case is None:
-            factory, shape = CASES.get(name) or FULL_SWEEP[name]
+            factory, shapes = CASES.get(name) or FULL_SWEEP[name]
+            shapes = shapes if isinstance(shapes, list) else [shapes]
             out = self.root / name
             out.mkdir(parents=True, exist_ok=True)
             torch.manual_seed(0)  # the same weights whatever ran before (fused vs unfused pairs)
-            tosa = lower_to_tosa(factory(), shape, out)
-            rng = np.random.default_rng(abs(hash(name)) % 2**32)
-            x = rng.integers(-128, 128, size=shape).astype(np.int8)
-            case = Case(name, tosa, x, tosa_reference(tosa, [x])[0])
+            tosa = lower_to_tosa(factory(), shapes, out)
+            rng = np.random.default_rng(zlib.crc32(name.encode()))
+            xs = [rng.integers(-128, 128, size=shape).astype(np.int8) for shape in shapes]
+            case = Case(name, tosa, xs, tosa_reference(tosa, xs)[0])
             self.cases[name] = case
         if accelerator and accelerator not in case.npz:
             out = self.root / case.name / accelerator

@@ -13,7 +13,7 @@ from .conftest import ACCELERATORS, DEFAULT_CASES, FULL_SWEEP
 def _check(cases, name: str, accelerator: str):
     case = cases.get(name, accelerator)
     program = load_payload(case.npz[accelerator])
-    result = simulate(program, [case.input], accelerator)
+    result = simulate(program, case.inputs, accelerator)
     expected = case.expected.reshape(result.outputs[0].shape)
     mismatches = int(np.count_nonzero(result.outputs[0] != expected))
     assert result.outputs[0].dtype == expected.dtype

@@ -93,14 +93,37 @@ def test_region_overflow(program, conv_case):
         simulate(bad, [conv_case.input], ACC)
 
 
-def test_elementwise_is_not_implemented(program, conv_case):
+def test_unimplemented_elementwise_mode(program, conv_case):
     op = next(c for c in decode(program.command_stream) if c.name == "NPU_OP_POOL")
     words = bytearray(program.command_stream)
-    struct.pack_into("<I", words, op.offset, 0x006 | (1 << 16))  # NPU_OP_ELEMENTWISE(ADD)
+    struct.pack_into("<I", words, op.offset, 0x006 | (7 << 16))  # NPU_OP_ELEMENTWISE(CLZ)
     with pytest.raises(UnsupportedError,
-                       match=rf"NPU_OP_ELEMENTWISE \(value 0x1\) at command-stream offset "
-                             rf"{op.offset:#x} is not implemented"):
+                       match=rf"elementwise mode CLZ is not implemented by the simulator "
+                             rf"\(NPU_OP_ELEMENTWISE \(value 0x7\) at command-stream offset "
+                             rf"{op.offset:#x}\)"):
         simulate(dataclasses.replace(program, command_stream=bytes(words)), [conv_case.input], ACC)
+
+
+def test_unimplemented_elementwise_register_value(cases):
+    program = load_payload(cases.get("add_broadcast", ACC).npz[ACC])
+    bad, cmd = _patch(program, "NPU_SET_IFM_PRECISION", 0x8301, nth=-1)
+    with pytest.raises(UnsupportedError,
+                       match=rf"operand scale mode 3 is not implemented by the simulator "
+                             rf"\(NPU_SET_IFM_PRECISION \(value 0x8301\) at command-stream offset "
+                             rf"0x[0-9a-f]+ for NPU_OP_ELEMENTWISE at command-stream offset"):
+        simulate(bad, cases.get("add_broadcast", ACC).inputs, ACC)
+
+
+def test_elementwise_cycles_ignore_zero_points_and_scales(cases):
+    case = cases.get("add_scaled", ACC)
+    program = load_payload(case.npz[ACC])
+    base = simulate(program, case.inputs, ACC)
+    changed, _ = _patch(program, "NPU_SET_IFM2_ZERO_POINT", 5, nth=-1)
+    changed, _ = _patch(changed, "NPU_SET_OPA_SCALE", 0x40000000, param=20)
+    other = simulate(changed, case.inputs, ACC)
+    assert not np.array_equal(other.outputs[0], base.outputs[0])
+    assert [r.kind for r in base.operations] == ["elementwise.mul", "elementwise.add"]
+    assert other.cycles == base.cycles > 0
 
 
 def test_unimplemented_mode_names_register(program, conv_case):

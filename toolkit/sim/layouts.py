@@ -142,14 +142,16 @@ def ofm_map(regs: Registers) -> FeatureMap:
         elem_size=size, signed=signed, brick=brick, zero_point=regs.s16("OFM_ZERO_POINT", 0))
 
 
-def ifm_map(regs: Registers, height: int, width: int, depth: int) -> FeatureMap:
-    size, signed, brick = _precision(regs, "IFM_PRECISION", 2, 2)
+def ifm_map(regs: Registers, height: int, width: int, depth: int, name: str = "IFM") -> FeatureMap:
+    """The IFM, or with name="IFM2" the second elementwise operand."""
+    size, signed, brick = _precision(regs, f"{name}_PRECISION", 2, 2)
     return FeatureMap(
-        region=regs.get("IFM_REGION") & 0x7,
-        bases=tuple(regs.get(f"IFM_BASE{i}", 0) for i in range(4)),
-        height0=regs.get("IFM_HEIGHT0_M1") + 1, height1=regs.get("IFM_HEIGHT1_M1") + 1,
-        width0=regs.get("IFM_WIDTH0_M1") + 1,
+        region=regs.get(f"{name}_REGION") & 0x7,
+        bases=tuple(regs.get(f"{name}_BASE{i}", 0) for i in range(4)),
+        height0=regs.get(f"{name}_HEIGHT0_M1") + 1, height1=regs.get(f"{name}_HEIGHT1_M1") + 1,
+        width0=regs.get(f"{name}_WIDTH0_M1") + 1,
         height=height, width=width, depth=depth,
-        stride_y=regs.get("IFM_STRIDE_Y"), stride_x=regs.get("IFM_STRIDE_X"),
-        stride_c=regs.get("IFM_STRIDE_C"),
-        elem_size=size, signed=signed, brick=brick, zero_point=regs.s16("IFM_ZERO_POINT", 0))
+        stride_y=regs.get(f"{name}_STRIDE_Y"), stride_x=regs.get(f"{name}_STRIDE_X"),
+        stride_c=regs.get(f"{name}_STRIDE_C"),
+        elem_size=size, signed=signed, brick=brick,
+        zero_point=regs.s16(f"{name}_ZERO_POINT", 0))

@@ -15,6 +15,7 @@ import numpy as np
 from .commands import decode
 from .conv import prepare_conv
 from .dma import prepare_dma
+from .elementwise import prepare_elementwise
 from .errors import PayloadError, UnsupportedError, at
 from .memory import Memory
 from .payload import NpuProgram
@@ -73,6 +74,8 @@ def _build(program: NpuProgram, accelerator: str) -> Plan:
             step = prepare_conv(regs, memory, accelerator, depthwise=True)
         elif cmd.name == "NPU_OP_POOL":
             step = prepare_pool(regs, memory)
+        elif cmd.name == "NPU_OP_ELEMENTWISE":
+            step = prepare_elementwise(regs, memory)
         elif cmd.name == "NPU_OP_DMA_START":
             step = prepare_dma(regs, memory)
         else:

@@ -8,7 +8,7 @@ from typing import Callable
 
 @dataclass(frozen=True)
 class OpRecord:
-    kind: str  # "conv", "depthwise", "pool.max", "pool.average", "pool.reduce_sum", "dma"
+    kind: str  # "conv", "depthwise", "pool.max|average|reduce_sum", "elementwise.add|sub|mul", "dma"
     offset: int  # byte offset of the NPU_OP_* command in the command stream
     macs: int
     bytes_read: tuple[tuple[int, int], ...]  # (region, bytes); IFM first
@@ -24,6 +24,7 @@ class OpRecord:
     activation: int = 0  # ACTIVATION type field (0: clip only, 3: tanh, 4: sigmoid, 16+: LUT)
     acc_40bit: bool = False
     part_kernel_first: bool = False
+    operand_scale_32bit: bool = False  # elementwise ADD/SUB with a 32-bit operand scale
     cycles: int = 0
     registers: tuple[tuple[str, int], ...] = ()  # every register the op ran with
 

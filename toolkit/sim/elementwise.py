@@ -1,0 +1,131 @@
+"""NPU_OP_ELEMENTWISE: ADD, SUB and MUL of the IFM and IFM2 (a feature map, broadcast or a scalar).
+
+Operand A is the IFM and B the IFM2, swapped when IFM2_BROADCAST reverses the operand order (a
+broadcast first operand travels as the IFM2). ADD/SUB scale their operands first, as
+IFM_PRECISION's scale mode selects: 16-bit OPA_SCALE and OPB_SCALE multiply A and B; or OPA_SCALE
+and its shift (32-bit, rounded by IFM_PRECISION's round mode) scale one operand while the other
+enters at 2^19 (8-bit operands: the TOSA/TFLite add, whose input left shift of 20 meets the larger
+scale halved). MUL multiplies the unscaled operands. Then the OFM scale and rounding, the OFM zero
+point and the clip; a 32-bit OFM is not clipped to the 16-bit ACTIVATION_MIN/MAX.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from ethosu.vela.ethos_u55_regs.ethos_u55_regs import elementwise_mode
+
+from . import outstage
+from .conv import block_of, check_common
+from .errors import UnsupportedError, at
+from .layouts import FeatureMap, ifm_map, ofm_map
+from .memory import Memory
+from .records import OpRecord, Step
+from .registers import Registers, signed16
+
+MODES = {0: "mul", 1: "add", 2: "sub"}
+SCALE_16BIT, SCALE_OPA_32BIT, SCALE_OPB_32BIT = 0, 1, 2
+UNSCALED_SHIFT_8BIT = 19
+# IFM2_BROADCAST bits
+_BROADCAST_H, _BROADCAST_W, _BROADCAST_C, _REVERSED, _SCALAR = 1, 2, 4, 1 << 6, 1 << 7
+
+
+def _unsupported(regs: Registers, reason: str, register: str | None = None) -> UnsupportedError:
+    op = regs.op
+    where = (at(op.offset, op.name, op.param) if register is None else
+             f"{at(op.offset, 'NPU_SET_' + register, regs.get(register))} for "
+             f"{op.name} at command-stream offset {op.offset:#x}")
+    return UnsupportedError(f"{reason} is not implemented by the simulator ({where})")
+
+
+def _operands(regs: Registers, mode: str, ifm: FeatureMap):
+    """(scale IFM, scale IFM2): functions of the zero-point-adjusted int64 operands."""
+    scale_mode = (regs.get("IFM_PRECISION") >> 8) & 3
+    if mode == "mul":
+        if scale_mode != SCALE_16BIT:
+            raise _unsupported(regs, f"MUL with operand scale mode {scale_mode}", "IFM_PRECISION")
+        return (lambda a: a), (lambda b: b)
+    if scale_mode == SCALE_16BIT:
+        if regs.cmd1_param("OPA_SCALE"):
+            raise _unsupported(regs, "a shift with 16-bit operand scales", "OPA_SCALE")
+        opa, opb = regs.get("OPA_SCALE"), regs.get("OPB_SCALE")
+        if max(opa, opb) > 0xFFFF:
+            raise _unsupported(regs, "16-bit operand scales wider than 16 bits", "OPA_SCALE")
+        return (lambda a: a * opa), (lambda b: b * opb)
+    if scale_mode not in (SCALE_OPA_32BIT, SCALE_OPB_32BIT):
+        raise _unsupported(regs, f"operand scale mode {scale_mode}", "IFM_PRECISION")
+    if ifm.elem_size != 1:
+        raise _unsupported(regs, "32-bit operand scaling of non-8-bit operands", "IFM_PRECISION")
+    rescale = outstage.Rescale(regs.get("OPA_SCALE"), regs.cmd1_param("OPA_SCALE") & 0x3F,
+                               regs.get("IFM_PRECISION") >> 14)
+
+    def scaled(x):
+        return rescale.apply(x, 1 << 17)
+
+    def unscaled(x):
+        return x << UNSCALED_SHIFT_8BIT
+
+    return (scaled, unscaled) if scale_mode == SCALE_OPA_32BIT else (unscaled, scaled)
+
+
+def prepare_elementwise(regs: Registers, memory: Memory) -> Step:
+    op = regs.op
+    mode = MODES.get(op.param)
+    if mode is None:
+        name = next((m.name for m in elementwise_mode if m.value == op.param), "unknown")
+        raise _unsupported(regs, f"elementwise mode {name}")
+    check_common(regs)
+    what = f"{op.name} at command-stream offset {op.offset:#x}"
+    ofm = ofm_map(regs)
+    if not regs.get("OFM_PRECISION") & (1 << 8):
+        raise _unsupported(regs, "per-channel scaling of an elementwise operation",
+                           "OFM_PRECISION")
+    oh, ow, oc = ofm.shape
+    ifm = ifm_map(regs, oh, ow, regs.get("IFM_DEPTH_M1") + 1)
+    if ifm.depth != oc:
+        raise _unsupported(regs, f"an IFM depth {ifm.depth} other than the OFM depth {oc}",
+                           "IFM_DEPTH_M1")
+    broadcast = regs.get("IFM2_BROADCAST", 0)
+    if broadcast & ~(_BROADCAST_H | _BROADCAST_W | _BROADCAST_C | _REVERSED | _SCALAR):
+        raise _unsupported(regs, "these IFM2 broadcast bits", "IFM2_BROADCAST")
+    scalar = bool(broadcast & _SCALAR)
+    if scalar:
+        ifm2 = None
+        signed = bool(regs.get("IFM2_PRECISION") & 1)
+        raw = regs.get("IFM2_SCALAR")
+        value = np.int64((signed16(raw) if signed else raw) - regs.s16("IFM2_ZERO_POINT", 0))
+    else:
+        ifm2 = ifm_map(regs, 1 if broadcast & _BROADCAST_H else oh,
+                       1 if broadcast & _BROADCAST_W else ow,
+                       1 if broadcast & _BROADCAST_C else oc, name="IFM2")
+        ifm2.check(memory, f"{what} (IFM2)")
+    ifm.check(memory, f"{what} (IFM)")
+    ofm.check(memory, f"{what} (OFM)")
+    scale_a, scale_b = _operands(regs, mode, ifm)
+    reversed_ = bool(broadcast & _REVERSED)
+    rescale = outstage.Rescale(regs.get("OFM_SCALE", 0), regs.cmd1_param("OFM_SCALE") & 0x3F,
+                               regs.get("OFM_PRECISION") >> 14)
+    lo, hi = ((-(1 << 31), (1 << 31) - 1) if ofm.elem_size == 4 else
+              (regs.s16("ACTIVATION_MIN", -32768), regs.s16("ACTIVATION_MAX", 32767)))
+    finish = outstage.Finish(ofm.zero_point, lo, hi, ofm.dtype)
+
+    def run(mem: Memory) -> None:
+        a = ifm.read(mem).astype(np.int64) - ifm.zero_point
+        b = value if scalar else ifm2.read(mem).astype(np.int64) - ifm2.zero_point
+        if reversed_:
+            a, b = b, a
+        a, b = scale_a(a), scale_b(b)
+        acc = a * b if mode == "mul" else a + b if mode == "add" else a - b
+        acc = np.broadcast_to(acc, ofm.shape)
+        ofm.write(mem, finish(rescale.apply(acc, int(np.abs(acc).max(initial=0)))))
+
+    ifm2_read = () if scalar else ((ifm2.region, ifm2.height * ifm2.width * ifm2.depth
+                                    * ifm2.elem_size),)
+    record = OpRecord(
+        kind=f"elementwise.{mode}", offset=op.offset, macs=0,
+        bytes_read=((ifm.region, oh * ow * oc * ifm.elem_size), *ifm2_read),
+        bytes_written=((ofm.region, oh * ow * oc * ofm.elem_size),),
+        ofm_shape=ofm.shape, ifm_shape=ifm.shape, block=block_of(regs),
+        ifm_elem_size=ifm.elem_size, ofm_elem_size=ofm.elem_size, ifm_brick=ifm.brick,
+        ofm_brick=ofm.brick, activation=regs.get("ACTIVATION", 0) & 0xFFF,
+        operand_scale_32bit=mode != "mul" and (regs.get("IFM_PRECISION") >> 8) & 3 != 0)
+    return Step(record, run)
