@@ -35,32 +35,44 @@ def _install_fake_fvps(bin_dir: Path) -> None:
         (bin_dir / name).chmod(0o755)
 
 
-def _row(out: str, *cells: str) -> str:
-    rows = [line for line in out.splitlines() if all(c in line for c in cells)]
+def _row(out: str, target: str, *cells: str) -> str:
+    """The table row whose first cell is target and which holds cells."""
+    rows = [line for line in out.splitlines() if line.count("│") > 2
+            and line.split("│")[1].strip() == target and all(c in line for c in cells)]
     assert len(rows) == 1, out
     return rows[0]
+
+
+def _notes(out: str, cell: str) -> list[str]:
+    """The numbered notes a cell like 'no (3, 4)' points to."""
+    numbers = cell[cell.index("(") + 1:-1].split(", ")
+    return [next(line for line in out.splitlines() if line.startswith(f"({n}) "))
+            for n in numbers]
 
 
 def test_targets_on_a_machine_without_fvp(bare_machine, capsys):
     assert _etk(["targets"]) == 0
     out = capsys.readouterr().out
     u55 = _row(out, "corstone-300", "ethos-u55: 32, 64, 128, 256", "Ethos_U55_High_End_Embedded")
-    assert "no (1, 2)" in u55
-    assert [c.strip() for c in u55.split("│")[-4:-1]] == ["no (1, 2)", "yes", "yes"]
-    u85 = _row(out, "corstone-320", "ethos-u85: 128", "Ethos_U85_SYS_DRAM_Mid")
-    sim_cell = u85.split("│")[-3].strip()  # the simulator has no U85: a note says so
-    assert sim_cell.startswith("no (")
-    note = [line for line in out.splitlines() if line.startswith(f"({sim_cell[4:-1]}) ")]
-    assert len(note) == 1 and "ethos-u85-256" in note[0]
-    assert "Sram_Only" in out and "Dedicated_Sram_384KB" in out
-    assert ("(1) FVP binary FVP_Corstone_SSE-300_Ethos-U55 not found on PATH or in ETK_FVP_PATH: "
-            "download the Corstone-300 Ecosystem FVP from "
-            "https://developer.arm.com/downloads/-/arm-ecosystem-fvps") in out
-    assert ("(2) no executor runner ELF (--runner-elf, ETK_RUNNER_ELF or fvp.runner_elf in the "
+    fvp_cell, sim_cell, ref_cell = [c.strip() for c in u55.split("│")[-4:-1]]
+    assert (sim_cell, ref_cell) == ("yes", "yes") and fvp_cell.startswith("no (")
+    binary_note, elf_note = _notes(out, fvp_cell)
+    assert binary_note.endswith(
+        ") FVP binary FVP_Corstone_SSE-300_Ethos-U55 not found on PATH or in ETK_FVP_PATH: "
+        "download the Corstone-300 Ecosystem FVP from "
+        "https://developer.arm.com/downloads/-/arm-ecosystem-fvps (or run ExecuTorch's "
+        "examples/arm/setup.sh --i-agree-to-the-contained-eula), then put the folder holding "
+        "FVP_Corstone_SSE-300_Ethos-U55 on PATH or in ETK_FVP_PATH")
+    assert (") no executor runner ELF (--runner-elf, ETK_RUNNER_ELF or fvp.runner_elf in the "
             "target file): build it in an ExecuTorch checkout with "
             "backends/arm/scripts/build_executor_runner.sh --pte=semihosting "
             "--target=ethos-u55-128 --system_config=Ethos_U55_High_End_Embedded "
-            "--memory_mode=Shared_Sram") in out
+            "--memory_mode=Shared_Sram") in elf_note
+    u85 = _row(out, "corstone-320", "ethos-u85: 128", "Ethos_U85_SYS_DRAM_Mid")
+    sim_cell = u85.split("│")[-3].strip()  # the simulator has no U85: a note says so
+    (note,) = _notes(out, sim_cell)
+    assert "ethos-u85-256" in note
+    assert "Sram_Only" in out and "Dedicated_Sram_384KB" in out
     assert "FVP binary FVP_Corstone_SSE-320 not found" in out
 
 
