@@ -116,3 +116,13 @@ def test_vela_rerun_matches_the_pte_payload(compiled):
     delegate = program.delegates[0]
     ours, pte = load_payload(delegate.vela_npz_path), load_payload(delegate.payload)
     assert ours.command_stream == pte.command_stream and ours.weights == pte.weights
+
+
+def test_compare_names_the_registers_the_variants_differ_in(compiled):
+    result = compiled("zoo:conv2d_relu")
+    differences = result.comparison.register_differences
+    assert "OFM_ZERO_POINT" in differences and "ACTIVATION_MIN" in differences
+    assert set(differences) <= {"OFM_ZERO_POINT", "IFM_ZERO_POINT", "ACTIVATION_MIN",
+                                "ACTIVATION_MAX", "OFM_SCALE", "WEIGHT_LENGTH"}
+    report = json.loads(result.report_path.read_text())
+    assert report["comparison"]["register_differences"] == differences

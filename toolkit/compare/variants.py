@@ -7,7 +7,8 @@ nothing for it. So the fused variant can show more estimated cycles for the same
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 
 from ..artifacts import LayerEstimate, Program
 
@@ -32,11 +33,29 @@ class VariantComparison:
     layer_deltas: tuple[LayerDelta, ...]  # layers whose estimate differs, same operation in both
     estimator_effect: bool  # estimates differ although the NPU executes the same operations
     notes: tuple[str, ...]
+    # register -> number of aligned NPU operations whose value differs (Ethos-U55/U65 only)
+    register_differences: dict[str, int] = field(default_factory=dict)
 
 
 def _layers(program: Program) -> list[tuple[int, LayerEstimate]]:
     return [(d.index, layer) for d in program.delegates if d.estimate
             for layer in d.estimate.layers if layer.operator not in _FOLDED_OPERATORS]
+
+
+def register_differences(fused: Program, unfused: Program) -> dict[str, int]:
+    """What the command streams of the two variants differ in, register by register."""
+    if fused.npu.family == "ethos-u85" or len(fused.delegates) != len(unfused.delegates):
+        return {}
+    from ..sim.diff import diff_programs
+    from ..sim.payload import load_payload
+
+    counts: Counter[str] = Counter()
+    for a, b in zip(fused.delegates, unfused.delegates):
+        for op in diff_programs(load_payload(a.payload), load_payload(b.payload)):
+            if op.a is None or op.b is None:
+                counts["(operation in one variant only)"] += 1
+            counts.update(name for name, _, _ in op.changed)
+    return dict(sorted(counts.items()))
 
 
 def compare_variants(fused: Program, unfused: Program) -> VariantComparison:
@@ -64,5 +83,9 @@ def compare_variants(fused: Program, unfused: Program) -> VariantComparison:
                      f"unfused {unfused.npu_ops}.")
     if len(fused.delegates) != len(unfused.delegates):
         notes.append(f"Delegates: fused {len(fused.delegates)}, unfused {len(unfused.delegates)}.")
+    differences = register_differences(fused, unfused)
+    if differences:
+        notes.append("Command streams differ only in: " + ", ".join(
+            f"{name} ({count} operations)" for name, count in differences.items()))
     return VariantComparison(same_ops, fused.npu_ops, unfused.npu_ops, delta, tuple(deltas),
-                             effect, tuple(notes))
+                             effect, tuple(notes), differences)

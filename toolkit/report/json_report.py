@@ -74,6 +74,7 @@ def comparison_entry(comparison: VariantComparison) -> dict[str, Any]:
             "estimate_delta_npu_cycles": comparison.estimate_delta_npu_cycles,
             "estimator_effect": comparison.estimator_effect,
             "layer_deltas": [asdict(d) for d in comparison.layer_deltas],
+            "register_differences": comparison.register_differences,
             "notes": list(comparison.notes)}
 
 
