@@ -15,7 +15,6 @@ import numpy as np
 from .npu import NpuConfig
 
 Variant = Literal["fused", "unfused", "tflite"]  # tflite: a .tflite file, compiled by Vela as is
-VARIANTS: tuple[Variant, ...] = ("fused", "unfused")
 
 
 @dataclass(frozen=True)

@@ -108,9 +108,9 @@ def test_unimplemented_elementwise_register_value(cases):
     program = load_payload(cases.get("add_broadcast", ACC).npz[ACC])
     bad, cmd = _patch(program, "NPU_SET_IFM_PRECISION", 0x8301, nth=-1)
     with pytest.raises(UnsupportedError,
-                       match=rf"operand scale mode 3 is not implemented by the simulator "
-                             rf"\(NPU_SET_IFM_PRECISION \(value 0x8301\) at command-stream offset "
-                             rf"0x[0-9a-f]+ for NPU_OP_ELEMENTWISE at command-stream offset"):
+                       match=r"operand scale mode 3 is not implemented by the simulator "
+                             r"\(NPU_SET_IFM_PRECISION \(value 0x8301\) at command-stream offset "
+                             r"0x[0-9a-f]+ for NPU_OP_ELEMENTWISE at command-stream offset"):
         simulate(bad, cases.get("add_broadcast", ACC).inputs, ACC)
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import torch
 from torch import nn
 
 from ..artifacts import LoadedModel

@@ -13,7 +13,6 @@ from typing import Any
 from ..artifacts import Program, RunResult
 from ..compare.evaluate import Evaluation
 from ..compare.variants import VariantComparison
-from ..versions import tool_versions  # noqa: F401  (re-exported for report users)
 
 SCHEMA_VERSION = 1
 

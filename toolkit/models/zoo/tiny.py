@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import torch
 from torch import nn
 
 PARENTS = ("conv1d", "conv2d", "depthwise", "linear")
