@@ -1,0 +1,75 @@
+"""Each rewrite and layout option: what it changes on the NPU, and that results stay correct."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from toolkit.artifacts import LoadedModel
+from toolkit.compare.metrics import sqnr_db
+from toolkit.errors import UserError
+from toolkit.lower.compile import compile_variant
+from toolkit.lower.tosa_graph import read_tosa
+from toolkit.models.layout import channels_last_io
+from toolkit.models.loader import load_model
+from toolkit.quantize.calibration import random_calibration
+from toolkit.rewrites import resolve_rewrites
+from toolkit.runners.tosa_ref import TosaReferenceRunner
+from toolkit.targets import load_target
+
+
+class WideGlobalPool(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(4, 8, 1)
+        self.pool = nn.AvgPool2d((8, 4))  # stride (8, 4) > 3: not an NPU pool as written
+
+    def forward(self, x):
+        return self.pool(torch.relu(self.conv(x)))
+
+
+def _compile(model, x, tmp_path, rewrites):
+    loaded = LoadedModel("test:pool", "pool", model, (x,), "rewrite-test")
+    return compile_variant(loaded, random_calibration((x,), 4, 0), "fused",
+                           load_target("corstone-300").npu(), tmp_path / "-".join(rewrites),
+                           rewrites=rewrites)
+
+
+def test_global_pool_stride_keeps_the_model_on_the_npu(tmp_path):
+    torch.manual_seed(0)
+    model, x = WideGlobalPool().eval(), torch.randn(1, 4, 8, 4)
+    before = _compile(model, x, tmp_path, ())
+    assert len(before.cpu_ops) == 3  # dequantize, avg_pool2d, quantize between delegates
+    assert any("Avgpool2d needs stride <= 3" in op.reason for op in before.cpu_ops)
+    after = _compile(model, x, tmp_path, ("global-pool-stride",))
+    assert len(after.delegates) == 1 and after.cpu_ops == ()
+    (record,) = after.rewrites
+    assert record.rewrite == "global-pool-stride"
+    assert "stride 8x4 -> 1x1" in record.change
+    output = TosaReferenceRunner().run(after, [x.numpy()]).outputs[0]
+    assert sqnr_db(model(x).detach().numpy(), output) > 30.0
+
+
+def test_unknown_rewrite_is_named():
+    with pytest.raises(UserError, match="unknown rewrite nope: use default, none or a list of "
+                                        "global-pool-stride"):
+        resolve_rewrites("global-pool-stride,nope")
+
+
+def test_nhwc_interface_removes_the_transposes(tmp_path):
+    nchw = load_model("zoo:conv2d_relu")
+    nhwc = channels_last_io(nchw)
+    assert tuple(nhwc.example_inputs[0].shape) == (1, 16, 16, 3)
+    programs = {}
+    for name, model in (("nchw", nchw), ("nhwc", nhwc)):
+        programs[name] = compile_variant(model, random_calibration(model.example_inputs, 4, 0),
+                                         "fused", load_target("corstone-300").npu(),
+                                         tmp_path / name)
+    assert read_tosa(programs["nchw"].delegates[0].tosa_path).histogram().get("TRANSPOSE") == 2
+    assert "TRANSPOSE" not in read_tosa(programs["nhwc"].delegates[0].tosa_path).histogram()
+    assert (programs["nchw"].npu_ops, programs["nhwc"].npu_ops) == (42, 1)
+    x = nhwc.example_inputs[0]
+    output = TosaReferenceRunner().run(programs["nhwc"], [x.numpy()]).outputs[0]
+    assert output.shape == (1, 16, 16, 8)
+    assert sqnr_db(nhwc.module(x).detach().numpy(), output) > 30.0
