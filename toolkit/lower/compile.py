@@ -7,7 +7,6 @@ and on disk in OUT/VARIANT (program_store.py), which is written atomically: comp
 from __future__ import annotations
 
 import hashlib
-import shutil
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +19,7 @@ from ..versions import tool_versions, toolkit_source_hash
 from .executorch_lower import lower
 from .npu_ops import command_stream_operations, kernel_operation_count
 from .program_store import load_program, save_program
+from .staging import move_into_place, new_staging
 from .tosa_graph import read_tosa
 from .vela import read_estimate, run_vela, vela_flags
 
@@ -41,12 +41,6 @@ def cache_key(model: LoadedModel, calibration: CalibrationSet, variant: Variant,
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:24]
 
 
-def _move_into_place(staging: Path, final: Path) -> None:
-    if final.exists():
-        shutil.rmtree(final)
-    staging.rename(final)
-
-
 def compile_variant(model: LoadedModel, calibration: CalibrationSet, variant: Variant,
                     npu: NpuConfig, out_dir: Path, extra_vela: tuple[str, ...] = (),
                     rewrites: tuple[str, ...] = DEFAULT_REWRITES) -> Program:
@@ -59,10 +53,7 @@ def compile_variant(model: LoadedModel, calibration: CalibrationSet, variant: Va
     if stored is not None:
         _CACHE[key] = stored
         return stored
-    final.parent.mkdir(parents=True, exist_ok=True)
-    staging = final.parent / f".{variant}.partial"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir()
+    staging = new_staging(final)
     timings: dict[str, float] = {}
     with _timed(timings, "quantize"):
         quantized = quantize(model, calibration, variant, npu, rewrites=rewrites)
@@ -76,8 +67,7 @@ def compile_variant(model: LoadedModel, calibration: CalibrationSet, variant: Va
             vela_dir = staging / f"vela_delegate{index}"
             npz = run_vela(tosa, vela_dir, flags)
             estimate, vela_layers = read_estimate(vela_dir, tosa.stem)
-            operations = (command_stream_operations(payload) if npu.family != "ethos-u85"
-                          else {})  # our decoder knows the U55/U65 register set only
+            operations = command_stream_operations(payload, npu)
             delegates.append(Delegate(
                 index=index, tosa_path=final / tosa.name, vela_npz_path=final / vela_dir.name / npz.name,
                 payload=payload, tosa_ops=read_tosa(tosa).histogram(),
@@ -92,7 +82,7 @@ def compile_variant(model: LoadedModel, calibration: CalibrationSet, variant: Va
         input_quant=lowered.input_quant, output_quant=lowered.output_quant,
         decisions=quantized.decisions, rewrites=quantized.rewrites, graph_module=lowered.graph_module, timings=timings)
     save_program(program, staging, key)
-    _move_into_place(staging, final)
+    move_into_place(staging, final)
     _CACHE[key] = program
     return program
 

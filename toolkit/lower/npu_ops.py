@@ -5,15 +5,20 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from ..npu import NpuConfig
 from ..sim.commands import decode
 from ..sim.payload import load_payload
 
 KERNEL_OPERATIONS = ("NPU_OP_CONV", "NPU_OP_DEPTHWISE", "NPU_OP_POOL", "NPU_OP_ELEMENTWISE")
 
 
-def command_stream_operations(payload: bytes | Path) -> dict[str, int]:
-    """NPU_OP_* command counts of a vela_bin_stream, or of Vela's raw .npz at a path
-    (Ethos-U55/U65 command streams)."""
+def command_stream_operations(payload: bytes | Path, npu: NpuConfig) -> dict[str, int]:
+    """NPU_OP_* command counts of a vela_bin_stream, or of Vela's raw .npz at a path.
+
+    Empty for Ethos-U85, whose register set our decoder does not know.
+    """
+    if npu.family == "ethos-u85":
+        return {}
     commands = decode(load_payload(payload).command_stream)
     return dict(sorted(Counter(c.name for c in commands if c.is_operation).items()))
 

@@ -17,6 +17,7 @@ from ..artifacts import CpuOp, Delegate, Program, TensorQuant, TensorSpec
 from ..errors import UserError
 from ..npu import NpuConfig
 from .npu_ops import command_stream_operations, kernel_operation_count
+from .staging import move_into_place, new_staging
 from .vela import read_estimate, run_vela, vela_flags
 
 INT_TYPES = {1: "int8", 2: "int16", 4: "int32"}
@@ -50,22 +51,18 @@ def compile_tflite(path: Path, npu: NpuConfig, out_dir: Path,
     if not path.is_file():
         raise UserError(f"model file {path} not found")
     final = Path(out_dir) / "tflite"
-    staging = final.parent / ".tflite.partial"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
+    staging = new_staging(final)
     shutil.copyfile(path, staging / path.name)
     flags = vela_flags(npu, extra_vela)
     vela_dir = staging / "vela_delegate0"
     npz = run_vela(staging / path.name, vela_dir, flags)
     estimate, _ = read_estimate(vela_dir, path.stem)
-    operations = command_stream_operations(npz) if npu.family != "ethos-u85" else {}
+    operations = command_stream_operations(npz, npu)
     with np.load(npz, allow_pickle=True) as data:  # *_quantization are object arrays
         input_specs, input_quant = _io(data, "input")
         output_specs, output_quant = _io(data, "output")
     cpu_ops = _cpu_ops(vela_dir / f"{path.stem}_per-layer.csv", path.name)
-    if final.exists():
-        shutil.rmtree(final)
-    staging.rename(final)
+    move_into_place(staging, final)
     delegate = Delegate(0, None, final / vela_dir.name / npz.name, b"", {},
                         kernel_operation_count(operations), operations, estimate,
                         input_quant, output_quant)
