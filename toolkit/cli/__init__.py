@@ -15,6 +15,8 @@ from ..console_capture import capture_fds
 from ..errors import ToolError, UserError
 
 VERB_MODULES = ("bench", "compile", "deploy", "diff", "info", "ports")
+# verbs that load torch and ExecuTorch (the others start in a fraction of a second)
+TORCH_VERBS = frozenset({"bench", "compile", "compare", "deploy"})
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,15 +32,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if "--debug" in argv:
-        parser = build_parser()
-    else:
-        with capture_fds((2,)):  # torchao's import-time chatter about optional CUDA kernels
-            parser = build_parser()
+    parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    if args.verb in TORCH_VERBS and not args.debug:
+        with capture_fds((2,)):  # torchao's import-time chatter about optional CUDA kernels
+            importlib.import_module("toolkit.pipeline")
     try:
         return int(args.func(args) or 0)
     except UserError as exc:

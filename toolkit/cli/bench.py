@@ -10,7 +10,6 @@ from rich.console import Console
 from ..bench.baseline import compare, load_baseline, parse_percent, regression_table
 from ..bench.report import write_reports
 from ..bench.results import RESULTS_NAME, latest, read_records, run_key
-from ..bench.session import run_suite
 from ..bench.suite import load_suite
 from ..errors import UserError
 
@@ -26,6 +25,8 @@ def _lsb(text: str) -> int:
 
 
 def _bench(args) -> int:
+    from ..bench.session import run_suite  # the worker pool imports torch and ExecuTorch
+
     console = Console(stderr=True)
     if args.jobs < 1:
         raise UserError(f"-j {args.jobs}: use at least 1 worker")

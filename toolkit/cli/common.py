@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 
-from ..pipeline import Job, JobResult
-from ..report.tables import print_result, write_markdown
+if TYPE_CHECKING:  # the pipeline imports torch and ExecuTorch: only when a job runs
+    from ..pipeline import Job, JobResult
 
 
 def add_job_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,6 +41,8 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def job_from_args(args, variants, runner: str | None = None) -> Job:
+    from ..pipeline import Job
+
     return Job(model=args.model, target=args.target, variants=variants, npu=args.npu,
                system_config=args.system_config, memory_mode=args.memory_mode,
                input_shape=args.input_shape, calibration_samples=args.calibration_samples,
@@ -50,6 +54,8 @@ def job_from_args(args, variants, runner: str | None = None) -> Job:
 
 def show(result: JobResult, require_full_npu: bool = False) -> int:
     """Print and write the report; 1 if --require-full-npu is not met, else 0."""
+    from ..report.tables import print_result, write_markdown
+
     console = Console()
     print_result(result, console)
     write_markdown(result, result.report_path.with_name("report.md"))

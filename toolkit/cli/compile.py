@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from ..pipeline import run_job
 from .common import add_job_arguments, job_from_args, progress_printer, show
 
 
 def _compile(args) -> int:
+    from ..pipeline import run_job
+
     variant = "fused" if args.fusion == "on" else "unfused"
     return show(run_job(job_from_args(args, (variant,)), progress_printer()),
                 args.require_full_npu)
 
 
 def _compare(args) -> int:
+    from ..pipeline import run_job
+
     return show(run_job(job_from_args(args, ("fused", "unfused")), progress_printer()),
                 args.require_full_npu)
 

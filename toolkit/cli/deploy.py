@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from ..errors import UserError
-from ..pipeline import run_job
 from ..runners.select import RUNNER_CHOICES, select_runner
 from ..targets import load_target
 from .common import add_job_arguments, job_from_args, progress_printer, show
 
 
 def _deploy(args) -> int:
+    from ..pipeline import run_job
+
     target = load_target(args.target)
     npu = target.npu(args.npu, args.system_config, args.memory_mode)
     if (args.port or args.baud) and args.runner != "serial":

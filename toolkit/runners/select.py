@@ -10,15 +10,16 @@ from pathlib import Path
 from ..errors import UserError
 from ..npu import NpuConfig
 from ..targets import Target
-from .fvp import FvpRunner
-from .serial import SerialRunner
-from .sim import SimulatorRunner
-from .tosa_ref import TosaReferenceRunner
 
 RUNNER_CHOICES = ("auto", "fvp", "sim", "tosa-ref", "serial")
 
 
 def candidate_runners(runner_elf: str | None = None) -> list:
+    # imported here: the runners pull in torch, which `etk --help` should not wait for
+    from .fvp import FvpRunner
+    from .sim import SimulatorRunner
+    from .tosa_ref import TosaReferenceRunner
+
     return [FvpRunner(runner_elf=Path(runner_elf) if runner_elf else None), SimulatorRunner(),
             TosaReferenceRunner()]
 
@@ -29,6 +30,8 @@ def select_runner(name: str, target: Target, npu: NpuConfig, runner_elf: str | N
     skipped = []
     runners = candidate_runners(runner_elf)
     if name == "serial":
+        from .serial import SerialRunner
+
         runners = [SerialRunner(port, baud, Path(runner_elf) if runner_elf else None)]
     for runner in runners:
         if name not in ("auto", runner.name):
