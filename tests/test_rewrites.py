@@ -73,3 +73,56 @@ def test_nhwc_interface_removes_the_transposes(tmp_path):
     output = TosaReferenceRunner().run(programs["nhwc"], [x.numpy()]).outputs[0]
     assert output.shape == (1, 16, 16, 8)
     assert sqnr_db(nhwc.module(x).detach().numpy(), output) > 30.0
+
+
+class ResidualBlock(nn.Module):
+    """conv2(conv1(x)) + shortcut(x), as residual blocks are usually written."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.conv2 = nn.Conv2d(8, 8, 3, padding=1), nn.Conv2d(8, 8, 3, padding=1)
+        self.shortcut = nn.Conv2d(8, 8, 1)
+
+    def forward(self, x):
+        return torch.relu(self.conv2(torch.relu(self.conv1(x))) + self.shortcut(x))
+
+
+def _add_operands(program) -> tuple[str, ...]:
+    graph = read_tosa(program.delegates[0].tosa_path)
+    (add,) = [o for o in graph.operators if o.op == "ADD"]
+    producers = {out: o for o in graph.operators for out in o.outputs}
+
+    def branch(name: str) -> str:  # follow RESCALEs back to the convolution
+        while producers[name].op == "RESCALE":
+            name = producers[name].inputs[0]
+        return producers[name].inputs[1]  # the convolution's weights
+
+    return tuple(branch(name) for name in add.inputs)
+
+
+def test_residual_branch_order_runs_the_long_branch_first_with_the_same_result(tmp_path):
+    torch.manual_seed(0)
+    model, x = ResidualBlock().eval(), torch.randn(1, 8, 8, 8)
+    loaded = LoadedModel("test:residual", "residual", model, (x,), "branch-order-test")
+    calibration = random_calibration((x,), 4, 0)
+    programs = {
+        rewrites: compile_variant(loaded, calibration, "fused", load_target("corstone-300").npu(),
+                                  tmp_path / (rewrites[0] if rewrites else "none"),
+                                  rewrites=rewrites)
+        for rewrites in ((), ("residual-branch-order",))}
+    before, after = programs[()], programs[("residual-branch-order",)]
+    # Vela schedules an add's last operand first: that must be the conv1 -> conv2 branch
+    assert _add_operands(before) == ("aten_convolution_default_1_weight_ohwi",
+                                     "aten_convolution_default_2_weight_ohwi")
+    assert _add_operands(after) == ("aten_convolution_default_2_weight_ohwi",
+                                    "aten_convolution_default_1_weight_ohwi")
+    (record,) = after.rewrites
+    assert record.rewrite == "residual-branch-order"
+    assert record.change == ("add operands swapped: the 3-op branch (conv2d_1) now runs before the "
+                             "1-op one (conv2d_2), whose output is no longer held in SRAM "
+                             "meanwhile (same result)")
+    runner = TosaReferenceRunner()
+    for seed in range(3):
+        sample = torch.randn(1, 8, 8, 8, generator=torch.Generator().manual_seed(seed)).numpy()
+        assert (runner.run(before, [sample]).outputs[0] ==
+                runner.run(after, [sample]).outputs[0]).all()

@@ -5,7 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from toolkit.cli import main
+from toolkit.errors import UserError
+from toolkit.lower.tflite import compile_tflite
+from toolkit.lower.tflite_edit import without_final_softmax
+from toolkit.targets import load_target
 
 TFLITE = Path(__file__).parent / "fixtures" / "ad01_int8.tflite"
 
@@ -32,3 +38,24 @@ def test_deploy_tflite_on_the_simulator(tmp_path):
 def test_tflite_on_another_runner_is_refused(tmp_path, capsys):
     assert main(["deploy", str(TFLITE), "--runner", "tosa-ref", "-o", str(tmp_path)]) == 2
     assert "a .tflite model runs on the simulator only" in capsys.readouterr().err
+
+
+KWS = Path(__file__).parent / "fixtures" / "kws_ref_model.tflite"
+
+
+def test_reference_without_its_softmax_is_the_network_body(tmp_path):
+    npu = load_target("corstone-300").npu("ethos-u55-128")
+    full = compile_tflite(KWS, npu, tmp_path / "full")
+    body_path = tmp_path / "kws_body.tflite"
+    body_path.write_bytes(without_final_softmax(KWS.read_bytes(), KWS.name))
+    body = compile_tflite(body_path, npu, tmp_path / "body")
+    assert (full.npu_ops, body.npu_ops) == (39, 12)  # the softmax is 27 small NPU operations
+    assert body.output_specs[0].shape == (1, 12) and body.output_quant[0].zero_point == 14
+    # Vela 5.1.0: the softmax rows of the full model's per-layer report add up to 786 cycles
+    assert (full.delegates[0].estimate.npu_cycles, body.delegates[0].estimate.npu_cycles) == \
+        (88_889, 88_103)
+
+
+def test_dropping_a_softmax_that_is_not_there_is_refused():
+    with pytest.raises(UserError, match="ad01_int8.tflite does not end in a SOFTMAX operator"):
+        without_final_softmax(TFLITE.read_bytes(), TFLITE.name)

@@ -52,7 +52,8 @@ def test_markdown_numbers_match_the_jsonl(tiny_bench):
     _, out, _ = tiny_bench
     text = (out / "report.md").read_text()
     assert f"{len(records(out))} runs, {len(records(out))} ok, 0 failed" in text
-    by_label = {(r["spec"]["model"], r["spec"]["npu"], r["spec"]["variant"]): r for r in records(out)}
+    by_label = {(r["spec"]["model"], r["spec"]["npu"], r["spec"]["variant"]): r
+                for r in records(out)}
     rows = _md_rows(text, "Runs")
     assert len(rows) == len(by_label)
     for row in rows:

@@ -33,14 +33,16 @@ def test_run_key_is_stable_and_covers_every_option():
     assert run_key(run) == run_key(replace(run))
     assert run_key(run) == "85fd135e16adeeb8"  # a change here invalidates everyone's --resume
     changed = [replace(run, npu="ethos-u55-256"), replace(run, variant="unfused"),
-               replace(run, runner="tosa-ref"), replace(run, vela=replace(run.vela, optimise="Size")),
+               replace(run, runner="tosa-ref"),
+               replace(run, vela=replace(run.vela, optimise="Size")),
                replace(run, settings=replace(run.settings, seed=1))]
     assert len({run_key(r) for r in [run, *changed]}) == 6
 
 
 def test_vela_option_sets_multiply_the_runs(tmp_path):
     path = tmp_path / "s.toml"
-    path.write_text('models = ["zoo:conv2d_*"]\nnpus = ["ethos-u55-128"]\nrunners = ["sim", "tosa-ref"]\n'
+    path.write_text('models = ["zoo:conv2d_*"]\nnpus = ["ethos-u55-128"]\n'
+                    'runners = ["sim", "tosa-ref"]\n'
                     '[[vela]]\nname = "perf"\noptimise = "Performance"\n'
                     '[[vela]]\nname = "size"\noptimise = "Size"\nmemory_mode = "Sram_Only"\n')
     suite = load_suite(path)

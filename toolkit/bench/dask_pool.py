@@ -27,7 +27,8 @@ def run_dask(specs: Sequence[RunSpec], out_root: str, address: str,
     try:
         from distributed import Client, as_completed
     except ImportError:
-        raise UserError("--scheduler needs Dask: pip install 'ethos-u-toolkit[distributed]'") from None
+        raise UserError("--scheduler needs Dask: "
+                        "pip install 'ethos-u-toolkit[distributed]'") from None
     try:
         client = Client(address, timeout=CONNECT_TIMEOUT_S)
     except OSError as exc:

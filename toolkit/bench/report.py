@@ -88,6 +88,8 @@ def run_table(rows: list[Row]) -> list[list[str]]:
 
 
 def _pairs(rows: list[Row]) -> dict[tuple, dict[str, Row]]:
+    """(model, *config) -> {"fused": row, "unfused": row}; a .tflite model's one run (variant
+    "tflite") has no pair and is in the runs table only."""
     pairs: dict[tuple, dict[str, Row]] = {}
     for r in rows:
         if r.status == "ok":
@@ -175,8 +177,10 @@ def plots(rows: list[Row]) -> list[tuple[str, str]]:
     if measured:
         fig = Figure(figsize=(6, 5))
         ax = fig.add_subplot()
-        for variant, marker in (("fused", "o"), ("unfused", "x")):
+        for variant, marker in (("fused", "o"), ("unfused", "x"), ("tflite", "s")):
             points = [r for r in measured if r.variant == variant]
+            if not points:
+                continue
             ax.scatter([r.estimate_cycles for r in points], [r.run_cycles for r in points],
                        marker=marker, label=variant)
         top = max(max(r.estimate_cycles, r.run_cycles) for r in measured)

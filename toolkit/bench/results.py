@@ -26,7 +26,8 @@ RECORD_SCHEMA = 1
 
 def base_record(spec: RunSpec) -> dict[str, Any]:
     """The fields every record has, whatever became of the run."""
-    return {"schema": RECORD_SCHEMA, "key": run_key(spec), "label": spec.label, "spec": asdict(spec)}
+    return {"schema": RECORD_SCHEMA, "key": run_key(spec), "label": spec.label,
+            "spec": asdict(spec)}
 
 
 def lost_run_record(spec: RunSpec, reason: str) -> dict[str, Any]:
@@ -35,8 +36,15 @@ def lost_run_record(spec: RunSpec, reason: str) -> dict[str, Any]:
 
 
 def run_key(spec: RunSpec) -> str:
-    """Hash of everything that defines the run; the same spec gives the same key on any host."""
-    text = json.dumps({"schema": RECORD_SCHEMA, **asdict(spec)}, sort_keys=True)
+    """Hash of everything that defines the run; the same spec gives the same key on any host.
+
+    A file model's key covers its contents (spec.model_sha256, read when the suite is expanded),
+    so --resume runs an edited model again. A zoo model is keyed by its name only.
+    """
+    fields = asdict(spec)
+    if fields["model_sha256"] is None:  # zoo models (and missing files) keep their old keys
+        del fields["model_sha256"]
+    text = json.dumps({"schema": RECORD_SCHEMA, **fields}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

@@ -16,12 +16,13 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import UserError
 from ..pipeline import Job, JobResult, report_dict, run_job
 from ..versions import tool_versions
 from ..runners.select import select_runner
 from ..targets import load_target
 from .results import base_record, encode_codes, run_key
-from .suite import RunSpec
+from .suite import RunSpec, model_file, model_file_sha256
 
 
 def _output_codes(result: JobResult, variant: str) -> list[dict[str, Any]]:
@@ -32,14 +33,20 @@ def _output_codes(result: JobResult, variant: str) -> list[dict[str, Any]]:
     for index, quant in enumerate(vr.program.output_quant):
         if quant is None:
             continue
-        values = np.stack([np.asarray(sample[index], np.float64) for sample in outputs])
-        codes = np.rint(values / quant.scale).astype(np.int64) + quant.zero_point
+        values = np.stack([np.asarray(sample[index]) for sample in outputs])
+        if np.issubdtype(values.dtype, np.integer):  # a .tflite model's outputs are the codes
+            codes = values.astype(np.int64)
+        else:  # dequantized by the program's graph
+            codes = np.rint(values.astype(np.float64) / quant.scale).astype(np.int64) \
+                + quant.zero_point
         entries.append({"index": index, "shape": list(values.shape), "scale": quant.scale,
                         "zero_point": quant.zero_point, "codes": encode_codes(codes)})
     return entries
 
 
 def _ok_fields(result: JobResult, variant: str, note: str) -> dict[str, Any]:
+    """A .tflite run has no float model: its outputs carry no accuracy keys (sqnr_db, cosine, ...)
+    and its outputs_match_reference, max_diff_lsb and exact_match_rate are None."""
     report = report_dict(result)
     entry = report["variants"][variant]
     run = entry["run"]
@@ -53,12 +60,32 @@ def _ok_fields(result: JobResult, variant: str, note: str) -> dict[str, Any]:
                    "rows": [{k: layer[k] for k in ("delegate", "name", "operator", "npu_cycles")}
                             for layer in entry["estimate"]["layers"]]},
         "npu_ops": entry["npu_ops"],
-        "outputs": {**entry["accuracy"],
+        "outputs": {**entry.get("accuracy", {}),
                     "outputs_match_reference": run["outputs_match_reference"],
                     "max_diff_lsb": run["max_diff_lsb"],
                     "exact_match_rate": run["exact_match_rate"],
                     "quantized": _output_codes(result, variant)},
     }
+
+
+def _runner_name(spec: RunSpec) -> str:
+    """A .tflite model runs on the simulator only, as etk deploy has it."""
+    if not spec.is_tflite:
+        return spec.runner
+    if spec.runner not in ("auto", "sim"):
+        raise UserError(f"a .tflite model runs on the simulator only (it has no .pte or TOSA "
+                        f"graph for the {spec.runner} runner): give it runners = [\"sim\"]")
+    return "sim"
+
+
+def _check_model_file(spec: RunSpec) -> None:
+    """The file still holds what the run key says: an edit after the suite was expanded fails
+    the run rather than recording new figures under the old contents' key."""
+    now = model_file_sha256(spec.model)
+    if spec.model_sha256 and now and now != spec.model_sha256:
+        raise UserError(f"model file {model_file(spec.model)} changed after the suite started "
+                        f"(sha256 {spec.model_sha256[:12]}..., now {now[:12]}...): run the suite "
+                        "again with --resume")
 
 
 def execute_run(spec: RunSpec, out_root: str) -> dict[str, Any]:
@@ -73,7 +100,8 @@ def execute_run(spec: RunSpec, out_root: str) -> dict[str, Any]:
     try:
         target = load_target(spec.target)
         npu = target.npu(spec.npu, spec.vela.system_config, spec.vela.memory_mode)
-        runner, note = select_runner(spec.runner, target, npu)
+        runner, note = select_runner(_runner_name(spec), target, npu)
+        _check_model_file(spec)
         job = Job(model=spec.model, target=spec.target, variants=(spec.variant,), npu=spec.npu,
                   system_config=spec.vela.system_config, memory_mode=spec.vela.memory_mode,
                   calibration_samples=spec.settings.calibration_samples, seed=spec.settings.seed,
@@ -82,7 +110,8 @@ def execute_run(spec: RunSpec, out_root: str) -> dict[str, Any]:
         result = run_job(job, runner=runner, runner_note=note)
         record.update(status="ok", reason=None, **_ok_fields(result, spec.variant, note))
     except Exception as exc:  # a failing run is a result: recorded with its reason
-        lines = [line for line in traceback.format_exception_only(exc)[-1].strip().splitlines() if line]
+        lines = [line for line in traceback.format_exception_only(exc)[-1].strip().splitlines()
+                 if line]
         record.update(status="failed", reason=" ".join(lines)[-2000:])
     record["duration_s"] = round(time.time() - started, 3)
     return record

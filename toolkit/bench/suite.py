@@ -1,10 +1,12 @@
 """SUITE.toml -> Suite, and the cross product of runs it describes.
 
     name = "zoo"
-    models = ["zoo:*", "models/kws.py:Net"]   # zoo names may use shell wildcards
+    models = ["zoo:*", "models/kws.py:Net"]   # zoo names may use shell wildcards; files
+                                              # (path.py:Name, .pt2, .tflite) are relative to
+                                              # the directory etk runs in
     targets = ["corstone-300"]
     npus = ["ethos-u55-128", "ethos-u65-256"]  # optional: each target's default
-    fusion = ["on", "off"]                      # optional: both
+    fusion = ["on", "off"]                      # optional: both (a .tflite model: one run, as is)
     runners = ["sim"]                           # fvp, sim, tosa-ref, auto
     [settings]                                  # optional
     seed = 0
@@ -21,6 +23,7 @@
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +32,7 @@ from typing import Any
 from ..errors import UserError
 
 FUSION = {"on": "fused", "off": "unfused"}
+TFLITE = "tflite"  # the one variant of a .tflite model: Vela compiles the file as it is
 RUNNERS = ("auto", "fvp", "sim", "tosa-ref")
 OPTIMISE = ("Performance", "Size")
 
@@ -59,10 +63,15 @@ class RunSpec:
     model: str
     target: str
     npu: str
-    variant: str  # "fused" or "unfused"
+    variant: str  # "fused" or "unfused"; "tflite" for a .tflite model
     vela: VelaOptions
     runner: str
     settings: Settings
+    model_sha256: str | None = None  # a file model's contents when the suite was expanded
+
+    @property
+    def is_tflite(self) -> bool:
+        return is_tflite(self.model)
 
     @property
     def label(self) -> str:
@@ -86,18 +95,47 @@ class Suite:
         from ..targets import load_target
 
         specs = []
+        hashes: dict[str, str | None] = {}  # each file read once per expansion
         for target_name in self.targets:
             target = load_target(target_name)
             npus = [n for n in self.npus if n in target.supported_npus] or (
                 [] if self.npus else [target.default_npu])
             for model in self.models:
+                variants = (TFLITE,) if is_tflite(model) else self.variants
+                if model not in hashes:
+                    hashes[model] = model_file_sha256(model)
                 for npu in npus:
-                    for variant in self.variants:
+                    for variant in variants:
                         for vela in self.vela:
                             for runner in self.runners:
                                 specs.append(RunSpec(model, target_name, npu, variant, vela,
-                                                     runner, self.settings))
+                                                     runner, self.settings, hashes[model]))
         return tuple(specs)
+
+
+def is_tflite(model: str) -> bool:
+    return model.endswith(".tflite")
+
+
+def model_file(model: str) -> Path | None:
+    """The file a MODEL spec is read from (the .py file of path.py:Name), as the loader finds it:
+    relative paths are relative to the current directory, not to the suite file. None for zoo:."""
+    if model.startswith("zoo:"):
+        return None
+    if model.endswith((".pt2", ".tflite")):
+        return Path(model)
+    if ":" in Path(model).name or (":" in model and not Path(model).exists()):
+        return Path(model.rpartition(":")[0])
+    return Path(model)
+
+
+def model_file_sha256(model: str) -> str | None:
+    """sha256 of a file model's bytes; None for zoo models and for a file that is not there (the
+    run then fails saying so)."""
+    path = model_file(model)
+    if path is None or not path.is_file():
+        return None
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 class _Reader:
@@ -119,12 +157,14 @@ class _Reader:
             raise self.fail(key, f"is {type(value).__name__} {value!r}, expected {expected}")
         return value
 
-    def strings(self, key: str, default: Any = ..., choices: tuple[str, ...] = ()) -> tuple[str, ...]:
+    def strings(self, key: str, default: Any = ...,
+                choices: tuple[str, ...] = ()) -> tuple[str, ...]:
         if key not in self.data and default is not ...:
             return tuple(default)
         expected = "a list of strings" + (f" from {', '.join(choices)}" if choices else "")
         value = self.value(key, list, expected)
-        if not all(isinstance(v, str) for v in value) or (choices and not set(value) <= set(choices)):
+        if not all(isinstance(v, str) for v in value) or (
+                choices and not set(value) <= set(choices)):
             raise self.fail(key, f"is {value!r}, expected {expected}")
         if not value:
             raise self.fail(key, "is empty")
@@ -203,7 +243,8 @@ def load_suite(path: Path) -> Suite:
     reader = _Reader(data, path)
     unknown = set(data) - KNOWN_KEYS
     if unknown:
-        raise reader.fail(sorted(unknown)[0], f"is unknown; a suite has {', '.join(sorted(KNOWN_KEYS))}")
+        raise reader.fail(sorted(unknown)[0],
+                          f"is unknown; a suite has {', '.join(sorted(KNOWN_KEYS))}")
     models = reader.strings("models")
     targets = reader.strings("targets", default=["corstone-300"])
     loaded = []

@@ -63,6 +63,9 @@ def rows(result: JobResult) -> tuple[list[str], list[list[str]]]:
         kind = runs[0].cycles.kind
         measured = [r.cycles.npu_cycles for r in runs]
         add(f"NPU cycles ({runs[0].runner}, {kind})", measured, both(measured))
+        if all(r.cycles.total_cycles is not None for r in runs):
+            total = [r.cycles.total_cycles for r in runs]
+            add(f"total cycles ({runs[0].runner}, {kind})", total, both(total))
         add("outputs == host reference", [v.device.outputs_match_reference for v in vs])
         add("max diff vs host reference (LSB)", [v.device.max_diff_lsb for v in vs])
     return header, table

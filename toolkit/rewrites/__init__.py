@@ -7,7 +7,7 @@ belong here; nothing whose only effect is on Vela's estimate.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from torch.fx import GraphModule
 
@@ -18,16 +18,18 @@ Rewrite = Callable[[GraphModule], list[RewriteRecord]]
 
 
 def _registry() -> dict[str, Rewrite]:
+    from .branch_order import longer_branch_last
     from .global_pool import global_pool_stride_one
 
-    return {"global-pool-stride": global_pool_stride_one}
+    return {"global-pool-stride": global_pool_stride_one,
+            "residual-branch-order": longer_branch_last}
 
 
 def available_rewrites() -> tuple[str, ...]:
     return tuple(_registry())
 
 
-DEFAULT_REWRITES = ("global-pool-stride",)
+DEFAULT_REWRITES = ("global-pool-stride", "residual-branch-order")
 
 
 def resolve_rewrites(spec: str) -> tuple[str, ...]:

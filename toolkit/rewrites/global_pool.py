@@ -11,8 +11,8 @@ from __future__ import annotations
 import torch
 from torch.fx import GraphModule
 
-from ..graph_info import node_source
 from ..artifacts import RewriteRecord
+from ..graph_info import node_source
 
 aten = torch.ops.aten
 _POOLS = {aten.avg_pool2d.default: 4, aten.max_pool2d.default: 4}  # index of the padding arg

@@ -1,7 +1,8 @@
 """The built-in Ethos-U55/U65 simulator as a runner: Vela's command stream, executed on the host.
 
 CPU operators run through PyTorch as for the host reference; each delegate's vela_bin_stream (the
-payload inside the .pte) runs through toolkit.sim. Cycles come from our own cycle model.
+payload inside the .pte) runs through toolkit.sim. Cycles come from our own cycle model: NPU
+(compute) cycles and total cycles (compute or memory-bound), as Vela's estimate splits them.
 """
 
 from __future__ import annotations
@@ -50,9 +51,12 @@ class SimulatorRunner:
         else:
             outputs = execute(program, inputs, run_delegate)
         cycles = CycleFigures(kind="simulated", source="etk simulator cycle model",
-                              npu_cycles=sum(int(r.cycles) for r in per_delegate),
+                              npu_cycles=sum(int(r.npu_cycles) for r in per_delegate),
+                              total_cycles=sum(int(r.total_cycles) for r in per_delegate),
                               note="computed by etk's cycle model from the executed NPU "
-                                   "operations; not a hardware measurement")
+                                   "operations; not a hardware measurement. NPU cycles are the "
+                                   "NPU's compute; total cycles also include memory-bound time "
+                                   "such as weight reads from flash")
         return RunResult(self.name, outputs, cycles,
                          {"operations": sum(len(r.operations) for r in per_delegate)})
 

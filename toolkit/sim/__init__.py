@@ -2,7 +2,7 @@
 
     program = load_payload(payload_bytes_or_npz_path)
     result = simulate(program, inputs, "ethos-u55-128")
-    result.outputs, result.operations, result.cycles
+    result.outputs, result.operations, result.npu_cycles, result.total_cycles
 """
 
 from .errors import PayloadError, RegionError, SimError, UnsupportedError

@@ -9,6 +9,7 @@ OFM block, weights and scales per OFM block column, OFM once), at the burst effi
 allows, costs bytes / bandwidth per memory; the operation takes the longest of compute and each
 memory. Only geometry, block configuration, data widths, strides, the activation the ACTIVATION
 register selects and byte counts enter: zero points, clip bounds and scales cannot change cycles.
+Each operation has two figures, as Vela's: compute (NPU cycles) and total (compute or memory).
 """
 
 from __future__ import annotations
@@ -281,9 +282,9 @@ def _dma_cycles(rec: OpRecord, memory: MemorySystem) -> float:
 
 
 def _elementwise_cycles(rec: OpRecord, accelerator: str, memory: MemorySystem,
-                        activation_cost: float | None) -> float:
+                        activation_cost: float | None) -> tuple[float, float]:
     """The output stage streams every OFM element; the operands are read once, the OFM written
-    once, each at its memory's bandwidth."""
+    once, each at its memory's bandwidth. (compute, total)"""
     add16, add32, mul, wide = ELEMENTWISE[accelerator]
     per_elem = (wide if rec.ifm_elem_size == 4 else mul if rec.kind == "elementwise.mul" else
                 add32 if rec.operand_scale_32bit else add16)
@@ -295,15 +296,25 @@ def _elementwise_cycles(rec: OpRecord, accelerator: str, memory: MemorySystem,
     for region, nbytes in (*rec.bytes_read, *rec.bytes_written):
         port = memory.port(region)
         per_port[port.name] = per_port.get(port.name, 0.0) + nbytes / port.bytes_per_cycle
-    return max(compute, *per_port.values())
+    return compute, max(compute, *per_port.values())
 
 
-def op_cycles(rec: OpRecord, accelerator: str, memory: MemorySystem,
-              activation_cost: float | None = None) -> int:
+@dataclass(frozen=True)
+class OpTiming:
+    compute: int  # the NPU's own work (MAC array, output stage, block pipeline; DMA)
+    total: int  # the longest of compute and each memory's access cycles
+
+
+def op_timing(rec: OpRecord, accelerator: str, memory: MemorySystem,
+              activation_cost: float | None = None) -> OpTiming:
     if rec.kind == "dma":
-        return int(_dma_cycles(rec, memory))
+        # memory traffic only, as in Vela's split: how many bytes a weight stream takes (how
+        # well the weights compress) must not change the NPU figure
+        return OpTiming(0, int(_dma_cycles(rec, memory)))
     if rec.kind.startswith("elementwise"):
-        return int(_elementwise_cycles(rec, accelerator, memory, activation_cost))
-    geo = _geometry(rec, accelerator)
-    return int(max(_compute_cycles(rec, geo, accelerator, memory, activation_cost),
-                   _traffic_cycles(rec, geo, memory)))
+        compute, total = _elementwise_cycles(rec, accelerator, memory, activation_cost)
+    else:
+        geo = _geometry(rec, accelerator)
+        compute = _compute_cycles(rec, geo, accelerator, memory, activation_cost)
+        total = max(compute, _traffic_cycles(rec, geo, memory))
+    return OpTiming(int(compute), int(total))

@@ -25,7 +25,8 @@ class OpRecord:
     acc_40bit: bool = False
     part_kernel_first: bool = False
     operand_scale_32bit: bool = False  # elementwise ADD/SUB with a 32-bit operand scale
-    cycles: int = 0
+    cycles: int = 0  # total: the longest of compute and each memory's access cycles
+    compute_cycles: int = 0  # the NPU's compute alone (Vela's "NPU cycles")
     registers: tuple[tuple[str, int], ...] = ()  # every register the op ran with
 
     @property

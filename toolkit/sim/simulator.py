@@ -23,7 +23,8 @@ ACCELERATORS = ("ethos-u55-32", "ethos-u55-64", "ethos-u55-128", "ethos-u55-256"
 class SimResult:
     outputs: list[np.ndarray]
     operations: tuple[OpRecord, ...]
-    cycles: int  # total of our cycle model
+    npu_cycles: int  # our cycle model's compute cycles, summed over the operations
+    total_cycles: int  # our cycle model's totals (compute or memory-bound), summed
     accelerator: str
 
 
@@ -63,8 +64,9 @@ def _timed(plan: Plan, accelerator: str, system_config: str, memory_mode: str):
     records = plan.timed.get((system_config, memory_mode))
     if records is None:
         ports = cycle_model.memory_system(accelerator, system_config, memory_mode)
-        records = tuple(dataclasses.replace(s.record, cycles=cycle_model.op_cycles(
-            s.record, accelerator, ports)) for s in plan.steps)
+        timings = [cycle_model.op_timing(s.record, accelerator, ports) for s in plan.steps]
+        records = tuple(dataclasses.replace(s.record, cycles=t.total, compute_cycles=t.compute)
+                        for s, t in zip(plan.steps, timings))
         plan.timed[(system_config, memory_mode)] = records
     return records
 
@@ -82,4 +84,5 @@ def simulate(program: NpuProgram, inputs: Sequence[np.ndarray], accelerator: str
         step.run(memory)
     records = _timed(plan, accelerator, npu.system_config, npu.memory_mode)
     return SimResult(_read_outputs(program, memory), records,
-                     sum(r.cycles for r in records), accelerator)
+                     sum(r.compute_cycles for r in records), sum(r.cycles for r in records),
+                     accelerator)

@@ -131,7 +131,7 @@ def _known_bias(est: VelaOpEstimate, group: list[OpRecord], ours: int, accelerat
                 f"{len(group)} NPU operations it runs")
     cost = est.activation_cost(accelerator)
     as_vela = sum(r.cycles if r.kind == "dma" or r.activation != 0 else
-                  cycle_model.op_cycles(r, accelerator, memory, activation_cost=cost)
+                  cycle_model.op_timing(r, accelerator, memory, activation_cost=cost).total
                   for r in group)
     notes = []
     if as_vela != ours:
