@@ -3,10 +3,19 @@
 Operand A is the IFM and B the IFM2, swapped when IFM2_BROADCAST reverses the operand order (a
 broadcast first operand travels as the IFM2). ADD/SUB scale their operands first, as
 IFM_PRECISION's scale mode selects: 16-bit OPA_SCALE and OPB_SCALE multiply A and B; or OPA_SCALE
-and its shift (32-bit, rounded by IFM_PRECISION's round mode) scale one operand while the other
-enters at 2^19 (8-bit operands: the TOSA/TFLite add, whose input left shift of 20 meets the larger
-scale halved). MUL multiplies the unscaled operands. Then the OFM scale and rounding, the OFM zero
-point and the clip; a 32-bit OFM is not clipped to the 16-bit ACTIVATION_MIN/MAX.
+and its shift (32-bit) scale one operand while the other enters at 2^19 (8-bit operands: the
+TOSA/TFLite add, whose input left shift of 20 meets the larger scale halved).
+
+The 32-bit operand scale works on the operand shifted left by 20, as TFLite's reference ADD does:
+operand * 2^20 * OPA_SCALE / 2^(shift + 20), rounded by IFM_PRECISION's round mode. NATURAL and
+TRUNCATE give the same as operand * OPA_SCALE / 2^shift (the TOSA streams); TFL double rounds, a
+rounding doubling high multiply (at bit 31) then a rounding divide by 2^(shift - 11), ties away
+from zero: TFLite's MultiplyByQuantizedMultiplierSmallerThanOneExp((x - zp) << 20, ...), whose
+multiplier Vela programs with the shift reduced by 20 (scaling.advanced_elementwise_add_sub_scale).
+Rounding the product once at bit `shift` instead differs from TFLite for a few operand pairs.
+
+MUL multiplies the unscaled operands. Then the OFM scale and rounding, the OFM zero point and the
+clip; a 32-bit OFM is not clipped to the 16-bit ACTIVATION_MIN/MAX.
 """
 
 from __future__ import annotations
@@ -24,7 +33,8 @@ from .registers import Registers, signed16
 
 MODES = {0: "mul", 1: "add", 2: "sub"}
 SCALE_16BIT, SCALE_OPA_32BIT, SCALE_OPB_32BIT = 0, 1, 2
-UNSCALED_SHIFT_8BIT = 19
+INPUT_SHIFT_8BIT = 20  # where the 32-bit operand scale sees an 8-bit operand
+UNSCALED_SHIFT_8BIT = INPUT_SHIFT_8BIT - 1  # the other operand, times 1/2
 # IFM2_BROADCAST bits
 _BROADCAST_H, _BROADCAST_W, _BROADCAST_C, _REVERSED, _SCALAR = 1, 2, 4, 1 << 6, 1 << 7
 
@@ -55,11 +65,12 @@ def _operands(regs: Registers, mode: str, ifm: FeatureMap):
         raise _unsupported(regs, f"operand scale mode {scale_mode}", "IFM_PRECISION")
     if ifm.elem_size != 1:
         raise _unsupported(regs, "32-bit operand scaling of non-8-bit operands", "IFM_PRECISION")
-    rescale = outstage.Rescale(regs.get("OPA_SCALE"), regs.cmd1_param("OPA_SCALE") & 0x3F,
-                               regs.get("IFM_PRECISION") >> 14)
+    shift = (regs.cmd1_param("OPA_SCALE") & 0x3F) + INPUT_SHIFT_8BIT
+    rescale = outstage.Rescale(regs.get("OPA_SCALE"), shift, regs.get("IFM_PRECISION") >> 14)
 
     def scaled(x):
-        return rescale.apply(x, 1 << 17)
+        x = x << INPUT_SHIFT_8BIT
+        return rescale.apply(x, int(np.abs(x).max(initial=0)))
 
     def unscaled(x):
         return x << UNSCALED_SHIFT_8BIT
