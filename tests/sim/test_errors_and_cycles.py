@@ -1,4 +1,5 @@
-"""Clear errors for bad payloads and unimplemented commands; cycles that ignore non-timing values."""
+"""Clear errors for bad payloads and unimplemented commands; cycles that ignore non-timing
+values."""
 
 from __future__ import annotations
 
@@ -96,10 +97,10 @@ def test_region_overflow(program, conv_case):
 def test_unimplemented_elementwise_mode(program, conv_case):
     op = next(c for c in decode(program.command_stream) if c.name == "NPU_OP_POOL")
     words = bytearray(program.command_stream)
-    struct.pack_into("<I", words, op.offset, 0x006 | (7 << 16))  # NPU_OP_ELEMENTWISE(CLZ)
+    struct.pack_into("<I", words, op.offset, 0x006 | (6 << 16))  # NPU_OP_ELEMENTWISE(ABS)
     with pytest.raises(UnsupportedError,
-                       match=rf"elementwise mode CLZ is not implemented by the simulator "
-                             rf"\(NPU_OP_ELEMENTWISE \(value 0x7\) at command-stream offset "
+                       match=rf"elementwise mode ABS is not implemented by the simulator "
+                             rf"\(NPU_OP_ELEMENTWISE \(value 0x6\) at command-stream offset "
                              rf"{op.offset:#x}\)"):
         simulate(dataclasses.replace(program, command_stream=bytes(words)), [conv_case.input], ACC)
 

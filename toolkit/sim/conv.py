@@ -7,6 +7,7 @@ from functools import lru_cache
 import numpy as np
 
 from . import outstage
+from .activation import output_finish
 from .errors import UnsupportedError, at
 from .kernel import Kernel, kernel_from
 from .layouts import FeatureMap, ifm_map, ofm_map
@@ -17,12 +18,11 @@ from .weights import WeightFormat, decode_scales, decode_weights, ublock_depths
 
 
 def check_common(regs: Registers) -> None:
-    """Modes the output stage and IFM fetch do not implement stop here, never silently."""
+    """Modes the output stage and IFM fetch do not implement stop here, never silently (the
+    activation's: activation.output_finish)."""
     op = regs.op
     checks = (
         ("IFM_UPSCALE", regs.get("IFM_UPSCALE", 0) & 3, 0),
-        ("ACTIVATION", regs.get("ACTIVATION", 0) & 0xFFF, 0),
-        ("ACTIVATION clip range", regs.get("ACTIVATION", 0) >> 12, 0),
         ("PARALLEL_MODE", regs.get("PARALLEL_MODE", 0), 0),
     )
     for name, value, supported in checks:
@@ -75,8 +75,9 @@ def prepare_conv(regs: Registers, memory: Memory, accelerator: str, depthwise: b
     what = f"{op.name} at command-stream offset {op.offset:#x}"
     ofm = ofm_map(regs)
     if regs.get("OFM_PRECISION") & (1 << 8):
+        precision = regs.get("OFM_PRECISION")
         raise UnsupportedError(f"global scale on a convolution is not implemented (in "
-                               f"{at(op.offset, 'NPU_SET_OFM_PRECISION', regs.get('OFM_PRECISION'))})")
+                               f"{at(op.offset, 'NPU_SET_OFM_PRECISION', precision)})")
     k = kernel_from(regs)
     ifm_h, ifm_w = k.ifm_extent(ofm.height, ofm.width)
     ifm_depth = regs.get("IFM_DEPTH_M1") + 1
@@ -100,8 +101,7 @@ def prepare_conv(regs: Registers, memory: Memory, accelerator: str, depthwise: b
         ifm_bits=8 * ifm.elem_size, dilation_y=k.dilation_y, dilation_x=k.dilation_x,
         ifm_ublock_depth=iu, ofm_ublock_depth=ou)
     rounding = regs.get("OFM_PRECISION") >> 14
-    finish = outstage.Finish(ofm.zero_point, regs.s16("ACTIVATION_MIN", -32768),
-                             regs.s16("ACTIVATION_MAX", 32767), ofm.dtype)
+    finish = output_finish(regs, ofm, memory)
     terms = k.elements * (1 if depthwise else ifm_depth)
     product_bound = terms << (8 * ifm.elem_size + 9)  # |ifm - zp| * |weight| summed
 
@@ -114,7 +114,7 @@ def prepare_conv(regs: Registers, memory: Memory, accelerator: str, depthwise: b
         padded = k.padded(ifm.read(mem), ifm.zero_point, np.float64)
         padded -= ifm.zero_point  # padding reads as the zero point, so it adds nothing
         acc = np.rint(_accumulate(padded, k, ofm, w, depthwise)).astype(np.int64) + bias
-        ofm.write(mem, finish(rescale.apply(acc, product_bound + bias_bound)))
+        ofm.write(mem, finish(rescale.apply(acc, product_bound + bias_bound), mem))
 
     macs = ofm.height * ofm.width * ofm.depth * k.elements * (1 if depthwise else ifm_depth)
     record = OpRecord(

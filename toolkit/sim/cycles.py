@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .memory import INTERNAL
 from .records import OpRecord
 
 # OFM u-block (h, w, c) and IFM u-block depth per configuration.
@@ -275,10 +276,14 @@ def _traffic_cycles(rec: OpRecord, geo: _Geometry, memory: MemorySystem) -> floa
 
 
 def _dma_cycles(rec: OpRecord, memory: MemorySystem) -> float:
+    """The slower side of the copy; a DMA into the SHRAM (a lookup table) costs its read."""
     (src, n), (dst, _) = rec.bytes_read[0], rec.bytes_written[0]
-    src_port, dst_port = memory.port(src), memory.port(dst)
-    return max(n / src_port.bytes_per_cycle + src_port.read_latency,
-               n / dst_port.bytes_per_cycle + dst_port.write_latency)
+    src_port = memory.port(src)
+    cycles = n / src_port.bytes_per_cycle + src_port.read_latency
+    if dst != INTERNAL:
+        dst_port = memory.port(dst)
+        cycles = max(cycles, n / dst_port.bytes_per_cycle + dst_port.write_latency)
+    return cycles
 
 
 def _elementwise_cycles(rec: OpRecord, accelerator: str, memory: MemorySystem,

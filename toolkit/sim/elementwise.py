@@ -1,4 +1,5 @@
-"""NPU_OP_ELEMENTWISE: ADD, SUB and MUL of the IFM and IFM2 (a feature map, broadcast or a scalar).
+"""NPU_OP_ELEMENTWISE: ADD, SUB and MUL of the IFM and IFM2 (a feature map, broadcast or a
+scalar); SHR and SHL of the IFM by the IFM2; CLZ of the IFM (alu.py).
 
 Operand A is the IFM and B the IFM2, swapped when IFM2_BROADCAST reverses the operand order (a
 broadcast first operand travels as the IFM2). ADD/SUB scale their operands first, as
@@ -14,8 +15,11 @@ from zero: TFLite's MultiplyByQuantizedMultiplierSmallerThanOneExp((x - zp) << 2
 multiplier Vela programs with the shift reduced by 20 (scaling.advanced_elementwise_add_sub_scale).
 Rounding the product once at bit `shift` instead differs from TFLite for a few operand pairs.
 
-MUL multiplies the unscaled operands. Then the OFM scale and rounding, the OFM zero point and the
-clip; a 32-bit OFM is not clipped to the 16-bit ACTIVATION_MIN/MAX.
+MUL multiplies the unscaled operands; with 32-bit operands the OFM scale's multiplier is not
+applied, only its shift (alu.mul32_rescale). SHR, SHL and CLZ take 32-bit IFMs and are not scaled
+(Vela leaves OFM_PRECISION's global-scale bit clear for them). Then the OFM scale and rounding,
+the OFM zero point, the clip and the activation (activation.py: a 32-bit OFM is not clipped to the
+16-bit ACTIVATION_MIN/MAX).
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ from __future__ import annotations
 import numpy as np
 from ethosu.vela.ethos_u55_regs.ethos_u55_regs import elementwise_mode
 
-from . import outstage
+from . import alu, outstage
+from .activation import output_finish
 from .conv import block_of, check_common
 from .errors import UnsupportedError, at
 from .layouts import FeatureMap, ifm_map, ofm_map
@@ -31,12 +36,16 @@ from .memory import Memory
 from .records import OpRecord, Step
 from .registers import Registers, signed16
 
-MODES = {0: "mul", 1: "add", 2: "sub"}
+MODES = {0: "mul", 1: "add", 2: "sub", 7: "clz", 8: "shr", 9: "shl"}
+UNARY = frozenset({"clz"})
+BITWISE = frozenset({"clz", "shr", "shl"})  # integer ops of 32-bit IFMs, no scaling
 SCALE_16BIT, SCALE_OPA_32BIT, SCALE_OPB_32BIT = 0, 1, 2
 INPUT_SHIFT_8BIT = 20  # where the 32-bit operand scale sees an 8-bit operand
 UNSCALED_SHIFT_8BIT = INPUT_SHIFT_8BIT - 1  # the other operand, times 1/2
 # IFM2_BROADCAST bits
 _BROADCAST_H, _BROADCAST_W, _BROADCAST_C, _REVERSED, _SCALAR = 1, 2, 4, 1 << 6, 1 << 7
+_GLOBAL_SCALE = 1 << 8  # OFM_PRECISION: one OFM scale from OFM_SCALE
+_ROUND_NAMES = {outstage.TFL: "TFL", outstage.TRUNCATE: "TRUNCATE", outstage.NATURAL: "NATURAL"}
 
 
 def _unsupported(regs: Registers, reason: str, register: str | None = None) -> UnsupportedError:
@@ -50,9 +59,10 @@ def _unsupported(regs: Registers, reason: str, register: str | None = None) -> U
 def _operands(regs: Registers, mode: str, ifm: FeatureMap):
     """(scale IFM, scale IFM2): functions of the zero-point-adjusted int64 operands."""
     scale_mode = (regs.get("IFM_PRECISION") >> 8) & 3
-    if mode == "mul":
+    if mode not in ("add", "sub"):
         if scale_mode != SCALE_16BIT:
-            raise _unsupported(regs, f"MUL with operand scale mode {scale_mode}", "IFM_PRECISION")
+            raise _unsupported(regs, f"{mode.upper()} with operand scale mode {scale_mode}",
+                               "IFM_PRECISION")
         return (lambda a: a), (lambda b: b)
     if scale_mode == SCALE_16BIT:
         if regs.cmd1_param("OPA_SCALE"):
@@ -78,6 +88,39 @@ def _operands(regs: Registers, mode: str, ifm: FeatureMap):
     return (scaled, unscaled) if scale_mode == SCALE_OPA_32BIT else (unscaled, scaled)
 
 
+def _combine(regs: Registers, mode: str, ifm: FeatureMap, ifm2: FeatureMap | None):
+    """acc = f(a, b) of the scaled operands, and the OFM's rescale."""
+    rounding = regs.get("OFM_PRECISION") >> 14
+    scale, shift = regs.get("OFM_SCALE", 0), regs.cmd1_param("OFM_SCALE") & 0x3F
+    wide = ifm.elem_size == 4
+    if mode in BITWISE:
+        if not wide:
+            raise _unsupported(regs, f"{mode.upper()} of {8 * ifm.elem_size}-bit operands",
+                               "IFM_PRECISION")
+        # Vela sets no OFM scale for these (OFM_PRECISION's global-scale bit clear): the
+        # result passes unscaled, whatever OFM_SCALE still holds
+        if regs.get("OFM_PRECISION") & _GLOBAL_SCALE and (scale, shift) != (1, 0):
+            raise _unsupported(regs, f"{mode.upper()} with an OFM scale ({scale}, shift "
+                                     f"{shift})", "OFM_SCALE")
+        scale, shift = 1, 0
+        if mode == "shr" and rounding != outstage.NATURAL:
+            raise _unsupported(regs, f"SHR in round mode {_ROUND_NAMES.get(rounding, rounding)}",
+                               "OFM_PRECISION")
+    if mode == "mul" and ifm2 is not None and wide != (ifm2.elem_size == 4):
+        raise _unsupported(regs, "MUL of a 32-bit and a narrower operand", "IFM2_PRECISION")
+    rescale = (alu.mul32_rescale(shift, rounding) if mode == "mul" and wide else
+               outstage.Rescale(scale, shift, rounding))
+    ops = {
+        "mul": lambda a, b: a * b,
+        "add": lambda a, b: a + b,
+        "sub": lambda a, b: a - b,
+        "clz": lambda a, b: alu.clz32(a),
+        "shr": lambda a, b: alu.shift_right(a, b, rounding),
+        "shl": lambda a, b: alu.shift_left(a, b),
+    }
+    return ops[mode], rescale
+
+
 def prepare_elementwise(regs: Registers, memory: Memory) -> Step:
     op = regs.op
     mode = MODES.get(op.param)
@@ -87,7 +130,7 @@ def prepare_elementwise(regs: Registers, memory: Memory) -> Step:
     check_common(regs)
     what = f"{op.name} at command-stream offset {op.offset:#x}"
     ofm = ofm_map(regs)
-    if not regs.get("OFM_PRECISION") & (1 << 8):
+    if mode not in BITWISE and not regs.get("OFM_PRECISION") & _GLOBAL_SCALE:
         raise _unsupported(regs, "per-channel scaling of an elementwise operation",
                            "OFM_PRECISION")
     oh, ow, oc = ofm.shape
@@ -99,8 +142,10 @@ def prepare_elementwise(regs: Registers, memory: Memory) -> Step:
     if broadcast & ~(_BROADCAST_H | _BROADCAST_W | _BROADCAST_C | _REVERSED | _SCALAR):
         raise _unsupported(regs, "these IFM2 broadcast bits", "IFM2_BROADCAST")
     scalar = bool(broadcast & _SCALAR)
-    if scalar:
-        ifm2 = None
+    ifm2, value = None, np.int64(0)
+    if mode in UNARY:
+        pass
+    elif scalar:
         signed = bool(regs.get("IFM2_PRECISION") & 1)
         raw = regs.get("IFM2_SCALAR")
         value = np.int64((signed16(raw) if signed else raw) - regs.s16("IFM2_ZERO_POINT", 0))
@@ -112,25 +157,20 @@ def prepare_elementwise(regs: Registers, memory: Memory) -> Step:
     ifm.check(memory, f"{what} (IFM)")
     ofm.check(memory, f"{what} (OFM)")
     scale_a, scale_b = _operands(regs, mode, ifm)
-    reversed_ = bool(broadcast & _REVERSED)
-    rescale = outstage.Rescale(regs.get("OFM_SCALE", 0), regs.cmd1_param("OFM_SCALE") & 0x3F,
-                               regs.get("OFM_PRECISION") >> 14)
-    lo, hi = ((-(1 << 31), (1 << 31) - 1) if ofm.elem_size == 4 else
-              (regs.s16("ACTIVATION_MIN", -32768), regs.s16("ACTIVATION_MAX", 32767)))
-    finish = outstage.Finish(ofm.zero_point, lo, hi, ofm.dtype)
+    combine, rescale = _combine(regs, mode, ifm, ifm2)
+    reversed_ = bool(broadcast & _REVERSED) and mode not in UNARY
+    finish = output_finish(regs, ofm, memory)
 
     def run(mem: Memory) -> None:
         a = ifm.read(mem).astype(np.int64) - ifm.zero_point
-        b = value if scalar else ifm2.read(mem).astype(np.int64) - ifm2.zero_point
+        b = value if ifm2 is None else ifm2.read(mem).astype(np.int64) - ifm2.zero_point
         if reversed_:
             a, b = b, a
-        a, b = scale_a(a), scale_b(b)
-        acc = a * b if mode == "mul" else a + b if mode == "add" else a - b
-        acc = np.broadcast_to(acc, ofm.shape)
-        ofm.write(mem, finish(rescale.apply(acc, int(np.abs(acc).max(initial=0)))))
+        acc = np.broadcast_to(combine(scale_a(a), scale_b(b)), ofm.shape)
+        ofm.write(mem, finish(rescale.apply(acc, int(np.abs(acc).max(initial=0))), mem))
 
-    ifm2_read = () if scalar else ((ifm2.region, ifm2.height * ifm2.width * ifm2.depth
-                                    * ifm2.elem_size),)
+    ifm2_read = () if ifm2 is None else ((ifm2.region, ifm2.height * ifm2.width * ifm2.depth
+                                          * ifm2.elem_size),)
     record = OpRecord(
         kind=f"elementwise.{mode}", offset=op.offset, macs=0,
         bytes_read=((ifm.region, oh * ow * oc * ifm.elem_size), *ifm2_read),
@@ -138,5 +178,5 @@ def prepare_elementwise(regs: Registers, memory: Memory) -> Step:
         ofm_shape=ofm.shape, ifm_shape=ifm.shape, block=block_of(regs),
         ifm_elem_size=ifm.elem_size, ofm_elem_size=ofm.elem_size, ifm_brick=ifm.brick,
         ofm_brick=ofm.brick, activation=regs.get("ACTIVATION", 0) & 0xFFF,
-        operand_scale_32bit=mode != "mul" and (regs.get("IFM_PRECISION") >> 8) & 3 != 0)
+        operand_scale_32bit=mode in ("add", "sub") and (regs.get("IFM_PRECISION") >> 8) & 3 != 0)
     return Step(record, run)

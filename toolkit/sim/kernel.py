@@ -41,7 +41,8 @@ class Kernel:
         out[self.pad_top:self.pad_top + h, self.pad_left:self.pad_left + w] = x
         return out
 
-    def tap(self, padded: np.ndarray, i: int, j: int, ofm_height: int, ofm_width: int) -> np.ndarray:
+    def tap(self, padded: np.ndarray, i: int, j: int, ofm_height: int,
+            ofm_width: int) -> np.ndarray:
         """(OH, OW, C) view: the IFM element that kernel position (i, j) meets at each output."""
         y0, x0 = i * self.dilation_y, j * self.dilation_x
         return padded[y0:y0 + (ofm_height - 1) * self.stride_y + 1:self.stride_y,

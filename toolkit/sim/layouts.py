@@ -116,7 +116,8 @@ class FeatureMap:
             p.view(mem, self.dtype)[...] = values[p.ys, p.xs, p.cs].reshape(p.shape)
 
 
-def _precision(regs: Registers, name: str, size_shift: int, size_bits: int) -> tuple[int, bool, bool]:
+def _precision(regs: Registers, name: str, size_shift: int,
+               size_bits: int) -> tuple[int, bool, bool]:
     value = regs.get(name)
     code = (value >> size_shift) & ((1 << size_bits) - 1)
     if code not in _SIZE_CODES:

@@ -1,4 +1,10 @@
-"""Memory regions (BASEP0-7 in hardware): 0 weights, 1 scratch, 2 fast scratch."""
+"""Memory: the regions (BASEP0-7 in hardware: 0 weights, 1 scratch, 2 fast scratch) and the
+NPU's internal memory, the SHRAM, whose last 2 KB hold the activation lookup tables (LUT).
+
+A DMA whose region register has bit 8 set moves to or from internal memory: its address is a
+SHRAM byte address. The output stage reads LUT slot k (256 bytes) at LUT_BASE + 256 k; a table
+of 32-bit entries spans four slots.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +13,27 @@ import numpy as np
 from .errors import RegionError
 
 REGION_NAMES = {0: "weights", 1: "scratch", 2: "fast scratch"}
+INTERNAL = -1  # region number the records use for the SHRAM
+SHRAM_BANK_BYTES = 1024
+SHRAM_BANKS = {"ethos-u55-32": 16, "ethos-u55-64": 16, "ethos-u55-128": 24,
+               "ethos-u55-256": 48, "ethos-u65-256": 48}
+LUT_BYTES = 2048  # the last 2 KB of the SHRAM
+LUT_SLOT_BYTES = 256
+
+
+def shram_bytes(accelerator: str) -> int:
+    return SHRAM_BANKS[accelerator] * SHRAM_BANK_BYTES
 
 
 class Memory:
-    def __init__(self, regions: dict[int, np.ndarray]):
+    def __init__(self, regions: dict[int, np.ndarray], internal_size: int = 0):
         self.regions = regions
+        self.internal = np.zeros(internal_size, dtype=np.uint8)  # the SHRAM
+
+    @property
+    def lut_base(self) -> int:
+        """SHRAM address of LUT slot 0."""
+        return len(self.internal) - LUT_BYTES
 
     def region(self, region: int, what: str) -> np.ndarray:
         try:
@@ -27,6 +49,12 @@ class Memory:
             name = REGION_NAMES.get(region, f"region {region}")
             raise RegionError(f"{what}: access to bytes [{lo:#x}, {hi:#x}) of region {region} "
                               f"({name}, {len(mem)} bytes) overflows the region")
+
+    def check_internal(self, lo: int, hi: int, what: str) -> None:
+        """Raise unless SHRAM bytes [lo, hi) exist."""
+        if lo < 0 or hi > len(self.internal):
+            raise RegionError(f"{what}: access to bytes [{lo:#x}, {hi:#x}) of internal memory "
+                              f"(SHRAM, {len(self.internal)} bytes) overflows it")
 
     def read_bytes(self, region: int, start: int, length: int, what: str) -> np.ndarray:
         self.check(region, start, start + length, what)

@@ -1,8 +1,13 @@
-"""The output stage: scale with rounding, add the OFM zero point, clip.
+"""The output stage: scale with rounding, add the OFM zero point, clip, look up (activation.py).
 
 NATURAL: (v + 2^(s-1)) >> s, floor shift, the same as TOSA RESCALE single rounding.
 TFL: TensorFlow Lite double rounding (rounding doubling high multiply, which rounds half up,
-then rounding divide by a power of two, ties away from zero). TRUNCATE: toward zero. v = acc * scale.
+then rounding divide by a power of two, ties away from zero). TRUNCATE: toward zero.
+v = acc * scale.
+
+In TFL mode a shift s <= 31 is a left shift of the accumulator by 31 - s before the doubling high
+multiply: ((acc << (31 - s)) * scale + 2^30) >> 31 = (acc * scale + 2^(s-1)) >> s, the NATURAL
+rounding; only shifts beyond 31 round a second time.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ import numpy as np
 
 NATURAL, TFL, TRUNCATE = 2, 0, 1
 _SAFE = 1 << 62
+_HIGH_MUL_SHIFT = 31  # the doubling high multiply of TFL mode
 
 
 class Rescale:
@@ -22,27 +28,23 @@ class Rescale:
         self.scale = np.asarray(scale, dtype=np.int64)
         self.scale_max = int(np.abs(self.scale).max(initial=0))
         if rounding == TFL:
-            # Double rounding: pre-shift left so the high multiply sees a 31-bit shift.
-            self.left = np.maximum(31 - shift, 0)
-            self.right = np.maximum(shift - 31, 0)
-            self.shift = np.full_like(shift, 31)
+            self.shift = np.minimum(shift, _HIGH_MUL_SHIFT)
+            self.right = np.maximum(shift - _HIGH_MUL_SHIFT, 0)
         else:
-            self.left = np.zeros_like(shift)
-            self.right = np.zeros_like(shift)
             self.shift = shift
+            self.right = np.zeros_like(shift)
         self.half = _half(self.shift)
         self.right_half = _half(self.right)
         self.has_right = bool(self.right.any())
 
     def apply(self, acc: np.ndarray, bound: int) -> np.ndarray:
         """acc (..., C) int64 with |acc| <= bound."""
-        left, scale, half, shift, right_half, right = (
-            self.left, self.scale, self.half, self.shift, self.right_half, self.right)
-        big = (bound << int(left.max(initial=0))) * self.scale_max >= _SAFE
-        if big:  # rare: 40-bit accumulators; exact in Python integers
-            acc, left, scale, half, shift, right_half, right = (
-                a.astype(object) for a in (acc, left, scale, half, shift, right_half, right))
-        v = (acc << left if self.left.any() else acc) * scale
+        scale, half, shift, right_half, right = (
+            self.scale, self.half, self.shift, self.right_half, self.right)
+        if bound * self.scale_max >= _SAFE:  # rare: 40-bit accumulators; exact in Python ints
+            acc, scale, half, shift, right_half, right = (
+                np.asarray(a).astype(object) for a in (acc, scale, half, shift, right_half, right))
+        v = acc * scale
         if self.rounding == TRUNCATE:
             mag = np.abs(v) >> shift
             out = np.where(v < 0, -mag, mag)
@@ -58,17 +60,21 @@ def _half(shift: np.ndarray) -> np.ndarray:
 
 
 class Finish:
-    """Add the OFM zero point and clip to the activation bounds and the OFM type."""
+    """Add the OFM zero point, clip to the activation bounds and the OFM type, and look the
+    result up in the activation LUT if the operation uses one (activation.Lut)."""
 
-    def __init__(self, zero_point: int, lo: int, hi: int, dtype: np.dtype):
+    def __init__(self, zero_point: int, lo: int, hi: int, dtype: np.dtype, lut=None):
         info = np.iinfo(dtype)
-        self.zero_point, self.dtype = zero_point, dtype
+        self.zero_point, self.dtype, self.lut = zero_point, dtype, lut
         self.lo, self.hi = max(lo, info.min), min(hi, info.max)
 
-    def __call__(self, values: np.ndarray) -> np.ndarray:
+    def __call__(self, values: np.ndarray, mem=None) -> np.ndarray:
         values = values + self.zero_point
         if values.dtype == object:
-            return np.clip(values, self.lo, self.hi).astype(np.int64).astype(self.dtype)
-        np.maximum(values, self.lo, out=values)
-        np.minimum(values, self.hi, out=values)
+            values = np.clip(values, self.lo, self.hi).astype(np.int64)
+        else:
+            np.maximum(values, self.lo, out=values)
+            np.minimum(values, self.hi, out=values)
+        if self.lut is not None:
+            values = self.lut.lookup(values, mem)
         return values.astype(self.dtype)

@@ -167,8 +167,8 @@ def _load_npz(raw: bytes, source: str) -> NpuProgram:
                 for i, shape in enumerate(data[f"{prefix}_shape"]))
 
         return NpuProgram(stream, data["weight_data"].tobytes(), int(data["scratch_size"]),
-                          int(data["scratch_fast_size"]), tensors("input"), tensors("output"), config,
-                          source)
+                          int(data["scratch_fast_size"]), tensors("input"), tensors("output"),
+                          config, source)
     except KeyError as exc:
         raise PayloadError(f"{source}: Vela .npz has no array {exc}") from None
 

@@ -17,7 +17,7 @@ from .conv import prepare_conv
 from .dma import prepare_dma
 from .elementwise import prepare_elementwise
 from .errors import PayloadError, UnsupportedError, at
-from .memory import Memory
+from .memory import Memory, shram_bytes
 from .payload import NpuProgram
 from .pool import prepare_pool
 from .records import Step
@@ -34,12 +34,12 @@ class Plan:
     timed: dict = field(default_factory=dict)  # (system config, memory mode) -> records
 
 
-def new_memory(program: NpuProgram) -> Memory:
+def new_memory(program: NpuProgram, accelerator: str) -> Memory:
     regions = {0: np.frombuffer(program.weights, dtype=np.uint8).copy(),
                1: np.zeros(program.scratch_size, dtype=np.uint8)}
     if program.scratch_fast_size:
         regions[2] = np.zeros(program.scratch_fast_size, dtype=np.uint8)
-    return Memory(regions)
+    return Memory(regions, shram_bytes(accelerator))
 
 
 def plan_for(program: NpuProgram, accelerator: str) -> Plan:
@@ -56,7 +56,7 @@ def plan_for(program: NpuProgram, accelerator: str) -> Plan:
 
 
 def _build(program: NpuProgram, accelerator: str) -> Plan:
-    memory = new_memory(program)  # region sizes for the bounds checks
+    memory = new_memory(program, accelerator)  # region sizes for the bounds checks
     registers = RegisterFile()
     steps = []
     for cmd in decode(program.command_stream):

@@ -1,10 +1,12 @@
-"""NPU_OP_POOL: max, average and reduce-sum (the 1x1 average pools Vela uses for transposes too)."""
+"""NPU_OP_POOL: max, average and reduce-sum (the 1x1 average pools Vela uses for transposes, and
+for LUT activations whose table lookup the output stage does: activation.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from . import outstage
+from .activation import output_finish
 from .conv import block_of, check_common
 from .errors import UnsupportedError, at
 from .kernel import kernel_from
@@ -45,8 +47,7 @@ def prepare_pool(regs: Registers, memory: Memory) -> Step:
     zp = ifm.zero_point
     rescale = outstage.Rescale(regs.get("OFM_SCALE", 0), regs.cmd1_param("OFM_SCALE") & 0x3F,
                                regs.get("OFM_PRECISION") >> 14)
-    finish = outstage.Finish(ofm.zero_point, regs.s16("ACTIVATION_MIN", -32768),
-                             regs.s16("ACTIVATION_MAX", 32767), ofm.dtype)
+    finish = output_finish(regs, ofm, memory)
     terms = k.elements * (ifm_depth if mode == "reduce_sum" else 1)
     bound = terms << (8 * ifm.elem_size)  # |ifm - zp| summed
     plain = (k.elements == 1 and not padded and (k.stride_y, k.stride_x) == (1, 1)
@@ -74,7 +75,7 @@ def prepare_pool(regs: Registers, memory: Memory) -> Step:
                 acc = acc.sum(axis=-1, keepdims=True)
         if global_scale:
             acc = rescale.apply(acc, bound)
-        ofm.write(mem, finish(acc))
+        ofm.write(mem, finish(acc, mem))
 
     record = OpRecord(
         kind=f"pool.{mode}", offset=op.offset, macs=int(oh * ow * depth * k.elements),

@@ -8,10 +8,13 @@ from typing import Callable
 
 @dataclass(frozen=True)
 class OpRecord:
-    kind: str  # "conv", "depthwise", "pool.max|average|reduce_sum", "elementwise.add|sub|mul", "dma"
+    # "conv", "depthwise", "pool.max|average|reduce_sum", "dma",
+    # "elementwise.add|sub|mul|clz|shr|shl"
+    kind: str
     offset: int  # byte offset of the NPU_OP_* command in the command stream
     macs: int
-    bytes_read: tuple[tuple[int, int], ...]  # (region, bytes); IFM first
+    # (region, bytes); IFM first; region memory.INTERNAL (-1) is the SHRAM (a DMA'd LUT)
+    bytes_read: tuple[tuple[int, int], ...]
     bytes_written: tuple[tuple[int, int], ...]
     ofm_shape: tuple[int, int, int] = (0, 0, 0)  # h, w, c
     ifm_shape: tuple[int, int, int] = (0, 0, 0)  # h, w, c the operation reads

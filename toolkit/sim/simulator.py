@@ -78,7 +78,7 @@ def simulate(program: NpuProgram, inputs: Sequence[np.ndarray], accelerator: str
     check_accelerator(program, accelerator)
     npu = npu_config(accelerator, system_config, memory_mode)
     plan = plan_for(program, accelerator)
-    memory = new_memory(program)
+    memory = new_memory(program, accelerator)
     _place_inputs(program, memory, inputs)
     for step in plan.steps:
         step.run(memory)

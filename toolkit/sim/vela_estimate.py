@@ -109,7 +109,8 @@ def vela_estimates(tosa_path: str | Path, accelerator: str, system_config: str |
 
 
 def compare_cycles(operations: tuple[OpRecord, ...], estimates: tuple[VelaOpEstimate, ...],
-                   accelerator: str, memory: cycle_model.MemorySystem) -> tuple[CycleComparison, ...]:
+                   accelerator: str,
+                   memory: cycle_model.MemorySystem) -> tuple[CycleComparison, ...]:
     """Our ops grouped under the Vela operation whose last NPU_OP they precede or are, with the
     known reasons for disagreement."""
     rows = []

@@ -41,7 +41,8 @@ def ublock_depths(accelerator: str) -> tuple[int, int]:
     return (8, 4) if accelerator == "ethos-u55-32" else (8, 8)
 
 
-def decode_scales(raw: np.ndarray, channels: int, where: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def decode_scales(raw: np.ndarray, channels: int,
+                  where: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(bias int64, scale int64, shift int64), one per channel."""
     if len(raw) < channels * 10:
         raise PayloadError(f"{where}: scale stream has {len(raw)} bytes, {channels} channels "

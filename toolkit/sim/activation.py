@@ -1,0 +1,94 @@
+"""The activation step of the output stage: ACTIVATION's function and clip range, and the LUT.
+
+ACTIVATION bits 0-11 select the function: 0 clips to ACTIVATION_MIN/MAX; 16 + k clips, then
+looks the value up in LUT slot k of the SHRAM (memory.py); 3 (tanh) and 4 (sigmoid) are not
+implemented. Bits 12-15 select the clip range: 0 the OFM type, 2 uint8, 3 int8, 5 int16 (Vela
+forces int8 where a table of 32-bit entries writes an int32 OFM: the int8 softmax's exp).
+
+A 32-bit OFM without a forced range is not clipped to ACTIVATION_MIN/MAX: those registers are
+16-bit and Vela programs the int16 limits there, while the int8 softmax's sums of exponentials
+(> 2^19) and its fixed-point reciprocal pass through int32 OFMs unclipped.
+
+LUT lookup: index = clipped value - the range's minimum (-128..127 -> 0..255, as Vela's
+convert_to_lut8 orders the table); the entry is the output as written, the OFM zero point
+already added before the clip. An 8-bit OFM takes one byte per entry (256 bytes, one slot), a
+32-bit OFM one 32-bit little-endian entry (1 KB, four slots). 16-bit OFMs, whose 512-entry
+tables interpolate, are not implemented.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import UnsupportedError, at
+from .layouts import FeatureMap
+from .memory import LUT_SLOT_BYTES, Memory
+from .outstage import Finish
+from .registers import Registers
+
+NONE, TANH, SIGMOID, LUT_FIRST, LUT_LAST = 0, 3, 4, 16, 23
+CLIP_RANGES = {2: (0, 255), 3: (-128, 127), 5: (-32768, 32767)}  # 0: the OFM type's
+LUT_ENTRIES = 256
+
+
+@dataclass(frozen=True)
+class Lut:
+    """256 entries at a SHRAM address, indexed by the clipped value minus `index_base`."""
+
+    offset: int
+    dtype: np.dtype
+    index_base: int
+
+    @property
+    def nbytes(self) -> int:
+        return LUT_ENTRIES * self.dtype.itemsize
+
+    def lookup(self, values: np.ndarray, mem: Memory) -> np.ndarray:
+        table = mem.internal[self.offset:self.offset + self.nbytes].view(self.dtype)
+        return table[values - self.index_base]
+
+
+def _unsupported(regs: Registers, reason: str) -> UnsupportedError:
+    op = regs.op
+    return UnsupportedError(f"{reason} is not implemented by the simulator (in "
+                            f"{at(op.offset, 'NPU_SET_ACTIVATION', regs.get('ACTIVATION', 0))} "
+                            f"for {op.name} at command-stream offset {op.offset:#x})")
+
+
+def output_finish(regs: Registers, ofm: FeatureMap, memory: Memory) -> Finish:
+    """Zero point, clip and (if ACTIVATION selects one) table lookup for this operation's OFM."""
+    value = regs.get("ACTIVATION", 0)
+    function, clip_range = value & 0xFFF, value >> 12
+    if function != NONE and not LUT_FIRST <= function <= LUT_LAST:
+        op = regs.op
+        raise UnsupportedError(f"ACTIVATION = {function} is not implemented by the simulator "
+                               f"(in {at(op.offset, op.name, op.param)})")
+    info = np.iinfo(ofm.dtype)
+    if clip_range == 0:
+        range_lo, range_hi = info.min, info.max
+    elif clip_range in CLIP_RANGES:
+        range_lo, range_hi = CLIP_RANGES[clip_range]
+    else:
+        raise _unsupported(regs, f"ACTIVATION clip range {clip_range}")
+    if ofm.elem_size == 4 and clip_range == 0:
+        lo, hi = range_lo, range_hi
+    else:
+        lo = max(regs.s16("ACTIVATION_MIN", -32768), range_lo)
+        hi = min(regs.s16("ACTIVATION_MAX", 32767), range_hi)
+    lut = None
+    if function != NONE:
+        eight_bit = ((ofm.elem_size == 1 and (range_lo, range_hi) == (info.min, info.max))
+                     or (ofm.elem_size == 4 and range_hi - range_lo + 1 == LUT_ENTRIES))
+        if not eight_bit:
+            raise _unsupported(regs, f"a table lookup into a {8 * ofm.elem_size}-bit "
+                                     f"{'' if ofm.signed else 'un'}signed OFM with clip range "
+                                     f"{clip_range}")
+        slot = function - LUT_FIRST
+        lut = Lut(memory.lut_base + slot * LUT_SLOT_BYTES, ofm.dtype, range_lo)  # little-endian
+        op = regs.op
+        memory.check_internal(lut.offset, lut.offset + lut.nbytes,
+                              f"{op.name} at command-stream offset {op.offset:#x} (LUT slot "
+                              f"{slot})")
+    return Finish(ofm.zero_point, lo, hi, ofm.dtype, lut)
