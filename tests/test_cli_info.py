@@ -11,6 +11,7 @@ import pytest
 
 from toolkit.cli import info
 
+
 def _etk(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="etk")
     info.register(parser.add_subparsers(dest="verb"))

@@ -32,7 +32,8 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
-import activation_models as am  # noqa: E402
+import activation_models as am
+
 from toolkit.artifacts import CalibrationSet, LoadedModel
 from toolkit.lower.compile import compile_variant
 from toolkit.lower.tosa_graph import read_tosa

@@ -3,8 +3,14 @@ import math
 import numpy as np
 import pytest
 
-from toolkit.compare.metrics import (accuracy, cosine_similarity, exact_match_rate,
-                                     max_abs_err_lsb, sqnr_db, top1_agreement)
+from toolkit.compare.metrics import (
+    accuracy,
+    cosine_similarity,
+    exact_match_rate,
+    max_abs_err_lsb,
+    sqnr_db,
+    top1_agreement,
+)
 
 
 def test_sqnr_known_values():

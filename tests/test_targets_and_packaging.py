@@ -1,9 +1,9 @@
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from toolkit.errors import UserError
 from toolkit.targets import list_targets, load_target

@@ -6,9 +6,8 @@ import os
 import re
 import sysconfig
 
-from torch.fx import Node
-
 import torch
+from torch.fx import Node
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 # Frames inside installed libraries are how a module ran, not where the user wrote it.

@@ -5,15 +5,22 @@ The CLI verbs (compile, compare, deploy) and the benchmark suites all run jobs t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from .artifacts import LoadedModel, Program, Variant
-from .compare.evaluate import (EVAL_SEED_OFFSET, Evaluation, evaluate, evaluation_inputs,
-                               float_outputs, save_arrays)
+from .compare.evaluate import (
+    EVAL_SEED_OFFSET,
+    Evaluation,
+    evaluate,
+    evaluation_inputs,
+    float_outputs,
+    save_arrays,
+)
 from .compare.metrics import exact_match_rate, max_abs_err_lsb
 from .compare.variants import VariantComparison, compare_variants
 from .lower.compile import compile_variant
@@ -23,8 +30,13 @@ from .models.layout import channels_last_io
 from .models.loader import file_hash, load_model
 from .npu import NpuConfig
 from .quantize.calibration import folder_calibration, random_calibration
-from .report.json_report import (SCHEMA_VERSION, comparison_entry, cycles_entry,
-                                 variant_entry, write_json_atomic)
+from .report.json_report import (
+    SCHEMA_VERSION,
+    comparison_entry,
+    cycles_entry,
+    variant_entry,
+    write_json_atomic,
+)
 from .rewrites import resolve_rewrites
 from .runners.tosa_ref import TosaReferenceRunner
 from .targets import Target, load_target

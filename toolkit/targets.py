@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import os
 import string
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+import tomllib
 
 from .errors import UserError
 from .npu import DEFAULT_VELA_SYSTEM, NpuConfig, check_accelerator
@@ -135,7 +136,7 @@ class _Table:
             raise self._fail(key, expected, value)
         return value
 
-    def table(self, key: str, required: bool = True) -> "_Table | None":
+    def table(self, key: str, required: bool = True) -> _Table | None:
         value = self.get(key, dict, "a table", default=... if required else None)
         return None if value is None else _Table(value, self.path, f"{self.prefix}{key}.")
 

@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from toolkit.bench.results import append_record, finished_keys, latest, read_records, run_key
+from toolkit.bench.results import (
+    append_record,
+    finished_keys,
+    latest,
+    read_records,
+    run_key,
+)
 from toolkit.bench.suite import load_suite
 from toolkit.errors import UserError
 from toolkit.models.zoo import zoo_names

@@ -19,8 +19,16 @@ from toolkit.targets import load_target
 
 STAND_INS = Path(__file__).resolve().parents[1] / "stand_ins"
 sys.path.insert(0, str(STAND_INS))
-from board_emulator import (CORRUPTION, CPU_CYCLES, NPU_CYCLES, PMU_EVENT_COUNTS,  # noqa: E402
-                            PMU_EVENTS, WRONG_OUTPUT_LSB, BoardEmulator, Fault)
+from board_emulator import (
+    CORRUPTION,
+    CPU_CYCLES,
+    NPU_CYCLES,
+    PMU_EVENT_COUNTS,
+    PMU_EVENTS,
+    WRONG_OUTPUT_LSB,
+    BoardEmulator,
+    Fault,
+)
 
 FLASH = shlex.join([sys.executable, str(STAND_INS / "board_flash.py")])
 BOARD_NAME = "emulated board"

@@ -162,7 +162,10 @@ class Case:
 def lower_to_tosa(module: nn.Module, shapes: list[tuple[int, ...]], out_dir: Path) -> Path:
     from executorch.backends.arm.ethosu import EthosUCompileSpec
     from executorch.backends.arm.quantizer import get_symmetric_quantization_config
-    from executorch.backends.arm.util._factory import create_partitioner, create_quantizer
+    from executorch.backends.arm.util._factory import (
+        create_partitioner,
+        create_quantizer,
+    )
     from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from toolkit.npu import npu_config
-from toolkit.sim import load_payload, simulate
 from toolkit.sim import cycles as cycle_model
+from toolkit.sim import load_payload, simulate
 from toolkit.sim.vela_estimate import compare_cycles, vela_estimates
 
 UNBIASED = ("conv5x5_s2_valid", "conv2x2_c40_c70", "fc_256_10")

@@ -11,7 +11,13 @@ import pytest
 
 from toolkit.cli.diff import payloads_in_pte
 from toolkit.errors import UserError
-from toolkit.sim import PayloadError, RegionError, UnsupportedError, load_payload, simulate
+from toolkit.sim import (
+    PayloadError,
+    RegionError,
+    UnsupportedError,
+    load_payload,
+    simulate,
+)
 from toolkit.sim.commands import decode
 from toolkit.sim.diff import diff_programs
 

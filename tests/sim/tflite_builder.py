@@ -7,8 +7,15 @@ from __future__ import annotations
 
 import flatbuffers
 import numpy as np
-from ethosu.vela.tflite import (Buffer, Model, Operator, OperatorCode, QuantizationParameters,
-                                SubGraph, Tensor)
+from ethosu.vela.tflite import (
+    Buffer,
+    Model,
+    Operator,
+    OperatorCode,
+    QuantizationParameters,
+    SubGraph,
+    Tensor,
+)
 from ethosu.vela.tflite.BuiltinOperator import BuiltinOperator
 from ethosu.vela.tflite.TensorType import TensorType
 

@@ -27,13 +27,14 @@ import select
 import threading
 import time
 import tty
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import Literal
 
 import numpy as np
+from board_flash import IMAGE, RESET
 
-from board_flash import IMAGE, RESET  # noqa: E402  (tests/stand_ins is on sys.path)
 from toolkit.artifacts import Program
 from toolkit.runners.bundle_io import read_bundle
 
@@ -142,7 +143,7 @@ class BoardEmulator:
         self._thread: threading.Thread | None = None
         self._master = self._slave = -1
 
-    def __enter__(self) -> "BoardEmulator":
+    def __enter__(self) -> BoardEmulator:
         self.flash_dir.mkdir(parents=True, exist_ok=True)
         self._connect()
         self._thread = threading.Thread(target=self._loop, name="board-emulator", daemon=True)

@@ -7,7 +7,8 @@ that made them (the record names the host and folder).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..errors import UserError
 from .results import lost_run_record, run_key

@@ -8,9 +8,10 @@ on a fresh worker, and recorded as failed if its worker dies again.
 from __future__ import annotations
 
 import multiprocessing
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from .results import lost_run_record
 from .suite import RunSpec

@@ -5,8 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
-from rich.progress import (BarColumn, Progress, TextColumn, TimeElapsedColumn,
-                           TimeRemainingColumn)
+from rich.progress import (
+    BarColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 
 class BenchProgress:
@@ -22,7 +27,7 @@ class BenchProgress:
         self._task = self._progress.add_task("bench", total=total, done=0, failed=0,
                                              remaining=total)
 
-    def __enter__(self) -> "BenchProgress":
+    def __enter__(self) -> BenchProgress:
         self._progress.start()
         return self
 

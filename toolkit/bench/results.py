@@ -12,9 +12,10 @@ import hashlib
 import json
 import os
 import zlib
+from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 

@@ -18,9 +18,9 @@ import numpy as np
 
 from ..errors import UserError
 from ..pipeline import Job, JobResult, report_dict, run_job
-from ..versions import tool_versions
 from ..runners.select import select_runner
 from ..targets import load_target
+from ..versions import tool_versions
 from .results import base_record, encode_codes, run_key
 from .suite import RunSpec, model_file, model_file_sha256
 

@@ -12,7 +12,14 @@ from ..errors import UserError
 from ..report.json_report import write_json_atomic
 from .baseline import BASELINE_NAME, baseline_from_records
 from .progress import BenchProgress
-from .results import RESULTS_NAME, append_record, finished_keys, latest, read_records, run_key
+from .results import (
+    RESULTS_NAME,
+    append_record,
+    finished_keys,
+    latest,
+    read_records,
+    run_key,
+)
 from .suite import Suite
 
 

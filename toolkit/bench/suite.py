@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import tomllib
 
 from ..errors import UserError
 

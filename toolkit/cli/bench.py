@@ -25,7 +25,9 @@ def _lsb(text: str) -> int:
 
 
 def _bench(args) -> int:
-    from ..bench.session import run_suite  # the worker pool imports torch and ExecuTorch
+    from ..bench.session import (
+        run_suite,  # the worker pool imports torch and ExecuTorch
+    )
 
     console = Console(stderr=True)
     if args.jobs < 1:

@@ -10,8 +10,13 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from ..runners.fvp import (FvpRunner, find_fvp, find_runner_elf, how_to_build_runner,
-                           how_to_get_fvp)
+from ..runners.fvp import (
+    FvpRunner,
+    find_fvp,
+    find_runner_elf,
+    how_to_build_runner,
+    how_to_get_fvp,
+)
 from ..runners.select import candidate_runners
 from ..targets import Target, list_targets
 

@@ -11,8 +11,17 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from ..artifacts import (CpuOp, Delegate, FusionDecision, LayerEstimate, Program,
-                         RewriteRecord, TensorQuant, TensorSpec, VelaEstimate)
+from ..artifacts import (
+    CpuOp,
+    Delegate,
+    FusionDecision,
+    LayerEstimate,
+    Program,
+    RewriteRecord,
+    TensorQuant,
+    TensorSpec,
+    VelaEstimate,
+)
 from ..npu import NpuConfig
 from .host_graph import load_host_graph, save_host_graph
 

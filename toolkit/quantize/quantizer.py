@@ -21,8 +21,8 @@ from executorch.backends.arm.quantizer.quantizer_support import (
 )
 from executorch.backends.arm.util._factory import create_quantizer
 from executorch.backends.cortex_m.quantizer.pattern_matcher import PatternMatcher
-from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 from torchao.quantization.pt2e import FixedQParamsObserver
+from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 from torchao.quantization.pt2e.quantizer import QuantizationSpec
 
 from ..artifacts import CalibrationSet, LoadedModel, QuantizedModel, Variant
@@ -30,8 +30,8 @@ from ..errors import UserError
 from ..npu import NpuConfig
 from ..rewrites import apply_rewrites
 from .activations import HARDTANH_TARGETS, RELU_TARGETS, canonicalize_activations
-from .shared_pools import POOLS, SharedPoolQuantizer
 from .decisions import BLOCK_PARENTS, QUANTIZE, fusion_decisions, lower_bound
+from .shared_pools import POOLS, SharedPoolQuantizer
 
 INT8_MIN, INT8_MAX = -128, 127
 

@@ -16,7 +16,10 @@ from executorch.backends.arm.quantizer.arm_quantizer_utils import (
     _mark_node_as_quantized,  # upstream's way to annotate so its partitioner sees "quantized"
     is_annotated,
 )
-from executorch.backends.cortex_m.quantizer_reporter import QuantizerInfo, QuantizerReporterUser
+from executorch.backends.cortex_m.quantizer_reporter import (
+    QuantizerInfo,
+    QuantizerReporterUser,
+)
 from torch.fx import GraphModule, Node
 from torchao.quantization.pt2e.quantizer import Quantizer, SharedQuantizationSpec
 

@@ -7,8 +7,8 @@ import shlex
 import signal
 import subprocess
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from ..errors import ToolError, UserError
 

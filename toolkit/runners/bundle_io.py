@@ -7,9 +7,9 @@ by default) and prints `Test_result: PASS` or `FAIL`. Built with ExecuTorch's de
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -37,9 +37,13 @@ def write_bundle(pte_path: Path, cases: Sequence[TestCase], input_specs: Sequenc
     """Write a .bpte holding the .pte at pte_path and the test cases; returns out_path."""
     import torch
     from executorch.devtools import BundledProgram
-    from executorch.devtools.bundled_program.config import MethodTestCase, MethodTestSuite
+    from executorch.devtools.bundled_program.config import (
+        MethodTestCase,
+        MethodTestSuite,
+    )
     from executorch.devtools.bundled_program.serialize import (
-        serialize_from_bundled_program_to_flatbuffer)
+        serialize_from_bundled_program_to_flatbuffer,
+    )
 
     if not cases:
         raise UserError("a BundleIO program needs at least one test case")
@@ -73,7 +77,8 @@ def _array(tensor) -> np.ndarray:
 def read_bundle(path: Path) -> Bundle:
     """The program bytes and test cases of a .bpte."""
     from executorch.devtools.bundled_program.serialize import (
-        deserialize_from_flatbuffer_to_bundled_program)
+        deserialize_from_flatbuffer_to_bundled_program,
+    )
 
     schema = deserialize_from_flatbuffer_to_bundled_program(path.read_bytes())
     suite = next((s for s in schema.method_test_suites if s.method_name == METHOD), None)

@@ -6,9 +6,8 @@ outputs, so the same CPU side serves the TOSA reference model and the simulator 
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
-
 import operator
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch

@@ -7,7 +7,7 @@ payload inside the .pte) runs through toolkit.sim. Cycles come from our own cycl
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

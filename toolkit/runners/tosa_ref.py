@@ -6,7 +6,7 @@ Its cycle figures are Vela's estimate, and the report says so.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -8,8 +8,8 @@ Without quantization parameters the 6-decimal value is all there is, and the res
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 

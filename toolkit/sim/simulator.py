@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
-from . import cycles as cycle_model
 from ..npu import npu_config
+from . import cycles as cycle_model
 from .errors import SimError
 from .memory import Memory
 from .payload import NpuProgram
