@@ -25,8 +25,27 @@ def _wait_for_records(path, count, process, timeout_s=240):
     raise AssertionError(f"no {count} records in {timeout_s} s")
 
 
+GATED = '''
+import time
+from pathlib import Path
+import torch
+
+def example_inputs():
+    return (torch.randn(1, 16),)
+
+def net():
+    deadline = time.monotonic() + 120
+    while not Path({gate!r}).exists() and time.monotonic() < deadline:
+        time.sleep(0.1)  # held until the test opens the gate: the suite is surely unfinished
+    return torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.ReLU())
+'''
+
+
 def test_sigint_then_resume_keeps_each_finished_run_once(tmp_path):
-    suite = write_suite(tmp_path / "s.toml", npus=["ethos-u55-128", "ethos-u55-256"])
+    gate, gated = tmp_path / "gate", tmp_path / "gated.py"
+    gated.write_text(GATED.format(gate=str(gate)))
+    suite = write_suite(tmp_path / "s.toml", models=["zoo:linear_relu6", f"{gated}:net"],
+                        npus=["ethos-u55-128", "ethos-u55-256"], fusion=["on"])
     out = tmp_path / "out"
     process = subprocess.Popen(
         [sys.executable, "-m", "toolkit.cli", "bench", str(suite), "-j", "2", "--out", str(out)],
@@ -38,8 +57,9 @@ def test_sigint_then_resume_keeps_each_finished_run_once(tmp_path):
     assert "--resume" in err
     before = (out / "results.jsonl").read_text().splitlines()
     expected = {run_key(s) for s in load_suite(suite).runs()}
-    assert 1 <= len(before) < len(expected)
+    assert 1 <= len(before) <= 2 < len(expected)  # the gated runs cannot have finished
 
+    gate.touch()
     assert main(["bench", str(suite), "-j", "2", "--out", str(out), "--resume"]) == 0
     after = (out / "results.jsonl").read_text().splitlines()
     assert after[:len(before)] == before  # finished runs untouched

@@ -14,7 +14,7 @@ from pathlib import Path
 from ..artifacts import CalibrationSet, Delegate, LoadedModel, Program, Variant
 from ..npu import NpuConfig
 from ..quantize.quantizer import quantize
-from ..rewrites import DEFAULT_REWRITES
+from ..rewrites import DEFAULT_REWRITES, FOLD_PAD
 from ..versions import tool_versions, toolkit_source_hash
 from .executorch_lower import lower
 from .npu_ops import command_stream_operations, kernel_operation_count
@@ -58,7 +58,7 @@ def compile_variant(model: LoadedModel, calibration: CalibrationSet, variant: Va
     with _timed(timings, "quantize"):
         quantized = quantize(model, calibration, variant, npu, rewrites=rewrites)
     with _timed(timings, "lower"):
-        lowered = lower(quantized, npu, staging)
+        lowered = lower(quantized, npu, staging, fold_pads=FOLD_PAD in rewrites)
     flags = vela_flags(npu, extra_vela)
     delegates = []
     with _timed(timings, "vela"):
@@ -80,7 +80,7 @@ def compile_variant(model: LoadedModel, calibration: CalibrationSet, variant: Va
         pte_path=final / "model.pte", delegates=tuple(delegates), cpu_ops=lowered.cpu_ops,
         vela_flags=flags, input_specs=lowered.input_specs, output_specs=lowered.output_specs,
         input_quant=lowered.input_quant, output_quant=lowered.output_quant,
-        decisions=quantized.decisions, rewrites=quantized.rewrites, graph_module=lowered.graph_module, timings=timings)
+        decisions=quantized.decisions, rewrites=quantized.rewrites + lowered.rewrites, graph_module=lowered.graph_module, timings=timings)
     save_program(program, staging, key)
     move_into_place(staging, final)
     _CACHE[key] = program

@@ -5,6 +5,7 @@ from __future__ import annotations
 import operator
 import shutil
 import tempfile
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,13 +13,15 @@ import torch
 from executorch.backends.arm.util._factory import create_partitioner
 from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 
-from ..artifacts import CpuOp, QuantizedModel, TensorQuant, TensorSpec
+from ..artifacts import CpuOp, QuantizedModel, RewriteRecord, TensorQuant, TensorSpec
 from ..console_capture import capture_fds
 from ..errors import ToolError
 from ..graph_info import node_source
 from ..npu import NpuConfig
 from ..quantize.quantizer import compile_spec
+from .fold_pad import fold_pads_into_convs
 from .partition import capture_partition_rejections
+
 
 _IGNORED_CPU_TARGETS = {operator.getitem}
 _QUANTIZE_NAMES = ("quantize_per_tensor",)
@@ -37,6 +40,7 @@ class LoweredGraph:
     output_specs: tuple[TensorSpec, ...]
     input_quant: tuple[TensorQuant | None, ...]
     output_quant: tuple[TensorQuant | None, ...]
+    rewrites: tuple[RewriteRecord, ...] = ()  # done while lowering (fold-pad-into-conv)
 
 
 def _target_name(node: torch.fx.Node) -> str:
@@ -96,7 +100,8 @@ def _boundary_quant(graph: torch.fx.GraphModule):
 def _cpu_ops(graph: torch.fx.GraphModule, rejections: dict[str, str]) -> tuple[CpuOp, ...]:
     ops = []
     for node in graph.graph.nodes:
-        if node.op != "call_function" or _is_delegate_call(node) or node.target in _IGNORED_CPU_TARGETS:
+        if (node.op != "call_function" or _is_delegate_call(node)
+                or node.target in _IGNORED_CPU_TARGETS):
             continue
         name = _target_name(node)
         if _is_q(node, _QUANTIZE_NAMES + _DEQUANTIZE_NAMES) and _at_io_boundary(node):
@@ -122,8 +127,10 @@ def _delegation_tag(lowered_module) -> str:
     return tags.pop()
 
 
-def lower(quantized: QuantizedModel, npu: NpuConfig, work_dir: Path) -> LoweredGraph:
-    """quantized graph -> edge program with Ethos-U delegates -> .pte bytes."""
+def lower(quantized: QuantizedModel, npu: NpuConfig, work_dir: Path,
+          fold_pads: bool = True) -> LoweredGraph:
+    """quantized graph -> edge program with Ethos-U delegates -> .pte bytes. `fold_pads`: the
+    fold-pad-into-conv rewrite (fold_pad.py)."""
     spec = compile_spec(npu)
     # Not under work_dir: ExecuTorch passes this path to Vela in a command line it joins and
     # splits on spaces (arm_vela.vela_compile), so a path with a space would break Vela.
@@ -131,7 +138,9 @@ def lower(quantized: QuantizedModel, npu: NpuConfig, work_dir: Path) -> LoweredG
     spec.dump_intermediate_artifacts_to(str(dump_dir))
     try:
         program = torch.export.export(quantized.graph_module, quantized.example_inputs)
-        with capture_partition_rejections() as rejections, capture_fds() as log:
+        folding = fold_pads_into_convs() if fold_pads else nullcontext()
+        with capture_partition_rejections() as rejections, capture_fds() as log, \
+                folding as fold_pass:
             edge = to_edge_transform_and_lower(
                 program, partitioner=[create_partitioner(spec)],
                 compile_config=EdgeCompileConfig(_check_ir_validity=False))
@@ -157,4 +166,15 @@ def lower(quantized: QuantizedModel, npu: NpuConfig, work_dir: Path) -> LoweredG
     input_quant, output_quant, input_specs, output_specs = _boundary_quant(graph)
     return LoweredGraph(graph, pte, tuple(tosa_files), payloads,
                         tuple(_delegate_io(c) for c in calls), _cpu_ops(graph, rejections),
-                        input_specs, output_specs, input_quant, output_quant)
+                        input_specs, output_specs, input_quant, output_quant,
+                        _fold_records(fold_pass))
+
+
+def _fold_records(fold_pass) -> tuple[RewriteRecord, ...]:
+    if fold_pass is None:
+        return ()
+    return tuple(RewriteRecord(
+        "fold-pad-into-conv", conv, "TOSA lowering",
+        f"PAD [{', '.join(map(str, added))}] (top, bottom, left, right) folded into the "
+        "convolution's padding: no separate NPU operations for it (same result)")
+        for conv, added in fold_pass.folded)

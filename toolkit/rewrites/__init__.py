@@ -1,7 +1,7 @@
 """Graph rewrites that keep results exact and change what the NPU executes.
 
 Each rewrite has a name (used by --rewrites and in the report), runs on the exported graph before
-quantization, and returns a record per place it changed. Only rewrites that change the NPU's work
+quantization (fold-pad-into-conv: while lowering), and returns a record per place it changed. Only rewrites that change the NPU's work
 belong here; nothing whose only effect is on Vela's estimate.
 """
 
@@ -25,11 +25,16 @@ def _registry() -> dict[str, Rewrite]:
             "residual-branch-order": longer_branch_last}
 
 
+# Done while lowering, inside ExecuTorch's TOSA pass pipeline (toolkit/lower/fold_pad.py): a
+# zero PAD folded into the convolution that reads it.
+FOLD_PAD = "fold-pad-into-conv"
+
+
 def available_rewrites() -> tuple[str, ...]:
-    return tuple(_registry())
+    return (*_registry(), FOLD_PAD)
 
 
-DEFAULT_REWRITES = ("global-pool-stride", "residual-branch-order")
+DEFAULT_REWRITES = ("global-pool-stride", "residual-branch-order", FOLD_PAD)
 
 
 def resolve_rewrites(spec: str) -> tuple[str, ...]:
@@ -39,7 +44,7 @@ def resolve_rewrites(spec: str) -> tuple[str, ...]:
     if spec == "none":
         return ()
     names = tuple(n.strip() for n in spec.split(",") if n.strip())
-    unknown = [n for n in names if n not in _registry()]
+    unknown = [n for n in names if n not in available_rewrites()]
     if unknown:
         raise UserError(f"unknown rewrite {', '.join(unknown)}: use default, none or a list of "
                         f"{', '.join(available_rewrites())}")
@@ -50,7 +55,8 @@ def apply_rewrites(graph: GraphModule, names: tuple[str, ...]) -> tuple[RewriteR
     registry = _registry()
     records: list[RewriteRecord] = []
     for name in names:
-        records.extend(registry[name](graph))
+        if name in registry:  # the others run while lowering
+            records.extend(registry[name](graph))
     if records:
         graph.graph.lint()
         graph.recompile()
