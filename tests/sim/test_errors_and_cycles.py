@@ -103,10 +103,10 @@ def test_region_overflow(program, conv_case):
 def test_unimplemented_elementwise_mode(program, conv_case):
     op = next(c for c in decode(program.command_stream) if c.name == "NPU_OP_POOL")
     words = bytearray(program.command_stream)
-    struct.pack_into("<I", words, op.offset, 0x006 | (6 << 16))  # NPU_OP_ELEMENTWISE(ABS)
+    struct.pack_into("<I", words, op.offset, 0x006 | (10 << 16))  # NPU_OP_ELEMENTWISE(mode 10)
     with pytest.raises(UnsupportedError,
-                       match=rf"elementwise mode ABS is not implemented by the simulator "
-                             rf"\(NPU_OP_ELEMENTWISE \(value 0x6\) at command-stream offset "
+                       match=rf"elementwise mode unknown is not implemented by the simulator "
+                             rf"\(NPU_OP_ELEMENTWISE \(value 0xa\) at command-stream offset "
                              rf"{op.offset:#x}\)"):
         simulate(dataclasses.replace(program, command_stream=bytes(words)), [conv_case.input], ACC)
 

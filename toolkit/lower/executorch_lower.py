@@ -156,7 +156,11 @@ def lower(quantized: QuantizedModel, npu: NpuConfig, work_dir: Path,
     for index, call in enumerate(calls):
         tag = _delegation_tag(getattr(graph, call.args[0].target))
         found = sorted(dump_dir.glob(f"output_{tag}_*.tosa"))
+        untagged = sorted(dump_dir.glob("output_*.tosa"))
+        if not found and len(calls) == len(untagged) == 1:
+            found = untagged  # some single-delegate graphs are dumped without the tag
         if not found:
+            shutil.rmtree(dump_dir, ignore_errors=True)
             raise ToolError(f"ExecuTorch did not dump the TOSA graph of delegate {index} ({tag})")
         target = work_dir / f"delegate{index}.tosa"
         shutil.copyfile(found[0], target)

@@ -1,4 +1,4 @@
-"""The elementwise unit's integer operations on 32-bit operands, exact in int64.
+"""The elementwise unit's integer operations, exact in int64.
 
 CLZ counts the leading zeros of the 32-bit two's-complement pattern (32 for 0, 0 for a negative).
 SHR shifts right rounding as the round mode says: NATURAL adds 2^(n-1) first (round half up,
@@ -9,6 +9,10 @@ amount past 31 (SHL) or 62 (SHR) acts as that bound (beyond TOSA's 0..31 the har
 documented; no 32-bit value tells these bounds from larger ones).
 A MUL of 32-bit operands keeps the full 64-bit product (|a b| <= 2^62); the output stage then
 divides it by 2^shift (mul32_rescale).
+MIN and MAX are numpy's minimum and maximum of the zero-point-adjusted operands (any width, one
+IFM signed and the other not compare as the integers they hold); ABS is numpy's abs of int64
+(|-2^31| = 2^31 fits, the output stage saturates it). LRELU scales only the negative values by
+the OFM scale (alpha) and passes the others unscaled (NegativeRescale).
 """
 
 from __future__ import annotations
@@ -47,3 +51,14 @@ def mul32_rescale(shift: int, rounding: int) -> Rescale:
     0 for a plain product; its TFLite MEAN/SQUARED_DIFFERENCE lowering says the multiplier is
     "not actually used for int32"."""
     return Rescale(1, shift, rounding)
+
+
+class NegativeRescale:
+    """LRELU's output stage: the OFM scale (alpha) and its rounding for negative values; zero and
+    positive values pass unscaled."""
+
+    def __init__(self, rescale: Rescale):
+        self.rescale = rescale
+
+    def apply(self, acc: np.ndarray, bound: int) -> np.ndarray:
+        return np.where(acc < 0, self.rescale.apply(acc, bound), acc)

@@ -1,5 +1,6 @@
 """NPU_OP_ELEMENTWISE: ADD, SUB and MUL of the IFM and IFM2 (a feature map, broadcast or a
-scalar); SHR and SHL of the IFM by the IFM2; CLZ of the IFM (alu.py).
+scalar); MIN and MAX of the two; ABS and LRELU of the IFM; SHR and SHL of the IFM by the IFM2;
+CLZ of the IFM (alu.py).
 
 Operand A is the IFM and B the IFM2, swapped when IFM2_BROADCAST reverses the operand order (a
 broadcast first operand travels as the IFM2). ADD/SUB scale their operands first, as
@@ -20,6 +21,20 @@ applied, only its shift (alu.mul32_rescale). SHR, SHL and CLZ take 32-bit IFMs a
 (Vela leaves OFM_PRECISION's global-scale bit clear for them). Then the OFM scale and rounding,
 the OFM zero point, the clip and the activation (activation.py: a 32-bit OFM is not clipped to the
 16-bit ACTIVATION_MIN/MAX).
+
+MIN and MAX (alu.py) compare the zero-point-adjusted operands and are not scaled at all: Vela
+leaves the global-scale bit clear and OFM_SCALE at 1, shift 0 (its C++ core fuses a rescale into
+them only when it is the unit scale), and sets no OPA/OPB_SCALE, which they ignore as MUL does.
+For int8 TOSA graphs ExecuTorch emits them on int32 (RESCALE to int32, MAXIMUM, RESCALE back);
+the rescales run as ADD and MUL operations. ABS takes the magnitude of the adjusted IFM, then the
+OFM scale (Vela's C++ core folds the TOSA rescales around an int8 ABS into one OFM scale of
+input scale / output scale); of a 32-bit IFM only the scale's shift applies, as Vela's C++ core
+says of every 32-bit elementwise operation (no stream checks this: Vela fuses only unit scales
+there). LRELU keeps the non-negative adjusted IFM values and scales the negative ones by the OFM
+scale, which carries alpha (Vela: OFM_SCALE = alpha). Only Vela's legacy Python core emits LRELU,
+for an int16 TFLite LEAKY_RELU with equal input and output scales (bit-exact with TFLite's
+reference kernel for alpha below and above 1); Vela 5.1's C++ core, which compiles every TOSA
+graph, lowers leaky ReLU otherwise. 32-bit LRELU is not implemented.
 """
 
 from __future__ import annotations
@@ -36,9 +51,11 @@ from .memory import Memory
 from .records import OpRecord, Step
 from .registers import Registers, signed16
 
-MODES = {0: "mul", 1: "add", 2: "sub", 7: "clz", 8: "shr", 9: "shl"}
-UNARY = frozenset({"clz"})
+MODES = {0: "mul", 1: "add", 2: "sub", 3: "min", 4: "max", 5: "lrelu", 6: "abs", 7: "clz",
+         8: "shr", 9: "shl"}
+UNARY = frozenset({"clz", "abs", "lrelu"})
 BITWISE = frozenset({"clz", "shr", "shl"})  # integer ops of 32-bit IFMs, no scaling
+UNSCALED = BITWISE | {"min", "max"}  # the OFM scale is not applied
 SCALE_16BIT, SCALE_OPA_32BIT, SCALE_OPB_32BIT = 0, 1, 2
 INPUT_SHIFT_8BIT = 20  # where the 32-bit operand scale sees an 8-bit operand
 UNSCALED_SHIFT_8BIT = INPUT_SHIFT_8BIT - 1  # the other operand, times 1/2
@@ -93,10 +110,10 @@ def _combine(regs: Registers, mode: str, ifm: FeatureMap, ifm2: FeatureMap | Non
     rounding = regs.get("OFM_PRECISION") >> 14
     scale, shift = regs.get("OFM_SCALE", 0), regs.cmd1_param("OFM_SCALE") & 0x3F
     wide = ifm.elem_size == 4
-    if mode in BITWISE:
-        if not wide:
-            raise _unsupported(regs, f"{mode.upper()} of {8 * ifm.elem_size}-bit operands",
-                               "IFM_PRECISION")
+    if mode in BITWISE and not wide:
+        raise _unsupported(regs, f"{mode.upper()} of {8 * ifm.elem_size}-bit operands",
+                           "IFM_PRECISION")
+    if mode in UNSCALED:
         # Vela sets no OFM scale for these (OFM_PRECISION's global-scale bit clear): the
         # result passes unscaled, whatever OFM_SCALE still holds
         if regs.get("OFM_PRECISION") & _GLOBAL_SCALE and (scale, shift) != (1, 0):
@@ -108,12 +125,22 @@ def _combine(regs: Registers, mode: str, ifm: FeatureMap, ifm2: FeatureMap | Non
                                "OFM_PRECISION")
     if mode == "mul" and ifm2 is not None and wide != (ifm2.elem_size == 4):
         raise _unsupported(regs, "MUL of a 32-bit and a narrower operand", "IFM2_PRECISION")
-    rescale = (alu.mul32_rescale(shift, rounding) if mode == "mul" and wide else
-               outstage.Rescale(scale, shift, rounding))
+    if mode == "lrelu" and wide:
+        raise _unsupported(regs, "LRELU of 32-bit operands", "IFM_PRECISION")
+    if mode in ("mul", "abs") and wide:
+        rescale = alu.mul32_rescale(shift, rounding)
+    else:
+        rescale = outstage.Rescale(scale, shift, rounding)
+    if mode == "lrelu":
+        rescale = alu.NegativeRescale(rescale)
     ops = {
         "mul": lambda a, b: a * b,
         "add": lambda a, b: a + b,
         "sub": lambda a, b: a - b,
+        "min": np.minimum,
+        "max": np.maximum,
+        "abs": lambda a, b: np.abs(a),
+        "lrelu": lambda a, b: a,  # alpha: the rescale of the negative values
         "clz": lambda a, b: alu.clz32(a),
         "shr": lambda a, b: alu.shift_right(a, b, rounding),
         "shl": lambda a, b: alu.shift_left(a, b),
@@ -130,7 +157,7 @@ def prepare_elementwise(regs: Registers, memory: Memory) -> Step:
     check_common(regs)
     what = f"{op.name} at command-stream offset {op.offset:#x}"
     ofm = ofm_map(regs)
-    if mode not in BITWISE and not regs.get("OFM_PRECISION") & _GLOBAL_SCALE:
+    if mode not in UNSCALED and not regs.get("OFM_PRECISION") & _GLOBAL_SCALE:
         raise _unsupported(regs, "per-channel scaling of an elementwise operation",
                            "OFM_PRECISION")
     oh, ow, oc = ofm.shape

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class OpRecord:
     # "conv", "depthwise", "pool.max|average|reduce_sum", "dma",
-    # "elementwise.add|sub|mul|clz|shr|shl"
+    # "elementwise.add|sub|mul|min|max|lrelu|abs|clz|shr|shl"
     kind: str
     offset: int  # byte offset of the NPU_OP_* command in the command stream
     macs: int
