@@ -43,6 +43,8 @@ from toolkit.sim.outstage import NATURAL, TFL
 from toolkit.sim.registers import RegisterFile
 from toolkit.targets import load_target
 
+from .tflite_builder import linear_feature_maps
+
 ACC = "ethos-u55-128"
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 MIN, MAX, LRELU, ABS = 3, 4, 5, 6
@@ -223,17 +225,7 @@ def _elementwise(mode: int, a, b=None, *, size=1, size2=None, ofm_size=None, zps
     if b is not None:
         b = np.asarray(b, np.int64)
         fms.append(("IFM2", 32 * n, size2, b.size, zps[1]))
-    for fm, base, elem, depth, zp in fms:
-        put(f"{fm}_REGION", 1)
-        for i in range(4):
-            put(f"{fm}_BASE{i}", 0, base)
-        put(f"{fm}_HEIGHT0_M1", 0)
-        put(f"{fm}_HEIGHT1_M1", 0)
-        put(f"{fm}_WIDTH0_M1", 0)
-        put(f"{fm}_STRIDE_Y", 0, depth * elem)
-        put(f"{fm}_STRIDE_X", 0, depth * elem)
-        put(f"{fm}_STRIDE_C", 0, elem)
-        put(f"{fm}_ZERO_POINT", zp & 0xFFFF)
+    linear_feature_maps(put, fms)
     put("IFM2_ZERO_POINT", zps[1] & 0xFFFF)
     put("IFM_PRECISION", 1 | _SIZE_CODE[size] << 2 | NATURAL << 14)
     put("IFM2_PRECISION", 1 | _SIZE_CODE[size2] << 2)
@@ -378,19 +370,16 @@ def _tflite_leaky_relu(x: np.ndarray, alpha: float, zero_point: int = 0) -> np.n
 def _leaky_relu_int16_tflite(alpha: float, shape: tuple[int, ...], scale: float) -> bytes:
     import flatbuffers
     from ethosu.vela.tflite import (
-        Buffer,
         LeakyReluOptions,
-        Model,
         Operator,
         OperatorCode,
-        SubGraph,
         Tensor,
     )
     from ethosu.vela.tflite.BuiltinOperator import BuiltinOperator
     from ethosu.vela.tflite.BuiltinOptions import BuiltinOptions
     from ethosu.vela.tflite.TensorType import TensorType
 
-    from .tflite_builder import _ints, _offsets, _quantization
+    from .tflite_builder import _ints, _quantization, finish_model, subgraph
 
     b = flatbuffers.Builder(1024)
     tensors = []
@@ -417,35 +406,13 @@ def _leaky_relu_int16_tflite(alpha: float, shape: tuple[int, ...], scale: float)
     Operator.AddBuiltinOptionsType(b, BuiltinOptions.LeakyReluOptions)
     Operator.AddBuiltinOptions(b, options)
     operator = Operator.End(b)
-    tensor_vec = _offsets(b, SubGraph.StartTensorsVector, tensors)
-    operator_vec = _offsets(b, SubGraph.StartOperatorsVector, [operator])
-    graph_inputs = _ints(b, SubGraph.StartInputsVector, [0])
-    graph_outputs = _ints(b, SubGraph.StartOutputsVector, [1])
-    SubGraph.Start(b)
-    SubGraph.AddTensors(b, tensor_vec)
-    SubGraph.AddInputs(b, graph_inputs)
-    SubGraph.AddOutputs(b, graph_outputs)
-    SubGraph.AddOperators(b, operator_vec)
-    graph = SubGraph.End(b)
+    graph = subgraph(b, tensors, [operator], 1)
     OperatorCode.Start(b)
     OperatorCode.AddBuiltinCode(b, BuiltinOperator.LEAKY_RELU)
     OperatorCode.AddDeprecatedBuiltinCode(b, BuiltinOperator.LEAKY_RELU)
     OperatorCode.AddVersion(b, 2)
     code = OperatorCode.End(b)
-    buffers = []
-    for _ in range(3):  # buffer 0 is the empty sentinel
-        Buffer.Start(b)
-        buffers.append(Buffer.End(b))
-    buffer_vec = _offsets(b, Model.StartBuffersVector, buffers)
-    code_vec = _offsets(b, Model.StartOperatorCodesVector, [code])
-    graph_vec = _offsets(b, Model.StartSubgraphsVector, [graph])
-    Model.Start(b)
-    Model.AddVersion(b, 3)
-    Model.AddOperatorCodes(b, code_vec)
-    Model.AddSubgraphs(b, graph_vec)
-    Model.AddBuffers(b, buffer_vec)
-    b.Finish(Model.End(b), file_identifier=b"TFL3")
-    return bytes(b.Output())
+    return finish_model(b, graph, [code], 2)
 
 
 @pytest.mark.parametrize("alpha", [0.1, 0.77, 2.5])

@@ -28,7 +28,7 @@ from toolkit.sim.outstage import NATURAL, TFL
 from toolkit.sim.registers import RegisterFile
 from toolkit.targets import load_target
 
-from .tflite_builder import seeded_outputs, unary_chain
+from .tflite_builder import linear_feature_maps, seeded_outputs, unary_chain
 
 ACC = "ethos-u55-128"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -211,20 +211,10 @@ def _elementwise(mode: int, a, b=None, *, ifm_size=4, ofm_size=4, ofm_scale=(1, 
     def put(name, value, data=None):
         rf.write(Command(0, "NPU_SET_" + name, value, data))
 
-    fms = [("IFM", 0, ifm_size, n), ("OFM", 64 * n, ofm_size, n)]
+    fms = [("IFM", 0, ifm_size, n, 0), ("OFM", 64 * n, ofm_size, n, ofm_zp)]
     if b is not None:
-        fms.append(("IFM2", 32 * n, 4, b.size))
-    for fm, base, size, depth in fms:
-        put(f"{fm}_REGION", 1)
-        for i in range(4):
-            put(f"{fm}_BASE{i}", 0, base)
-        put(f"{fm}_HEIGHT0_M1", 0)
-        put(f"{fm}_HEIGHT1_M1", 0)
-        put(f"{fm}_WIDTH0_M1", 0)
-        put(f"{fm}_STRIDE_Y", 0, depth * size)
-        put(f"{fm}_STRIDE_X", 0, depth * size)
-        put(f"{fm}_STRIDE_C", 0, size)
-        put(f"{fm}_ZERO_POINT", (ofm_zp if fm == "OFM" else 0) & 0xFFFF)
+        fms.append(("IFM2", 32 * n, 4, b.size, 0))
+    linear_feature_maps(put, fms)
     put("IFM_PRECISION", 1 | _SIZE_CODE[ifm_size] << 2 | rounding << 14)
     put("IFM2_PRECISION", 1 | _SIZE_CODE[4] << 2)
     put("OFM_PRECISION", int(ofm_signed) | _SIZE_CODE[ofm_size] << 1 | global_scale << 8

@@ -80,16 +80,7 @@ def unary_chain(ops: list[tuple[str, tuple[float, int]]], shape: tuple[int, ...]
         Operator.AddInputs(b, inputs)
         Operator.AddOutputs(b, outputs)
         operators.append(Operator.End(b))
-    tensor_vec = _offsets(b, SubGraph.StartTensorsVector, tensors)
-    operator_vec = _offsets(b, SubGraph.StartOperatorsVector, operators)
-    graph_inputs = _ints(b, SubGraph.StartInputsVector, [0])
-    graph_outputs = _ints(b, SubGraph.StartOutputsVector, [len(ops)])
-    SubGraph.Start(b)
-    SubGraph.AddTensors(b, tensor_vec)
-    SubGraph.AddInputs(b, graph_inputs)
-    SubGraph.AddOutputs(b, graph_outputs)
-    SubGraph.AddOperators(b, operator_vec)
-    graph = SubGraph.End(b)
+    graph = subgraph(b, tensors, operators, len(ops))
     codes = []
     for op in names:
         code = getattr(BuiltinOperator, op)
@@ -98,8 +89,28 @@ def unary_chain(ops: list[tuple[str, tuple[float, int]]], shape: tuple[int, ...]
         OperatorCode.AddDeprecatedBuiltinCode(b, min(code, 127))
         OperatorCode.AddVersion(b, _VERSIONS.get(op, 1))
         codes.append(OperatorCode.End(b))
+    return finish_model(b, graph, codes, len(tensors))
+
+
+def subgraph(b: flatbuffers.Builder, tensors: list[int], operators: list[int],
+             output: int) -> int:
+    """A SubGraph table: tensor 0 is the input, tensor `output` the output."""
+    tensor_vec = _offsets(b, SubGraph.StartTensorsVector, tensors)
+    operator_vec = _offsets(b, SubGraph.StartOperatorsVector, operators)
+    graph_inputs = _ints(b, SubGraph.StartInputsVector, [0])
+    graph_outputs = _ints(b, SubGraph.StartOutputsVector, [output])
+    SubGraph.Start(b)
+    SubGraph.AddTensors(b, tensor_vec)
+    SubGraph.AddInputs(b, graph_inputs)
+    SubGraph.AddOutputs(b, graph_outputs)
+    SubGraph.AddOperators(b, operator_vec)
+    return SubGraph.End(b)
+
+
+def finish_model(b: flatbuffers.Builder, graph: int, codes: list[int], tensors: int) -> bytes:
+    """The Model table around one subgraph, one empty buffer per tensor, as .tflite bytes."""
     buffers = []
-    for _ in range(len(tensors) + 1):  # buffer 0 is the empty sentinel
+    for _ in range(tensors + 1):  # buffer 0 is the empty sentinel
         Buffer.Start(b)
         buffers.append(Buffer.End(b))
     buffer_vec = _offsets(b, Model.StartBuffersVector, buffers)
@@ -112,6 +123,22 @@ def unary_chain(ops: list[tuple[str, tuple[float, int]]], shape: tuple[int, ...]
     Model.AddBuffers(b, buffer_vec)
     b.Finish(Model.End(b), file_identifier=b"TFL3")
     return bytes(b.Output())
+
+
+def linear_feature_maps(put, fms) -> None:
+    """Registers of 1x1xN feature maps in NHWC, region 1: (name, base, element size, depth,
+    zero point) each; `put(register, value, data=None)` writes one register."""
+    for fm, base, elem, depth, zp in fms:
+        put(f"{fm}_REGION", 1)
+        for i in range(4):
+            put(f"{fm}_BASE{i}", 0, base)
+        put(f"{fm}_HEIGHT0_M1", 0)
+        put(f"{fm}_HEIGHT1_M1", 0)
+        put(f"{fm}_WIDTH0_M1", 0)
+        put(f"{fm}_STRIDE_Y", 0, depth * elem)
+        put(f"{fm}_STRIDE_X", 0, depth * elem)
+        put(f"{fm}_STRIDE_C", 0, elem)
+        put(f"{fm}_ZERO_POINT", zp & 0xFFFF)
 
 
 def seeded_outputs(payload, shape, count: int, accelerator: str) -> list[list[int]]:
