@@ -18,11 +18,12 @@ import numpy as np
 
 from ..errors import UserError
 from ..pipeline import Job, JobResult, report_dict, run_job
-from ..runners.select import select_runner
+from ..runners.select import runner_for_model, select_runner
 from ..targets import load_target
 from ..versions import tool_versions
 from .results import base_record, encode_codes, run_key
-from .suite import RunSpec, model_file, model_file_sha256
+from ..models.loader import model_file
+from .suite import RunSpec, model_file_sha256
 
 
 def _output_codes(result: JobResult, variant: str) -> list[dict[str, Any]]:
@@ -68,16 +69,6 @@ def _ok_fields(result: JobResult, variant: str, note: str) -> dict[str, Any]:
     }
 
 
-def _runner_name(spec: RunSpec) -> str:
-    """A .tflite model runs on the simulator only, as etk deploy has it."""
-    if not spec.is_tflite:
-        return spec.runner
-    if spec.runner not in ("auto", "sim"):
-        raise UserError(f"a .tflite model runs on the simulator only (it has no .pte or TOSA "
-                        f"graph for the {spec.runner} runner): give it runners = [\"sim\"]")
-    return "sim"
-
-
 def _check_model_file(spec: RunSpec) -> None:
     """The file still holds what the run key says: an edit after the suite was expanded fails
     the run rather than recording new figures under the old contents' key."""
@@ -100,7 +91,7 @@ def execute_run(spec: RunSpec, out_root: str) -> dict[str, Any]:
     try:
         target = load_target(spec.target)
         npu = target.npu(spec.npu, spec.vela.system_config, spec.vela.memory_mode)
-        runner, note = select_runner(_runner_name(spec), target, npu)
+        runner, note = select_runner(runner_for_model(spec.model, spec.runner), target, npu)
         _check_model_file(spec)
         job = Job(model=spec.model, target=spec.target, variants=(spec.variant,), npu=spec.npu,
                   system_config=spec.vela.system_config, memory_mode=spec.vela.memory_mode,

@@ -71,10 +71,6 @@ class RunSpec:
     model_sha256: str | None = None  # a file model's contents when the suite was expanded
 
     @property
-    def is_tflite(self) -> bool:
-        return is_tflite(self.model)
-
-    @property
     def label(self) -> str:
         return (f"{self.model} {self.variant} {self.npu} vela={self.vela.name} "
                 f"runner={self.runner}")
@@ -118,21 +114,11 @@ def is_tflite(model: str) -> bool:
     return model.endswith(".tflite")
 
 
-def model_file(model: str) -> Path | None:
-    """The file a MODEL spec is read from (the .py file of path.py:Name), as the loader finds it:
-    relative paths are relative to the current directory, not to the suite file. None for zoo:."""
-    if model.startswith("zoo:"):
-        return None
-    if model.endswith((".pt2", ".tflite")):
-        return Path(model)
-    if ":" in Path(model).name or (":" in model and not Path(model).exists()):
-        return Path(model.rpartition(":")[0])
-    return Path(model)
-
-
 def model_file_sha256(model: str) -> str | None:
     """sha256 of a file model's bytes; None for zoo models and for a file that is not there (the
     run then fails saying so)."""
+    from ..models.loader import model_file  # here: the loader imports torch
+
     path = model_file(model)
     if path is None or not path.is_file():
         return None

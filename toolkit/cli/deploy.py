@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import UserError
-from ..runners.select import RUNNER_CHOICES, select_runner
+from ..runners.select import RUNNER_CHOICES, runner_for_model, select_runner
 from ..targets import load_target
 from .common import add_job_arguments, job_from_args, progress_printer, show
 
@@ -15,11 +15,8 @@ def _deploy(args) -> int:
     npu = target.npu(args.npu, args.system_config, args.memory_mode)
     if (args.port or args.baud) and args.runner != "serial":
         raise UserError("--port and --baud are for --runner serial")
-    if args.model.endswith(".tflite") and args.runner not in ("auto", "sim"):
-        raise UserError(f"a .tflite model runs on the simulator only (it has no .pte for the "
-                        f"{args.runner} runner): use --runner sim")
-    runner_name = "sim" if args.model.endswith(".tflite") else args.runner
-    runner, note = select_runner(runner_name, target, npu, runner_elf=args.runner_elf,
+    runner, note = select_runner(runner_for_model(args.model, args.runner), target, npu,
+                                 runner_elf=args.runner_elf,
                                  port=args.port, baud=args.baud)
     variants = ("fused", "unfused") if args.compare_fusion else (
         "fused" if args.fusion == "on" else "unfused",)

@@ -14,6 +14,17 @@ from ..targets import Target
 RUNNER_CHOICES = ("auto", "fvp", "sim", "tosa-ref", "serial")
 
 
+def runner_for_model(model: str, runner: str) -> str:
+    """The runner a model can use. A .tflite file is compiled by Vela as it is: there is no .pte
+    or TOSA graph, only the command stream, so it runs on the simulator."""
+    if not model.endswith(".tflite"):
+        return runner
+    if runner not in ("auto", "sim"):
+        raise UserError(f"a .tflite model runs on the simulator only (it has no .pte or TOSA "
+                        f"graph for the {runner} runner): use the sim runner")
+    return "sim"
+
+
 def candidate_runners(runner_elf: str | None = None) -> list:
     # imported here: the runners pull in torch, which `etk --help` should not wait for
     from .fvp import FvpRunner

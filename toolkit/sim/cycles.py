@@ -196,14 +196,20 @@ def _pipeline_stalls(rec: OpRecord, geo: _Geometry, accelerator: str, steps: int
     return stalls
 
 
+def _activation_cost(rec: OpRecord, accelerator: str, override: float | None) -> float:
+    """Cycles per element of the activation the ACTIVATION register selects (clip: none)."""
+    if override is not None:
+        return override
+    return ACTIVATION[accelerator][0] if rec.activation != 0 else 0.0
+
+
 def output_cycles_per_element(rec: OpRecord, accelerator: str,
                               activation_cost: float | None = None) -> float:
     """Output stage by accumulator and operation, or the activation unit if that is slower.
     `activation_cost` replaces what the ACTIVATION register selects (for what-if comparisons)."""
     acc32, acc40, maxpool = OUTPUT[accelerator]
     per_elem = acc40 if rec.acc_40bit else (maxpool if rec.kind == "pool.max" else acc32)
-    if activation_cost is None:
-        activation_cost = ACTIVATION[accelerator][0] if rec.activation != 0 else 0.0
+    activation_cost = _activation_cost(rec, accelerator, activation_cost)
     return max(per_elem, activation_cost)
 
 
@@ -296,8 +302,7 @@ def _elementwise_cycles(rec: OpRecord, accelerator: str, memory: MemorySystem,
     add16, add32, mul, wide, other = ELEMENTWISE[accelerator]
     per_elem = (wide if rec.ifm_elem_size == 4 else mul if rec.kind == "elementwise.mul" else
                 (add32 if rec.operand_scale_32bit else add16) if rec.kind in _ADD_SUB else other)
-    if activation_cost is None:
-        activation_cost = ACTIVATION[accelerator][0] if rec.activation != 0 else 0.0
+    activation_cost = _activation_cost(rec, accelerator, activation_cost)
     first_in, last_out = _block_transfer(rec, _geometry(rec, accelerator), memory)
     compute = max(per_elem, activation_cost) * math.prod(rec.ofm_shape) + first_in + last_out
     per_port: dict[str, float] = {}
@@ -309,7 +314,7 @@ def _elementwise_cycles(rec: OpRecord, accelerator: str, memory: MemorySystem,
 
 @dataclass(frozen=True)
 class OpTiming:
-    compute: int  # the NPU's own work (MAC array, output stage, block pipeline; DMA)
+    compute: int  # the NPU's own work (MAC array, output stage, block pipeline); 0 for a DMA
     total: int  # the longest of compute and each memory's access cycles
 
 
