@@ -262,14 +262,6 @@ def test_lower_bound_not_zero_is_not_fused(npu, tmp_path, form):
     assert _end_to_end_steps(built, "fused") <= END_TO_END_STEPS
 
 
-@pytest.mark.skip(reason="per-channel output quantization is not constructible through our "
-                         "quantizer: activations are always per-tensor (ExecuTorch's Arm "
-                         "quantizer and TOSA RESCALE lowering only take per-tensor activation "
-                         "qparams); decisions.py would report 'not quantized per tensor'")
-def test_per_channel_output_is_not_fused():
-    """Per-channel output quantization: not constructible through make_quantizer (see skip)."""
-
-
 # --- zero point above qmin ------------------------------------------------------------------------
 
 FORCED_ZERO_POINT = -120

@@ -23,9 +23,12 @@ def test_tiny_blocks_bit_exact(etk_deploy, model, fusion):
 def test_ds_cnn_fusion_keeps_cycles(etk_deploy):
     fused = etk_deploy("zoo:ds_cnn", fusion="on")
     unfused = etk_deploy("zoo:ds_cnn", fusion="off")
-    # Fused and unfused execute the same NPU operations; only the estimator may tell them apart.
-    if fused.cycles.kind != "estimate":
-        assert fused.cycles.npu_cycles <= unfused.cycles.npu_cycles * 1.02
+    # Fused and unfused execute the same NPU operations; only Vela's estimator tells them apart
+    # (facts: the activation-cost artifact), so an estimate cannot answer this question.
+    if fused.cycles.kind == "estimate":
+        pytest.skip("the runner gives only Vela's estimate: cycles of the two variants need a "
+                    "simulated or measured figure")
+    assert fused.cycles.npu_cycles <= unfused.cycles.npu_cycles * 1.02
 
 
 @pytest.mark.etk_tolerance(lsb=0)  # seeded random weights: SQNR vs float is not meaningful here

@@ -10,11 +10,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 
 from ..console_capture import capture_fds
 from ..errors import ToolError, UserError
 
-VERB_MODULES = ("bench", "compile", "deploy", "diff", "info", "ports")
+VERB_MODULES = ("bench", "compile", "deploy", "diff", "doctor", "ports", "targets")
 # verbs that load torch and ExecuTorch (the others start in a fraction of a second)
 TORCH_VERBS = frozenset({"bench", "compile", "compare", "deploy"})
 
@@ -30,6 +31,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def quiet_third_party_warnings() -> None:
+    """Warnings from torch, torchao, ExecuTorch and the like (pages of FutureWarnings on every
+    run) are not for our users; our own still show."""
+    warnings.filterwarnings("ignore")
+    warnings.filterwarnings("default", module=r"toolkit(\.|$)")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser()
@@ -37,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    if not args.debug:
+        quiet_third_party_warnings()
     if args.verb in TORCH_VERBS and not args.debug:
         with capture_fds((2,)):  # torchao's import-time chatter about optional CUDA kernels
             importlib.import_module("toolkit.pipeline")

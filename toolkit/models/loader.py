@@ -68,6 +68,12 @@ def _import_file(path: Path):
         raise UserError(f"{path} cannot be imported as a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
+    # As `python file.py` would: the file's folder is importable, so a model split over several
+    # files (`from blocks import InvertedResidual`) loads.
+    # It stays importable: a constructor may import lazily.
+    folder = str(Path(path).resolve().parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
     try:
         spec.loader.exec_module(module)
     except Exception as exc:

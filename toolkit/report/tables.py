@@ -71,10 +71,24 @@ def rows(result: JobResult) -> tuple[list[str], list[list[str]]]:
     return header, table
 
 
-def notes(result: JobResult) -> list[str]:
+TERMINAL_LAYER_DELTAS = 3
+
+
+def _runner_line(note: str, terse: bool) -> str:
+    """The runner sentence; in the terminal without the paragraph on why the others cannot run
+    (select_runner appends it as ' (not ...)'), which `etk doctor` and report.md give in full."""
+    chosen, sep, _why_not = note.partition(" (not ")
+    if terse and sep:
+        return f"Runner: {chosen} (other runners unavailable here: `etk doctor` says how to add them)"
+    return f"Runner: {note}"
+
+
+def notes(result: JobResult, terse: bool = False) -> list[str]:
+    """Notes under the table; terse (the terminal) keeps each to a line or a few, report.md has
+    them all."""
     lines = []
     if result.runner_note:
-        lines.append(f"Runner: {result.runner_note}")
+        lines.append(_runner_line(result.runner_note, terse))
     for name, v in result.variants.items():
         if len(v.program.delegates) > 1:
             lines.append(f"WARNING {name}: the model is split into {len(v.program.delegates)} "
@@ -90,7 +104,13 @@ def notes(result: JobResult) -> list[str]:
                 lines.append(f"{name}: {d.activation} after {d.parent}: {d.reason}")
     if result.comparison:
         lines.extend(result.comparison.notes)
-        for delta in result.comparison.layer_deltas:
+        deltas = list(result.comparison.layer_deltas)
+        if terse and len(deltas) > TERMINAL_LAYER_DELTAS:
+            lines.append(f"  the estimate differs on {len(deltas)} operations that are the same in "
+                         f"both variants; the {TERMINAL_LAYER_DELTAS} largest (all in report.md):")
+            deltas = sorted(deltas, key=lambda d: -abs(d.fused_cycles - d.unfused_cycles))
+            deltas = deltas[:TERMINAL_LAYER_DELTAS]
+        for delta in deltas:
             lines.append(f"  estimate differs on the same operation: delegate {delta.delegate} "
                          f"{delta.operator} {delta.name}: fused {delta.fused_cycles:,} vs unfused "
                          f"{delta.unfused_cycles:,} cycles")
@@ -108,7 +128,7 @@ def print_result(result: JobResult, console: Console | None = None) -> None:
     for row in table:
         rich_table.add_row(*row)
     console.print(rich_table)
-    for line in notes(result):
+    for line in notes(result, terse=True):
         console.print(line, markup=False)
     console.print(f"report: {result.report_path}", markup=False)
 

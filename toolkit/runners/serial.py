@@ -190,7 +190,7 @@ class SerialRunner:
         board = target.board_spec
         if board is None:
             raise UserError(f"target '{target.name}' has no [board] table in {target.source}: "
-                            f"use a board target (see `etk info targets`) for --runner serial")
+                            f"use a board target (see `etk targets`) for --runner serial")
         port = self.port or board.port
         if not port:
             raise UserError(f"no serial port for {board.name}: pass --port (see `etk ports`) or "

@@ -9,12 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from toolkit.cli import info
+from toolkit.cli import doctor, targets
 
 
 def _etk(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="etk")
-    info.register(parser.add_subparsers(dest="verb"))
+    subparsers = parser.add_subparsers(dest="verb")
+    targets.register(subparsers)
+    doctor.register(subparsers)
     args = parser.parse_args(argv)
     return args.func(args)
 

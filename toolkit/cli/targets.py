@@ -1,29 +1,16 @@
-"""`etk targets` and `etk doctor`: what this machine can run, and what is missing."""
+"""`etk targets`: the targets, their NPU configurations, and which runners work on this machine."""
 
 from __future__ import annotations
 
 import argparse
-import sys
-from importlib import metadata
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
-from ..runners.fvp import (
-    FvpRunner,
-    find_fvp,
-    find_runner_elf,
-    how_to_build_runner,
-    how_to_get_fvp,
-)
+from ..runners.fvp import FvpRunner
 from ..runners.select import candidate_runners
 from ..targets import Target, list_targets
-
-# (label, distribution) pairs etk doctor reports.
-DISTRIBUTIONS = (("torch", "torch"), ("executorch", "executorch"),
-                 ("ethos-u-vela", "ethos-u-vela"), ("tosa-tools", "tosa-tools"),
-                 ("toolkit", "ethos-u-toolkit"))
+from .console import plain_console
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -32,11 +19,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     targets.add_argument("--runner-elf", type=Path,
                          help="the semihosting executor runner ELF to check for the FVP runner")
     targets.set_defaults(func=run_targets)
-    doctor = subparsers.add_parser(
-        "doctor", help="tool chain versions; FVP binaries and runner ELF found or missing")
-    doctor.add_argument("--runner-elf", type=Path,
-                        help="the semihosting executor runner ELF to check")
-    doctor.set_defaults(func=run_doctor)
 
 
 def _families(target: Target) -> dict[str, list[str]]:
@@ -88,53 +70,10 @@ def run_targets(args: argparse.Namespace) -> int:
                 f"{family}: " + ", ".join(a.rsplit("-", 1)[1] for a in accelerators),
                 f"{npu.system_config}\n{npu.memory_mode}",
                 *(notes.cell(_why_not(r, target, npu.accelerator)) for r in runners))
-    console = _console()
+    console = plain_console()
     console.print(table)
     for n, note in enumerate(notes.items, 1):
         console.print(f"({n}) {note}", soft_wrap=True)
     console.print("The Vela system config and memory mode must match how the runner ELF was "
                   "built; edit the target file when your build differs.", soft_wrap=True)
-    return 0
-
-
-def _console() -> Console:
-    console = Console(markup=False, highlight=False)
-    if not console.is_terminal:  # piped or captured: no terminal width to fit
-        console.width = 120
-    return console
-
-
-def _version(distribution: str) -> str:
-    try:
-        return metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return "not installed"
-
-
-def run_doctor(args: argparse.Namespace) -> int:
-    lines = [f"{'python':<14}{sys.version.split()[0]}"]
-    lines += [f"{label:<14}{_version(dist)}" for label, dist in DISTRIBUTIONS]
-    targets = list_targets()
-    lines.append("FVP binaries (searched in ETK_FVP_PATH, then PATH):")
-    binaries = sorted({b for t in targets if t.fvp for b in t.fvp.binaries.values()})
-    for binary in binaries:
-        found = find_fvp(binary)
-        lines.append(f"  {binary}: " + (f"found at {found}" if found
-                                         else f"missing; {how_to_get_fvp(binary)}"))
-    lines.append("executor runner ELF (--runner-elf, ETK_RUNNER_ELF, or fvp.runner_elf in the "
-                 "target file):")
-    for target in targets:
-        if target.fvp is None:
-            continue
-        elf = find_runner_elf(target, args.runner_elf)
-        how = how_to_build_runner(target, target.npu())
-        if elf.path is None:
-            lines.append(f"  {target.name}: missing; {how}")
-        elif elf.path.is_file():
-            lines.append(f"  {target.name}: found at {elf.path} (from {elf.source})")
-        else:
-            lines.append(f"  {target.name}: {elf.path} (from {elf.source}) does not exist; {how}")
-    console = _console()
-    for line in lines:
-        console.print(line, soft_wrap=True)
     return 0
