@@ -27,8 +27,6 @@ class LayerDelta:
 @dataclass(frozen=True)
 class VariantComparison:
     same_npu_operations: bool
-    fused_npu_ops: int
-    unfused_npu_ops: int
     estimate_delta_npu_cycles: int  # fused - unfused
     layer_deltas: tuple[LayerDelta, ...]  # layers whose estimate differs, same operation in both
     estimator_effect: bool  # estimates differ although the NPU executes the same operations
@@ -87,5 +85,5 @@ def compare_variants(fused: Program, unfused: Program) -> VariantComparison:
     if differences:
         notes.append("Command streams differ only in: " + ", ".join(
             f"{name} ({count} operations)" for name, count in differences.items()))
-    return VariantComparison(same_ops, fused.npu_ops, unfused.npu_ops, delta, tuple(deltas),
+    return VariantComparison(same_ops, delta, tuple(deltas),
                              effect, tuple(notes), differences)
