@@ -244,7 +244,7 @@ def run_program(model: FvpModel, cwd: Path, argv: list[str], time_limit: int) ->
     _perf("NOTE: CPU cycle values and ratio calculations require FPGA and identical CPU/NPU "
           "frequency")
     _perf("Ethos-U PMU report:")
-    _perf(f"ethosu_pmu_cycle_cntr :  {NPU_CYCLES} ({NPU_CYCLES:.2f} per inference)")
+    _perf(f"ethosu_pmu_cycle_cntr : {NPU_CYCLES} ({NPU_CYCLES:.2f} per inference)")
     for i in range(len(events)):
         count = PMU_EVENT_COUNTS[i]
         _perf(f"ethosu_pmu_cntr{i} : {count} ({count:.2f} per inference)")

@@ -25,7 +25,7 @@ from ..npu import NpuConfig
 from ..targets import FvpSpec, Target
 from .base import Availability
 from .tensor_checks import check_tensors
-from .uart_log import Count, UartLog, UartLogParser
+from .uart_log import Count, UartLog, UartLogParser, axi_beats
 
 FVP_DOWNLOAD_URL = "https://developer.arm.com/downloads/-/arm-ecosystem-fvps"
 SEMIHOSTING_CMD_LINE_MAX = 255  # the FVP truncates longer semihosting command lines
@@ -340,6 +340,7 @@ def _details(log: UartLog, log_path: Path, argv: list[str], program: Program,
              target: Target) -> dict:
     details: dict = {
         "pmu_counters": {c.name: _per_inference(c.count) for c in log.pmu_counters},
+        "beats": axi_beats(log.pmu_counters),
         "inferences": log.inferences,
         "log": str(log_path),
         "command": argv,

@@ -36,14 +36,16 @@ def candidate_runners(runner_elf: str | None = None) -> list:
 
 
 def select_runner(name: str, target: Target, npu: NpuConfig, runner_elf: str | None = None,
-                  port: str | None = None, baud: int | None = None) -> tuple[object, str]:
+                  port: str | None = None, baud: int | None = None, build: bool = True,
+                  flash: bool = True) -> tuple[object, str]:
     """(runner, a sentence saying which runs and what its cycles are, and why not the others)."""
     skipped = []
     runners = candidate_runners(runner_elf)
     if name == "serial":
         from .serial import SerialRunner
 
-        runners = [SerialRunner(port, baud, Path(runner_elf) if runner_elf else None)]
+        runners = [SerialRunner(port, baud, Path(runner_elf) if runner_elf else None,
+                                build=build, flash=flash)]
     for runner in runners:
         if name not in ("auto", runner.name):
             continue
