@@ -12,7 +12,7 @@ def _deploy(args) -> int:
     from ..pipeline import run_job
 
     target = load_target(args.target)
-    npu = target.npu(args.npu, args.system_config, args.memory_mode)
+    npu = target.npu(args.npu, args.system_config, args.memory_mode, args.vela_config)
     if (args.port or args.baud or args.no_build or args.no_flash) and args.runner != "serial":
         raise UserError("--port, --baud, --no-build and --no-flash are for --runner serial")
     runner, note = select_runner(runner_for_model(args.model, args.runner), target, npu,
