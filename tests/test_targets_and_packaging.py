@@ -17,10 +17,11 @@ def test_builtin_targets():
     c300 = load_target("corstone-300")
     assert c300.npu().accelerator == "ethos-u55-128"
     assert c300.npu("ethos-u65-256").system_config == "Ethos_U65_High_End"
-    assert c300.npu("ethos-u65-256").memory_mode == "Dedicated_Sram_384KB"
+    assert c300.npu("ethos-u65-256").memory_mode == "Sram_Only"  # build_executor_runner.sh
     assert c300.fvp.binary_for("ethos-u65-256") == "FVP_Corstone_SSE-300_Ethos-U65"
     c320 = load_target("corstone-320")
-    assert (c320.npu().accelerator, c320.npu().memory_mode) == ("ethos-u85-256", "Sram_Only")
+    assert (c320.npu().accelerator, c320.npu().memory_mode) == ("ethos-u85-256",
+                                                                "Dedicated_Sram_384KB")
     assert c320.fvp.config_file.name == "corstone-320.txt"
 
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import configparser
 from dataclasses import dataclass
+from pathlib import Path
 
 from .errors import UserError
+
+ARM_VELA_INI = "Arm/vela.ini"  # Vela's own configurations, in its config_files folder
 
 # Accelerator configurations Vela 5.1 accepts (`vela --help`).
 KNOWN_ACCELERATORS = (
@@ -28,7 +32,7 @@ class NpuConfig:
     accelerator: str  # e.g. "ethos-u55-128"
     system_config: str
     memory_mode: str
-    config_ini: str = "Arm/vela.ini"
+    config_ini: str = ARM_VELA_INI  # or the path of a vendor's ini (--vela-config)
 
     @property
     def family(self) -> str:
@@ -64,3 +68,35 @@ def npu_config(accelerator: str, system_config: str | None = None,
     family = accelerator.rsplit("-", 1)[0]
     default_system, default_memory = DEFAULT_VELA_SYSTEM[family]
     return NpuConfig(accelerator, system_config or default_system, memory_mode or default_memory)
+
+
+def vela_ini_path(config_ini: str) -> Path:
+    """The file behind NpuConfig.config_ini: Vela's own, or a vendor file given by path."""
+    if config_ini != ARM_VELA_INI:
+        return Path(config_ini)
+    import ethosu.vela
+
+    return Path(ethosu.vela.__file__).parent.parent / "config_files" / ARM_VELA_INI
+
+
+def vendor_npu_config(npu: NpuConfig, ini: Path, what: str) -> NpuConfig:
+    """npu compiled with a vendor's Vela ini (an absolute path); UserError unless the file holds
+    npu's system config and memory mode. what names where the file came from."""
+    ini = Path(ini).expanduser()
+    if not ini.is_file():
+        raise UserError(f"Vela config {ini} ({what}) not found: give the path of an existing "
+                        f".ini file (e.g. Alif's ensemble_vela.ini from "
+                        f"alifsemi/alif_ml-embedded-evaluation-kit scripts/vela/)")
+    parser = configparser.ConfigParser()
+    try:
+        parser.read(ini)
+    except configparser.Error as exc:
+        raise UserError(f"Vela config {ini} ({what}) is not a valid ini file: "
+                        f"{str(exc).splitlines()[0]}") from None
+    for kind, name, flag in (("System_Config", npu.system_config, "--system-config"),
+                             ("Memory_Mode", npu.memory_mode, "--memory-mode")):
+        if f"{kind}.{name}" not in parser:
+            known = [s.split(".", 1)[1] for s in parser.sections() if s.startswith(f"{kind}.")]
+            raise UserError(f"Vela config {ini} ({what}) has no {kind} '{name}': pass {flag} "
+                            f"with one of {', '.join(known) or 'none'}")
+    return NpuConfig(npu.accelerator, npu.system_config, npu.memory_mode, str(ini.resolve()))

@@ -51,6 +51,7 @@ class Job:
     npu: str | None = None
     system_config: str | None = None
     memory_mode: str | None = None
+    vela_config: Path | None = None  # a vendor's Vela ini (--vela-config)
     input_shape: str | None = None
     calibration_samples: int = 8
     calibration_dir: Path | None = None
@@ -128,7 +129,7 @@ def _tflite_variant(job: Job, npu: NpuConfig, target: Target, runner,
 def run_job(job: Job, progress: Callable[[str], None] = lambda _: None, runner=None,
             runner_note: str = "") -> JobResult:
     target = load_target(job.target)
-    npu = target.npu(job.npu, job.system_config, job.memory_mode)
+    npu = target.npu(job.npu, job.system_config, job.memory_mode, job.vela_config)
     if job.model.endswith(".tflite"):
         model, variant = _tflite_variant(job, npu, target, runner, progress)
         result = JobResult(job, model, target, npu, "none (a quantized .tflite file)",
@@ -192,7 +193,7 @@ def report_dict(result: JobResult) -> dict[str, Any]:
         "target": result.target.name,
         "npu": result.npu.accelerator,
         "vela": {"version": vela_version(), "system_config": result.npu.system_config,
-                 "memory_mode": result.npu.memory_mode,
+                 "memory_mode": result.npu.memory_mode, "config": result.npu.config_ini,
                  "flags": list(next(iter(result.variants.values())).program.vela_flags)},
         "versions": tool_versions(),
         "seeds": {"calibration": job.seed, "evaluation": job.seed + EVAL_SEED_OFFSET},

@@ -16,7 +16,7 @@ from typing import Any, Literal
 import tomllib
 
 from .errors import UserError
-from .npu import DEFAULT_VELA_SYSTEM, NpuConfig, check_accelerator
+from .npu import DEFAULT_VELA_SYSTEM, NpuConfig, check_accelerator, vendor_npu_config
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -98,10 +98,12 @@ class Target:
     fvp: FvpSpec | None = None
     board: dict[str, Any] | None = field(default=None)
     board_spec: BoardSpec | None = None
+    vela_config: str | None = None  # [npu.vela] config: a vendor's Vela ini (else Vela's own)
 
     def npu(self, accelerator: str | None = None, system_config: str | None = None,
-            memory_mode: str | None = None) -> NpuConfig:
-        """The NPU configuration to compile for, with user overrides applied."""
+            memory_mode: str | None = None, vela_config: str | Path | None = None) -> NpuConfig:
+        """The NPU configuration to compile for, with user overrides applied (--vela-config
+        wins over the target's [npu.vela] config)."""
         accelerator = accelerator or self.default_npu
         check_accelerator(accelerator)
         if accelerator not in self.supported_npus:
@@ -110,8 +112,14 @@ class Target:
                 f"{', '.join(self.supported_npus)} (or add a target file in targets/)")
         family = accelerator.rsplit("-", 1)[0]
         default_system, default_memory = self.vela_system.get(family, DEFAULT_VELA_SYSTEM[family])
-        return NpuConfig(accelerator, system_config or default_system,
-                         memory_mode or default_memory)
+        npu = NpuConfig(accelerator, system_config or default_system, memory_mode or default_memory)
+        if vela_config is not None:
+            return vendor_npu_config(npu, Path(vela_config), "--vela-config")
+        if self.vela_config is not None:
+            path = Path(os.path.expandvars(self.vela_config)).expanduser()
+            path = path if path.is_absolute() else self.source.parent / path
+            return vendor_npu_config(npu, path, f"npu.vela.config in {self.source}")
+        return npu
 
 
 class _Table:
@@ -248,8 +256,10 @@ def load_target_file(path: Path) -> Target:
         raise UserError(f"target file {path}: npu.default '{default_npu}' is not in npu.supported")
     vela_system = {}
     vela = npu.table("vela", required=False)
+    vela_config = None
     if vela is not None:
-        for family in vela.data:
+        vela_config = vela.get("config", str, "the path of a Vela .ini file", default=None)
+        for family in (k for k in vela.data if k != "config"):
             fam = vela.table(family)
             vela_system[family] = (
                 fam.get("system_config", str, "a Vela system config name"),
@@ -267,6 +277,7 @@ def load_target_file(path: Path) -> Target:
         fvp=_parse_fvp(fvp) if fvp is not None else None,
         board=board,
         board_spec=_parse_board(_Table(board, path, "board.")) if board is not None else None,
+        vela_config=vela_config,
     )
 
 

@@ -193,7 +193,7 @@ def test_availability_says_what_is_missing_and_how_to_get_it(tmp_path, monkeypat
     assert "Corstone-320 Ecosystem FVP from https://developer.arm.com/" in available.reason
     assert ("backends/arm/scripts/build_executor_runner.sh --pte=semihosting "
             "--target=ethos-u85-256 --system_config=Ethos_U85_SYS_DRAM_Mid "
-            "--memory_mode=Sram_Only") in available.reason
+            "--memory_mode=Dedicated_Sram_384KB") in available.reason
     with pytest.raises(UserError, match="cannot run on the FVP: FVP binary FVP_Corstone_SSE-320"):
         FvpRunner().run(_program(tmp_path, "corstone-320", "ethos-u85-256"), _inputs(), target)
 
@@ -208,7 +208,7 @@ def test_availability_with_the_stand_in(tmp_path, fvp_env):
 
 
 @pytest.mark.parametrize("extra, complaint", [
-    (["-C", "ethosu.extra_args=--fast"], "never pass extra_args"),
+    (["-C", "ethosu.extra_args=--fast"], "extra_args only as --fvp-fast passes it"),
     (["--fast", "1"], "unknown option --fast"),
     (["-C", "mps4_board.subsystem.ethosu.num_macs=256"], "not found in this model"),
 ])
@@ -239,3 +239,19 @@ def test_stand_in_is_not_on_the_package_path():
     assert not list(package.rglob("fake_fvp*")) and not list(package.rglob("board_emulator*"))
     # no package code knows where the stand-ins live
     assert not [p for p in package.rglob("*.py") if "stand_ins" in p.read_text()]
+
+
+def test_fvp_fast_checks_outputs_but_reports_no_cycles(tmp_path, fvp_env, reference, monkeypatch):
+    target = load_target("corstone-300")
+    program = _program(tmp_path, "corstone-300", "ethos-u55-128")
+    monkeypatch.setenv("ETK_FAKE_FVP_FAST", "1")
+    result = FvpRunner(time_limit_s=20, fast=True).run(program, _inputs(), target)
+
+    assert "ethosu.extra_args=--fast" in result.details["command"]
+    for got, want in zip(result.outputs, reference):
+        np.testing.assert_array_equal(got, want)
+    assert (result.cycles.kind, result.cycles.npu_cycles) == ("none", None)
+    assert result.cycles.note.startswith("the FVP's fast Ethos-U model does not model timing")
+    monkeypatch.delenv("ETK_FAKE_FVP_FAST")
+    with pytest.raises(ToolError, match="extra_args only as --fvp-fast passes it"):
+        FvpRunner(time_limit_s=20, fast=True).run(program, _inputs(), target)

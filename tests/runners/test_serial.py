@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -22,6 +23,7 @@ sys.path.insert(0, str(STAND_INS))
 from board_emulator import (
     CORRUPTION,
     CPU_CYCLES,
+    MLEK_COUNTS,
     NPU_CYCLES,
     PMU_EVENT_COUNTS,
     PMU_EVENTS,
@@ -29,6 +31,7 @@ from board_emulator import (
     BoardEmulator,
     Fault,
 )
+from board_flash import IMAGE, request_reset
 
 FLASH = shlex.join([sys.executable, str(STAND_INS / "board_flash.py")])
 BOARD_NAME = "emulated board"
@@ -219,3 +222,36 @@ def test_busy_port_names_who_holds_it(tmp_path, job):
 def test_flash_failures_are_clear(tmp_path, job, flash, message):
     with pytest.raises(ToolError, match=message):
         run_on_board(tmp_path, job, flash=flash, flash_time_limit_s=1)
+
+
+@pytest.mark.parametrize("fmt, faults", [("zephyr", ()), ("ml-kit", ()),
+                                         ("zephyr", (Fault("drop", (1,)),))])
+def test_own_firmware_in_zephyr_and_ml_kit_formats(tmp_path, job, fmt, faults):
+    """--no-build --no-flash: etk only listens; the user flashes and starts the firmware."""
+    program = job.variants["fused"].program
+    run_root = tmp_path / "run"
+    starts = []
+    with BoardEmulator(tmp_path / "board", [program], fmt=fmt, faults=faults) as emulator:
+        def user_starts_firmware(message):
+            starts.append(message)
+            shutil.copyfile(run_root / "serial-fused" / "program.bpte", emulator.flash_dir / IMAGE)
+            request_reset(emulator.flash_dir)
+
+        target = load_target(str(write_target(tmp_path, emulator.flash_dir, emulator.port,
+                                              flash="false", reset="manual")))
+        result = SerialRunner(run_root=run_root, build=False, flash=False,
+                              notify=user_starts_firmware).run(
+            program, list(job.variants["fused"].reference.inputs[0]), target)
+
+    assert starts[0].startswith(f"etk: listening on {emulator.port}: start your firmware now")
+    assert result.outputs[0].tobytes() == expected_outputs(job, "fused")[0].tobytes()
+    assert result.details["firmware"] == "the user's own (--no-flash)"
+    assert result.details["bundleio"] == []
+    assert len(starts) == result.details["attempts"] == (2 if faults else 1)
+    if fmt == "zephyr":  # hello-executorch prints no PMU report
+        assert result.cycles.kind == "none"
+    else:
+        assert (result.cycles.kind, result.cycles.npu_cycles) == ("measured", MLEK_COUNTS["TOTAL"])
+        assert result.details["beats"] == {"axi0_read": 1201, "axi0_write": 3403,
+                                           "axi1_read": 2302}
+        assert result.details["pmu_counters"] == {f"NPU {k}": v for k, v in MLEK_COUNTS.items()}

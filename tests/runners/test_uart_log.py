@@ -21,7 +21,7 @@ U55_LOG = "\n".join([
     PERF.format(line=240, msg="NOTE: CPU cycle values and ratio calculations require FPGA and "
                               "identical CPU/NPU frequency"),
     PERF.format(line=266, msg="Ethos-U PMU report:"),
-    PERF.format(line=271, msg="ethosu_pmu_cycle_cntr :  11840610 (5920305.00 per inference)"),
+    PERF.format(line=271, msg="ethosu_pmu_cycle_cntr : 11840610 (5920305.00 per inference)"),
     PERF.format(line=279, msg="ethosu_pmu_cntr0 : 719842 (359921.00 per inference)"),
     PERF.format(line=279, msg="ethosu_pmu_cntr1 : 0 (0.00 per inference)"),
     PERF.format(line=279, msg="ethosu_pmu_cntr2 : 12 (6.00 per inference)"),
@@ -63,11 +63,65 @@ def test_log_record_levels_and_older_format_without_function():
     assert log.complete
 
 
-def test_cycle_counter_needs_the_two_space_format_and_tolerates_none_per_inference():
-    two_spaces = parse_uart_log("ethosu_pmu_cycle_cntr :  42 (42.00 per inference)\n")
-    assert two_spaces.npu_cycles == Count(42, 42.0)
-    bare = parse_uart_log("ethosu_pmu_cycle_cntr : 7\n")  # older runners: printf, no per-inference
+def test_cycle_counter_as_printed_with_and_without_per_inference():
+    # "% " PRIu64: the space flag does nothing for an unsigned conversion, so one space
+    one_space = parse_uart_log("ethosu_pmu_cycle_cntr : 42 (42.00 per inference)\n")
+    assert one_space.npu_cycles == Count(42, 42.0)
+    bare = parse_uart_log("ethosu_pmu_cycle_cntr : 7\n")  # older runners: no per-inference
     assert bare.npu_cycles == Count(7, None)
+
+
+@pytest.mark.parametrize("line, record", [
+    ("I [executorch:main.cpp] Model loaded, has 1 methods",
+     LogRecord("I", "main.cpp", None, "", "Model loaded, has 1 methods")),
+    ("I executorch:runner.cpp:64] Model executed successfully.",
+     LogRecord("I", "runner.cpp", 64, "", "Model executed successfully.")),
+    ("W [executorch:method.cpp:9 init()] slow", LogRecord("W", "method.cpp", 9, "init", "slow")),
+    ("INFO - NPU IDLE: 635 cycles", LogRecord("I", "", None, "", "NPU IDLE: 635 cycles")),
+])
+def test_record_forms_of_zephyr_older_runners_and_the_ml_kit(line, record):
+    assert parse_uart_log(line + "\n").records == (record,)
+
+
+def test_ml_kit_pmu_in_both_word_orders_keeps_the_counter_names():
+    log = parse_uart_log("INFO - NPU ACTIVE cycles: 1081007\nINFO - NPU IDLE: 626 cycles\n"
+                         "INFO - NPU AXI0_RD_DATA_BEAT_RECEIVED beats: 628122\n")
+    assert [(c.name, c.count) for c in log.pmu_counters] == [
+        ("NPU ACTIVE", Count(1081007, None)), ("NPU IDLE", Count(626, None)),
+        ("NPU AXI0_RD_DATA_BEAT_RECEIVED", Count(628122, None))]
+    assert log.npu_cycles == Count(1081007, None)  # no NPU TOTAL: the active cycles
+
+
+def test_untyped_and_zephyr_sample_outputs():
+    untyped = parse_uart_log("Output[0][0]: -0.749744\nOutput[0][1]: 3\n...(Skipped)\n"
+                             "Output[0][9]: 1.5\n")
+    assert untyped.outputs == ((-0.749744, 3, 1.5),)
+    assert untyped.output_indices == ((0, 1, 9),) and untyped.outputs_elided
+    zephyr = parse_uart_log(
+        "I [executorch:arm_executor_runner.cpp] Model outputs:\n"
+        "I [executorch:arm_executor_runner.cpp]   output[0]: tensor scalar_type=Float numel=2\n"
+        "I [executorch:arm_executor_runner.cpp]     [0] = 0.250000\n"
+        "I [executorch:arm_executor_runner.cpp]     [1] = -1.000000\n"
+        "I [executorch:arm_executor_runner.cpp]   output[1]: tensor scalar_type=Char numel=1\n"
+        "I [executorch:arm_executor_runner.cpp]     [0] = -128\n"
+        "I [executorch:arm_executor_runner.cpp] SUCCESS: Program complete, exiting.\n")
+    assert zephyr.outputs == ((0.25, -1.0), (-128,))
+    assert zephyr.complete and zephyr.ok
+
+
+def test_time_limit_after_the_program_ended_is_not_a_failure():
+    log = parse_uart_log("Program complete, exiting.\n"
+                         "Info: Simulation is stopping. Reason: CPU time has been exceeded.\n")
+    assert log.ok and log.failures == ()
+
+
+@pytest.mark.parametrize("banner", [
+    "PTE @ 0x70000000 [----ET12]", "PTE at 0x80000000 Size: 1200 bytes",
+    "Model PTE at 0x800774a0, Size: 3380576 bytes", "Model in 0x70000000 $"])
+def test_every_banner_form_counts_and_repeats_as_a_reset(banner):
+    line = f"I [executorch:main.cpp] {banner}\n"
+    assert parse_uart_log(line).banners == 1
+    assert [f.kind for f in parse_uart_log(line + line).failures] == ["reset"]
 
 
 def test_u85_legend_maps_seven_counters_and_counters_without_legend_keep_their_index():
@@ -117,6 +171,9 @@ def test_end_marker_and_eot():
     ("Hard fault. irq=-13, pc=0x1000c2a4", "hard-fault"),
     ("Assertion failed: (x), function f, file a.c, line 3.", "assertion"),
     ("Info: Simulation is stopping. Reason: CPU time has been exceeded.", "time-limit"),
+    ("Error: (E549) Cannot open file 'program.pte'", "simulator"),
+    ("[critical ] ethosu: illegal command stream", "simulator"),
+    ("ERROR - Failed to initialise the NPU", "error"),
 ])
 def test_failure_markers(line, kind):
     log = parse_uart_log(RUN.format(line=1, msg="PTE @ 0x70000000 [----ET12]") + "\n" + line

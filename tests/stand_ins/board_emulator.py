@@ -1,4 +1,4 @@
-"""A board running ExecuTorch's Arm executor runner (BundleIO build) behind a real pty. TESTS ONLY.
+"""A board running ExecuTorch firmware behind a real pty. TESTS ONLY.
 
 The emulator owns the master side of a pseudo-terminal; its port is a symlink to the slave side
 (like /dev/serial/by-id/...), so the runner opens it with pyserial exactly as a board's UART.
@@ -8,6 +8,18 @@ runner prints over its UART: the banner, the PMU report, `Output[i][j]` lines an
 verdict, with outputs computed from the bundled inputs by the etk simulator (engine "sim") or the
 TOSA reference model ("tosa-ref") and checked against the bundled expected outputs the way the
 runner does (atol 0.01, rtol 0.01). Lines go out at a baud-like pace (10 bits per byte).
+
+Formats (what real firmware prints; see tests/fixtures/real_logs/):
+  et-bundleio  examples/arm/executor_runner built with BundleIO and ET_LOG_DUMP_OUTPUT:
+               `I [executorch:file.cpp:N func()] ...` records, `PTE @ ...` banner, the PMU report
+               (`ethosu_pmu_cycle_cntr : N (X per inference)`, one space), typed Output lines,
+               `Test_result: PASS|FAIL`
+  zephyr       ExecuTorch's Zephyr hello-executorch sample: records without line numbers,
+               `PTE at 0x... Size: N bytes`, `output[i]: tensor ...` / `[k] = v`,
+               `SUCCESS: Program complete, exiting.`; no PMU report, no BundleIO
+  ml-kit       an ExecuTorch app in Arm's/Alif's ML Embedded Evaluation Kit: `INFO - ` records, the
+               kit's PMU block (`INFO - NPU ACTIVE: N cycles`, AXI beats, IDLE, TOTAL), the
+               runner's Output lines; no BundleIO
 
 ITS CYCLE FIGURES ARE INVENTED: NPU_CYCLES, CPU_CYCLES and PMU_EVENT_COUNTS are constants that say
 nothing about any model or NPU. They exist so tests can check parsing; they must never be reported
@@ -49,6 +61,10 @@ CORRUPTION = b"\xff\xfe\x07"
 
 FaultKind = Literal["drop", "corrupt", "silence", "disconnect", "reset", "wrong-output"]
 Engine = Literal["sim", "tosa-ref"]
+Format = Literal["et-bundleio", "zephyr", "ml-kit"]
+MLEK_COUNTS = {"ACTIVE": 48001, "AXI0_RD_DATA_BEAT_RECEIVED": 1201,  # invented
+               "AXI0_WR_DATA_BEAT_WRITTEN": 3403, "AXI1_RD_DATA_BEAT_RECEIVED": 2302,
+               "IDLE": 212, "TOTAL": 48213}
 
 
 @dataclass(frozen=True)
@@ -93,7 +109,7 @@ def transcript(program_size: int, outputs: Sequence[np.ndarray], passed: bool) -
         _perf("NPU Inferences : 1"),
         _perf(f"Inference runtime: {CPU_CYCLES} CPU cycles total ({CPU_CYCLES:.2f} per inference)"),
         _perf("Ethos-U PMU report:"),
-        _perf(f"ethosu_pmu_cycle_cntr :  {NPU_CYCLES} ({NPU_CYCLES:.2f} per inference)"),
+        _perf(f"ethosu_pmu_cycle_cntr : {NPU_CYCLES} ({NPU_CYCLES:.2f} per inference)"),
         *[_perf(f"ethosu_pmu_cntr{k} : {c} ({c:.2f} per inference)")
           for k, c in enumerate(PMU_EVENT_COUNTS)],
         _perf(f"Ethos-U PMU Events:[{', '.join(PMU_EVENTS)}]"),
@@ -124,11 +140,47 @@ def transcript(program_size: int, outputs: Sequence[np.ndarray], passed: bool) -
     return lines
 
 
+def _zephyr(message: str) -> bytes:
+    return f"I [executorch:arm_executor_runner.cpp] {message}\r\n".encode()
+
+
+def zephyr_transcript(program_size: int, outputs: Sequence[np.ndarray]) -> list[bytes]:
+    """The UART lines of ExecuTorch's Zephyr hello-executorch sample (zephyr/samples/)."""
+    lines = [b"*** Booting Zephyr OS build v4.4.0 ***\r\n",
+             _zephyr(f"PTE at {PTE_ADDRESS} Size: {program_size} bytes"),
+             _zephyr("Model buffer loaded, has 1 methods"), _zephyr("Running method forward"),
+             _zephyr("Method 'forward' loaded."), _zephyr("Input prepared."),
+             _zephyr("Starting the model execution..."), _zephyr("Model executed successfully."),
+             _zephyr("Model outputs:")]
+    for i, array in enumerate(outputs):
+        scalar_type = {"f": "Float"}.get(array.dtype.kind, "Char" if array.itemsize == 1
+                                         else "Int")
+        lines.append(_zephyr(f"  output[{i}]: tensor scalar_type={scalar_type} "
+                             f"numel={array.size}"))
+        lines += [_zephyr(f"    [{j}] = {float(v):f}" if array.dtype.kind == "f" else
+                          f"    [{j}] = {int(v)}") for j, v in enumerate(array.reshape(-1))]
+    return lines + [_zephyr("SUCCESS: Program complete, exiting."), _zephyr("\x04")]
+
+
+def ml_kit_transcript(outputs: Sequence[np.ndarray]) -> list[bytes]:
+    """An ExecuTorch app in the ML Embedded Evaluation Kit: INFO records and the kit's PMU block."""
+    return [b"INFO - Initialising the NPU\r\n", b"INFO - Running inference\r\n",
+            *output_lines(outputs), b"INFO - Profile for Inference:\r\n",
+            *[f"INFO - NPU {name}: {count} {'beats' if 'BEAT' in name else 'cycles'}\r\n"
+              .encode() for name, count in MLEK_COUNTS.items()],
+            b"INFO - Program complete, exiting.\r\n"]
+
+
+def _is_output(line: bytes) -> bool:
+    return line.startswith(b"Output[") or b"]     [" in line
+
+
 class BoardEmulator:
     def __init__(self, root: Path, programs: Sequence[Program], engine: Engine = "sim",
                  baud: int = 4_000_000, faults: Sequence[Fault] = (),
-                 reconnect_delay_s: float = 0.2):
+                 reconnect_delay_s: float = 0.2, fmt: Format = "et-bundleio"):
         self.root = root
+        self.fmt = fmt
         self.flash_dir = root / "flash"
         self.port = root / "ttyEMU0"
         self.engine = engine
@@ -199,9 +251,14 @@ class BoardEmulator:
             outputs[0] = _off_by_lsb(outputs[0], program, WRONG_OUTPUT_LSB)
         passed = all(np.allclose(o, e, rtol=0.01, atol=0.01)
                      for o, e in zip(outputs, case.expected_outputs))
-        lines = transcript(len(bundle.program), outputs, passed)
-        first_output = next(n for n, line in enumerate(lines) if line.startswith(b"Output["))
-        middle = first_output + sum(line.startswith(b"Output[") for line in lines) // 2
+        if self.fmt == "zephyr":
+            lines = zephyr_transcript(len(bundle.program), outputs)
+        elif self.fmt == "ml-kit":
+            lines = ml_kit_transcript(outputs)
+        else:
+            lines = transcript(len(bundle.program), outputs, passed)
+        first_output = next(n for n, line in enumerate(lines) if _is_output(line))
+        middle = first_output + sum(map(_is_output, lines)) // 2
         if "drop" in kinds:
             del lines[middle]
         if "corrupt" in kinds:

@@ -18,6 +18,7 @@ Environment:
   ETK_FAKE_FVP_REFERENCE  folder with out-N.npy (written as out-N.bin) and optionally in-N.npy
                           (iN.bin must hold exactly these bytes, little-endian)
   ETK_FAKE_FVP_NUM_MACS   the num_macs the test expects
+  ETK_FAKE_FVP_FAST       1: accept ETHOSU.extra_args=--fast (etk deploy --fvp-fast)
   ETK_FAKE_FVP_MODE       ok (default) | hard-fault (then stops at --timelimit) | hang (ignores
                           --timelimit, with a child process) | garbage (non-text bytes) |
                           crash (the FVP dies by SIGSEGV) | fatal (runner E/F lines, exit 1)
@@ -150,8 +151,11 @@ def parse_args(argv: list[str]) -> tuple[dict[str, str], Path, int]:
 def check_params(model: FvpModel, params: dict[str, str]) -> tuple[Path, list[str]]:
     """The semihosting cwd and runner argv, after checking every parameter."""
     for key, value in params.items():
-        if "extra_args" in key:
-            raise Rejected(f"{key}={value}: never pass extra_args (--fast) when cycles are wanted")
+        if "extra_args" in key and (key != f"{model.macs_param.rsplit('.', 1)[0]}.extra_args"
+                                    or value != "--fast"
+                                    or os.environ.get("ETK_FAKE_FVP_FAST") != "1"):
+            raise Rejected(f"{key}={value}: extra_args only as --fvp-fast passes it "
+                           f"(ETK_FAKE_FVP_FAST=1)")
         if not key.startswith(model.components):
             raise Rejected(f"parameter '{key}' not found in this model")
     for key, value in model.required.items():
@@ -244,7 +248,7 @@ def run_program(model: FvpModel, cwd: Path, argv: list[str], time_limit: int) ->
     _perf("NOTE: CPU cycle values and ratio calculations require FPGA and identical CPU/NPU "
           "frequency")
     _perf("Ethos-U PMU report:")
-    _perf(f"ethosu_pmu_cycle_cntr :  {NPU_CYCLES} ({NPU_CYCLES:.2f} per inference)")
+    _perf(f"ethosu_pmu_cycle_cntr : {NPU_CYCLES} ({NPU_CYCLES:.2f} per inference)")
     for i in range(len(events)):
         count = PMU_EVENT_COUNTS[i]
         _perf(f"ethosu_pmu_cntr{i} : {count} ({count:.2f} per inference)")

@@ -15,7 +15,7 @@ import warnings
 from ..console_capture import capture_fds
 from ..errors import ToolError, UserError
 
-VERB_MODULES = ("bench", "compile", "deploy", "diff", "doctor", "ports", "targets")
+VERB_MODULES = ("bench", "compile", "deploy", "diff", "doctor", "log", "ports", "targets")
 # verbs that load torch and ExecuTorch (the others start in a fraction of a second)
 TORCH_VERBS = frozenset({"bench", "compile", "compare", "deploy"})
 

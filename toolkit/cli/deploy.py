@@ -12,12 +12,15 @@ def _deploy(args) -> int:
     from ..pipeline import run_job
 
     target = load_target(args.target)
-    npu = target.npu(args.npu, args.system_config, args.memory_mode)
-    if (args.port or args.baud) and args.runner != "serial":
-        raise UserError("--port and --baud are for --runner serial")
+    npu = target.npu(args.npu, args.system_config, args.memory_mode, args.vela_config)
+    if (args.port or args.baud or args.no_build or args.no_flash) and args.runner != "serial":
+        raise UserError("--port, --baud, --no-build and --no-flash are for --runner serial")
+    if args.fvp_fast and args.runner not in ("fvp", "auto"):
+        raise UserError("--fvp-fast is for the FVP runner (--runner fvp)")
     runner, note = select_runner(runner_for_model(args.model, args.runner), target, npu,
-                                 runner_elf=args.runner_elf,
-                                 port=args.port, baud=args.baud)
+                                 runner_elf=args.runner_elf, port=args.port, baud=args.baud,
+                                 build=not args.no_build, flash=not args.no_flash,
+                                 fvp_fast=args.fvp_fast)
     variants = ("fused", "unfused") if args.compare_fusion else (
         "fused" if args.fusion == "on" else "unfused",)
     result = run_job(job_from_args(args, variants, runner.name), progress_printer(), runner, note)
@@ -42,6 +45,17 @@ def register(subparsers) -> None:
     parser.add_argument("--port", help="serial port of the board (--runner serial; see etk ports)")
     parser.add_argument("--baud", type=int, help="baud rate (--runner serial; default: the "
                                                  "target file's board.baud)")
+    parser.add_argument("--fvp-fast", action="store_true",
+                        help="the FVP's fast Ethos-U model (ethosu.extra_args=--fast, as "
+                             "ExecuTorch's run_fvp.sh --fast): quicker, outputs still checked, "
+                             "but no cycles (its counts are not meaningful)")
+    parser.add_argument("--no-build", action="store_true",
+                        help="--runner serial: flash the prebuilt image (--runner-elf or "
+                             "board.image) without the target's build command")
+    parser.add_argument("--no-flash", action="store_true",
+                        help="--runner serial with your own firmware: no build, flash or reset; "
+                             "etk listens on the port while you start it, and parses what it "
+                             "prints")
     parser.add_argument("--compare-fusion", action="store_true", help="run fused and unfused")
     parser.add_argument("--fusion", choices=("on", "off"), default="on")
     parser.set_defaults(func=_deploy)

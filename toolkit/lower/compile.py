@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..artifacts import CalibrationSet, Delegate, LoadedModel, Program, Variant
-from ..npu import NpuConfig
+from ..npu import NpuConfig, vela_ini_path
 from ..quantize.quantizer import quantize
 from ..rewrites import DEFAULT_REWRITES, FOLD_PAD
 from ..versions import tool_versions, toolkit_source_hash
@@ -36,8 +36,10 @@ def _timed(timings: dict[str, float], stage: str):
 def cache_key(model: LoadedModel, calibration: CalibrationSet, variant: Variant,
               npu: NpuConfig, extra_vela: tuple[str, ...], rewrites: tuple[str, ...]) -> str:
     """Everything the compiled result depends on, tool versions included."""
-    parts = (model.content_hash, calibration.content_hash, variant, repr(npu), repr(extra_vela),
-             repr(rewrites), toolkit_source_hash(), *sorted(tool_versions().items()))
+    ini = hashlib.sha256(vela_ini_path(npu.config_ini).read_bytes()).hexdigest()  # edits count
+    parts = (model.content_hash, calibration.content_hash, variant, repr(npu), ini,
+             repr(extra_vela), repr(rewrites), toolkit_source_hash(),
+             *sorted(tool_versions().items()))
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:24]
 
 

@@ -23,7 +23,6 @@ from ..artifacts import (
     VelaEstimate,
 )
 from ..npu import NpuConfig
-from .host_graph import load_host_graph, save_host_graph
 
 PROGRAM_FILE = "program.json"
 HOST_GRAPH_FILE = "host_graph.json"
@@ -44,6 +43,8 @@ def save_program(program: Program, folder: Path, key: str) -> None:
     data.pop("graph_module")
     data.update(store_version=STORE_VERSION, cache_key=key, delegates=delegates,
                 out_dir=None, pte_path=program.pte_path.name)
+    from .host_graph import save_host_graph  # torch: only when a program is stored
+
     save_host_graph(program.graph_module, folder / HOST_GRAPH_FILE)
     (folder / PROGRAM_FILE).write_text(json.dumps(data, indent=1))
 
@@ -75,6 +76,8 @@ def load_program(folder: Path, key: str) -> Program | None:
         return None
     if data.get("store_version") != STORE_VERSION or data.get("cache_key") != key:
         return None
+    from .host_graph import load_host_graph  # torch: only when a program is loaded
+
     return Program(
         variant=data["variant"], model_name=data["model_name"], npu=NpuConfig(**data["npu"]),
         out_dir=folder, pte_path=folder / data["pte_path"],
@@ -88,3 +91,14 @@ def load_program(folder: Path, key: str) -> Program | None:
         decisions=tuple(FusionDecision(**d) for d in data["decisions"]),
         rewrites=tuple(RewriteRecord(**r) for r in data["rewrites"]),
         graph_module=load_host_graph(folder / HOST_GRAPH_FILE), timings={})
+
+
+def load_output_interface(folder: Path) -> tuple[tuple[TensorSpec, ...],
+                                                 tuple[TensorQuant | None, ...]] | None:
+    """The stored program's output specs and quantization, without loading its graphs."""
+    try:
+        data = json.loads((folder / PROGRAM_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return (tuple(TensorSpec(tuple(s["shape"]), s["dtype"]) for s in data["output_specs"]),
+            tuple(_quant(q) for q in data["output_quant"]))

@@ -25,13 +25,17 @@ from ..npu import NpuConfig
 from ..targets import FvpSpec, Target
 from .base import Availability
 from .tensor_checks import check_tensors
-from .uart_log import Count, UartLog, UartLogParser
+from .uart_log import Count, UartLog, UartLogParser, axi_beats
 
 FVP_DOWNLOAD_URL = "https://developer.arm.com/downloads/-/arm-ecosystem-fvps"
 SEMIHOSTING_CMD_LINE_MAX = 255  # the FVP truncates longer semihosting command lines
 CYCLE_SOURCE = "FVP PMU ethosu_pmu_cycle_cntr"
 CYCLE_NOTE = ("FVP figures: NPU cycles are approximate and FVP CPU cycles are not accurate; "
               "FPGA or silicon gives exact figures")
+FAST_CYCLES = CycleFigures(
+    kind="none", source="FVP with --fvp-fast (ethosu.extra_args=--fast)",
+    note="the FVP's fast Ethos-U model does not model timing: its PMU counts are not meaningful "
+         "and are not reported; run without --fvp-fast for measured cycles")
 _POLL_S = 0.05
 _HALT_GRACE_S = 1.0  # how long the FVP may keep running after the program ended or faulted
 
@@ -117,8 +121,12 @@ def _param(value: str | int | bool) -> str:
 
 
 def fvp_command(target: Target, npu: NpuConfig, run_dir: Path, runner_elf: Path,
-                n_inputs: int, time_limit_s: int | None = None) -> list[str]:
-    """The FVP command line; the first element is the binary's name, not its path."""
+                n_inputs: int, time_limit_s: int | None = None, fast: bool = False) -> list[str]:
+    """The FVP command line; the first element is the binary's name, not its path.
+
+    fast: the Ethos-U model without timing, as ExecuTorch's run_fvp.sh --fast passes it
+    (`ethosu.extra_args=--fast`): much quicker, but its cycle counts are not meaningful.
+    """
     fvp = target.fvp
     if fvp is None:
         raise UserError(f"target '{target.name}' has no [fvp] section in {target.source}")
@@ -130,6 +138,8 @@ def fvp_command(target: Target, npu: NpuConfig, run_dir: Path, runner_elf: Path,
     cmd += ["-C", f"{fvp.num_macs_param}={npu.macs}"]
     for key, value in fvp.parameters.items():
         cmd += ["-C", f"{key}={_param(value)}"]
+    if fast:
+        cmd += ["-C", f"{fvp.num_macs_param.rsplit('.', 1)[0]}.extra_args=--fast"]
     cmd += [
         "-C", f"{cpu}.semihosting-enable=1",
         "-C", f"{cpu}.semihosting-stack_base=0",
@@ -250,8 +260,9 @@ class FvpRunner:
     name = "fvp"
 
     def __init__(self, runner_elf: Path | None = None, time_limit_s: int | None = None,
-                 kill_grace_s: float = 10.0, run_root: Path | None = None):
+                 kill_grace_s: float = 10.0, run_root: Path | None = None, fast: bool = False):
         self.runner_elf = runner_elf
+        self.fast = fast  # --fvp-fast: no meaningful cycles
         self.time_limit_s = time_limit_s
         self.kill_grace_s = kill_grace_s  # on top of the FVP's own --timelimit
         self.run_root = run_root
@@ -293,7 +304,7 @@ class FvpRunner:
         run_dir = ((self.run_root or program.out_dir) / f"fvp-{program.variant}").resolve()
         time_limit = self.time_limit_s if self.time_limit_s is not None else target.fvp.time_limit_s
         cmd = fvp_command(target, program.npu, run_dir, setup.runner_elf, len(program.input_specs),
-                          time_limit)
+                          time_limit, self.fast)
         argv = [str(setup.binary), *cmd[1:]]
         run_dir.mkdir(parents=True, exist_ok=True)
         for stale in [*run_dir.glob("out-*.bin"), *run_dir.glob("i*.bin")]:
@@ -317,7 +328,8 @@ class FvpRunner:
             raise ToolError(_failure_message(
                 "the runner never printed 'Program complete, exiting.'", log, log_path, argv))
         outputs = read_outputs(run_dir, program.output_specs)
-        return RunResult(runner="fvp", outputs=outputs, cycles=_cycles(log),
+        cycles = FAST_CYCLES if self.fast else _cycles(log)
+        return RunResult(runner="fvp", outputs=outputs, cycles=cycles,
                          details=_details(log, log_path, argv, program, target))
 
 
@@ -340,6 +352,7 @@ def _details(log: UartLog, log_path: Path, argv: list[str], program: Program,
              target: Target) -> dict:
     details: dict = {
         "pmu_counters": {c.name: _per_inference(c.count) for c in log.pmu_counters},
+        "beats": axi_beats(log.pmu_counters),
         "inferences": log.inferences,
         "log": str(log_path),
         "command": argv,

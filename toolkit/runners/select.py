@@ -25,25 +25,28 @@ def runner_for_model(model: str, runner: str) -> str:
     return "sim"
 
 
-def candidate_runners(runner_elf: str | None = None) -> list:
+def candidate_runners(runner_elf: str | None = None, fvp_fast: bool = False) -> list:
     # imported here: the runners pull in torch, which `etk --help` should not wait for
     from .fvp import FvpRunner
     from .sim import SimulatorRunner
     from .tosa_ref import TosaReferenceRunner
 
-    return [FvpRunner(runner_elf=Path(runner_elf) if runner_elf else None), SimulatorRunner(),
+    return [FvpRunner(runner_elf=Path(runner_elf) if runner_elf else None, fast=fvp_fast),
+            SimulatorRunner(),
             TosaReferenceRunner()]
 
 
 def select_runner(name: str, target: Target, npu: NpuConfig, runner_elf: str | None = None,
-                  port: str | None = None, baud: int | None = None) -> tuple[object, str]:
+                  port: str | None = None, baud: int | None = None, build: bool = True,
+                  flash: bool = True, fvp_fast: bool = False) -> tuple[object, str]:
     """(runner, a sentence saying which runs and what its cycles are, and why not the others)."""
     skipped = []
-    runners = candidate_runners(runner_elf)
+    runners = candidate_runners(runner_elf, fvp_fast)
     if name == "serial":
         from .serial import SerialRunner
 
-        runners = [SerialRunner(port, baud, Path(runner_elf) if runner_elf else None)]
+        runners = [SerialRunner(port, baud, Path(runner_elf) if runner_elf else None,
+                                build=build, flash=flash)]
     for runner in runners:
         if name not in ("auto", runner.name):
             continue

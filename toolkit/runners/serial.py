@@ -15,6 +15,7 @@ details. Outputs come only from a run whose capture is whole.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,10 +32,11 @@ from .board_commands import run_steps
 from .bundle_io import TestCase, write_bundle
 from .serial_port import open_port, reopen_port
 from .tosa_ref import TosaReferenceRunner
-from .uart_log import Count, UartLog, UartLogParser, is_banner
+from .uart_log import Count, UartLog, UartLogParser, axi_beats
 from .uart_outputs import decode_outputs, missing_values
 
 CYCLE_NOTE = "measured on the board: the executor runner's Ethos-U PMU report"
+OWN_FIRMWARE_START_S = 120  # --no-flash: time for the user to start their firmware
 _BUNDLE_FAIL = "Test_result: FAIL"
 _BUNDLE_MISMATCH = "don't match expected BundleIO"  # logged just before the FAIL line
 
@@ -45,8 +47,8 @@ FaultKind = Literal["garbled", "dropped", "reset", "disconnected"]
 @dataclass(frozen=True)
 class Capture:
     ending: Ending
-    log: UartLog  # from the runner's banner on; empty when no banner came
-    raw_bytes: int  # everything received, banner or not
+    log: UartLog  # everything received
+    raw_bytes: int
     raw_path: Path
     detail: str = ""
 
@@ -68,16 +70,16 @@ def _stop_reason(parser: UartLogParser) -> Ending | None:
     return None
 
 
-def capture(link, raw_path: Path, banner_time_limit_s: float, run_time_limit_s: float) -> Capture:
+def capture(link, raw_path: Path, first_output_limit_s: float,
+            run_time_limit_s: float) -> Capture:
     """Read the port until the runner ends, stops, restarts or times out; raw bytes to raw_path.
 
-    Text before the runner's banner (boot ROM, the tail of an earlier run) is kept in raw_path
-    but not parsed.
+    Every line is parsed from the first byte on: the run counts as started at the first line a
+    runner is known to print (a log record, a banner, a PMU figure, an output, a failure).
     """
     import serial
 
     parser = UartLogParser()
-    before_banner = b""
     started_at: float | None = None
     stopping: Ending | None = None
     received = 0
@@ -91,16 +93,9 @@ def capture(link, raw_path: Path, banner_time_limit_s: float, run_time_limit_s: 
             now = time.monotonic()
             raw.write(chunk)
             received += len(chunk)
-            if chunk and started_at is None:
-                before_banner += chunk
-                lines = before_banner.split(b"\n")
-                for k, line in enumerate(lines[:-1]):
-                    if is_banner(line.decode(errors="replace").rstrip("\r")):
-                        started_at = now
-                        parser.feed(b"\n".join(lines[k:]))
-                        break
-            elif chunk:
-                parser.feed(chunk)
+            parser.feed(chunk)
+            if started_at is None and parser.recognised:
+                started_at = now
             if stopping is not None and not chunk:
                 return Capture(stopping, parser.finish(), received, raw_path)
             if started_at is not None:
@@ -109,7 +104,7 @@ def capture(link, raw_path: Path, banner_time_limit_s: float, run_time_limit_s: 
                     return Capture("reset", parser.finish(), received, raw_path)
                 if stopping is None and now - started_at > run_time_limit_s:
                     return Capture("time-limit", parser.finish(), received, raw_path)
-            elif now - start > banner_time_limit_s:
+            elif now - start > first_output_limit_s:
                 return Capture("silent", parser.finish(), received, raw_path)
 
 
@@ -121,8 +116,12 @@ def _bundle_fail_line(log: UartLog) -> int | None:
                 if _BUNDLE_MISMATCH in line or _BUNDLE_FAIL in line)
 
 
-def check_capture(cap: Capture, program: Program) -> Fault | None:
-    """None for a whole run; a Fault worth a re-run; ToolError for what a re-run cannot fix."""
+def check_capture(cap: Capture, program: Program, bundleio: bool = True) -> Fault | None:
+    """None for a whole run; a Fault worth a re-run; ToolError for what a re-run cannot fix.
+
+    bundleio: the image is our BundleIO runner, which must print one Test_result line; the user's
+    own firmware (--no-flash) need not.
+    """
     log = cap.log
     if cap.ending == "disconnected":
         return Fault("disconnected", f"the port went away mid-run ({cap.detail})")
@@ -142,27 +141,34 @@ def check_capture(cap: Capture, program: Program) -> Fault | None:
                         + f"\nUART capture: {cap.raw_path}\nlast lines:\n{log.tail()}")
     if cap.ending in ("silent", "time-limit"):
         return None  # the caller turns these into errors with the board's hints
+    if not log.outputs and not bundleio:
+        raise ToolError("the firmware printed no outputs (`Output[i][j]: ...` or `output[i]: "
+                        "tensor ...` lines): build it with output printing (ExecuTorch's "
+                        f"ET_LOG_DUMP_OUTPUT); UART capture: {cap.raw_path}")
     missing = missing_values(log.outputs, program.output_specs)
-    if missing is None and len(log.test_results) != 1:
+    if missing is None and bundleio and len(log.test_results) != 1:
         missing = f"{len(log.test_results)} Test_result lines, expected 1"
-    if missing is None and fail_line is None and not log.complete:
-        missing = "no 'Program complete, exiting.' line"
+    if missing is None and fail_line is None and not (log.complete or log.eot):
+        missing = "no end marker ('Program complete, exiting.')"
     return Fault("dropped", f"lines missing from the capture: {missing}") if missing else None
 
 
-def _silent_error(cap: Capture, board: BoardSpec, port: str, baud: int) -> ToolError:
+def _silent_error(cap: Capture, board: BoardSpec, port: str, baud: int, waited_s: float,
+                  flashed: bool) -> ToolError:
     if cap.ending == "time-limit":
         return ToolError(f"the board on {port} started but did not finish within "
                          f"{board.run_time_limit_s:g} s (board.run_time_limit_s): it may be "
                          f"stuck; UART capture: {cap.raw_path}\nlast lines:\n{cap.log.tail()}")
-    heard = (f"{cap.raw_bytes} bytes but no runner banner ('PTE @ ...'): a wrong baud rate "
-             f"(board.baud is {baud}) or another program on the board"
-             if cap.raw_bytes else "nothing at all")
+    heard = (f"{cap.raw_bytes} bytes but no line a runner prints (log record, banner, PMU "
+             f"report, output or error): a wrong baud rate (board.baud is {baud}) or another "
+             f"program on the board" if cap.raw_bytes else "nothing at all")
     start = {"flash": "the flash command should have started it",
              "command": "the reset command should have started it",
              "manual": "press the board's reset button after flashing"}[board.reset]
+    if not flashed:
+        start = "--no-flash: start your firmware while etk listens"
     return ToolError(f"the board on {port} is silent: {heard} within "
-                     f"{board.banner_time_limit_s:g} s of starting ({start}); check the port "
+                     f"{waited_s:g} s of starting ({start}); check the port "
                      f"(`etk ports`) and that the image is the ExecuTorch executor runner; "
                      f"UART capture: {cap.raw_path}")
 
@@ -179,12 +185,18 @@ class SerialRunner:
     name = "serial"
 
     def __init__(self, port: str | None = None, baud: int | None = None,
-                 runner_elf: Path | None = None, reference=None, run_root: Path | None = None):
+                 runner_elf: Path | None = None, reference=None, run_root: Path | None = None,
+                 build: bool = True, flash: bool = True, notify=None):
         self.port = port
         self.baud = baud
         self.runner_elf = runner_elf
         self.reference = reference or TosaReferenceRunner()  # the BundleIO expected outputs
         self.run_root = run_root
+        # --no-build: flash the prebuilt image; --no-flash: the user's own firmware, which the
+        # user starts: capture and parse only (no build, flash or reset, no BundleIO needed).
+        self.build = build and flash
+        self.flash = flash
+        self.notify = notify or (lambda message: print(message, file=sys.stderr, flush=True))
 
     def _board(self, target: Target) -> tuple[BoardSpec, str, int]:
         board = target.board_spec
@@ -234,11 +246,11 @@ class SerialRunner:
         expected = self.reference.run(program, list(inputs), target).outputs
         bpte = write_bundle(program.pte_path, [TestCase(tuple(inputs), tuple(expected))],
                             program.input_specs, program.output_specs, run_dir / "program.bpte")
-        values = {"pte": str(program.pte_path.resolve()), "bpte": str(bpte),
-                  "elf": str(self._image(board, target, run_dir)), "port": port}
+        values = {"pte": str(program.pte_path.resolve()), "bpte": str(bpte), "port": port,
+                  "elf": str(self._image(board, target, run_dir)) if self.flash else ""}
         link = open_port(port, baud)  # before building and flashing: fail early, miss nothing
         try:
-            if board.build_command:
+            if board.build_command and self.build:
                 run_steps("build", board.build_command, values, board.build_time_limit_s,
                           run_dir / "build.log", run_dir)
             cap, faults, link = self._attempts(board, port, baud, values, run_dir, program, link)
@@ -247,6 +259,11 @@ class SerialRunner:
         return self._result(cap, faults, program, board, port, baud, bpte)
 
     def _start(self, board: BoardSpec, attempt: int, values: dict, run_dir: Path) -> None:
+        if not self.flash:
+            self.notify(f"etk: listening on {values['port']}: start your firmware now (reset the "
+                        f"board); this run's program is {values['pte']} (with inputs and "
+                        f"expected outputs: {values['bpte']})")
+            return
         if attempt == 1 or board.reset == "flash":
             run_steps("flash", board.flash_command, values, board.flash_time_limit_s,
                       run_dir / f"flash-{attempt}.log", run_dir)
@@ -263,11 +280,13 @@ class SerialRunner:
             attempt += 1
             link.reset_input_buffer()  # whatever the board said before this start
             self._start(board, attempt, values, run_dir)
-            cap = capture(link, run_dir / f"uart-{attempt}.log", board.banner_time_limit_s,
+            first_output_s = (board.banner_time_limit_s if self.flash else
+                              max(board.banner_time_limit_s, OWN_FIRMWARE_START_S))
+            cap = capture(link, run_dir / f"uart-{attempt}.log", first_output_s,
                           board.run_time_limit_s)
-            fault = check_capture(cap, program)
+            fault = check_capture(cap, program, bundleio=self.flash)
             if fault is None and cap.ending in ("silent", "time-limit"):
-                raise _silent_error(cap, board, port, baud)
+                raise _silent_error(cap, board, port, baud, first_output_s, self.flash)
             if fault is None:
                 return cap, faults, link
             faults.append(fault)
@@ -303,7 +322,9 @@ class SerialRunner:
             "baud": baud,
             "bundleio": ["PASS" if ok else "FAIL" for ok in log.test_results],
             "pmu_counters": {c.name: _per_inference(c.count) for c in log.pmu_counters},
+            "beats": axi_beats(log.pmu_counters),
             "inferences": log.inferences,
+            "firmware": "etk's build and flash" if self.flash else "the user's own (--no-flash)",
             "attempts": len(faults) + 1,
             "faults": [f"{f.kind}: {f.text}" for f in faults],
             "outputs": decoded.note,

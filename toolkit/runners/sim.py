@@ -40,7 +40,8 @@ class SimulatorRunner:
             # a .tflite program has no vela_bin_stream, only Vela's raw .npz
             payload = load_payload(delegate.payload or delegate.vela_npz_path)
             result = simulate(payload, arrays, program.npu.accelerator,
-                              program.npu.system_config, program.npu.memory_mode)
+                              program.npu.system_config, program.npu.memory_mode,
+                              program.npu.config_ini)
             per_delegate.append(result)
             return list(result.outputs)
 

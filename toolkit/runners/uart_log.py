@@ -1,18 +1,28 @@
-"""Parse the UART output of ExecuTorch's Arm executor runner (arm_executor_runner).
+"""Parse what Ethos-U firmware prints on its console: ExecuTorch runners and Arm's ML kits.
 
-Shared by the FVP runner and the serial-board runner. Feed bytes as they arrive
-(`UartLogParser.feed`, `finish`) or parse a whole capture (`parse_uart_log`). The result is a
-frozen `UartLog`: log records, PMU and CPU cycle figures, printed outputs, BundleIO test
-results, the end marker, and failure markers.
+Shared by the FVP runner, the serial-board runner and `etk log`. Feed bytes as they arrive
+(`UartLogParser.feed`, `finish`) or parse a whole capture (`parse_uart_log`). Every line is read
+from the start of the capture: a banner is information, not a gate. The result is a frozen
+`UartLog`: log records, PMU and CPU cycle figures, printed outputs, BundleIO test results, the
+end marker and failure markers.
 
-Line formats (ExecuTorch 1.5.1 `arm_executor_runner.cpp`, `arm_perf_monitor.cpp`):
-    I [executorch:arm_perf_monitor.cpp:168 StopMeasurements()] Ethos-U PMU report:
-    ethosu_pmu_cycle_cntr :  5920305 (5920305.00 per inference)      (two spaces: "% " PRIu64)
-    ethosu_pmu_cntr0 : 359921 (359921.00 per inference)
-    Ethos-U PMU Events:[ETHOSU_PMU_AXI0_RD_DATA_BEAT_RECEIVED, ...]  (counter index -> event)
-    Inference runtime: 6925114 CPU cycles total (6925114.00 per inference)
-    Output[0][3]: (int) -12        (float|char|bool as well)
-    Program complete, exiting.     then EOT (0x04) on builds without semihosting
+Formats read (from ExecuTorch's sources and published logs, tests/fixtures/real_logs/):
+  log records   I [executorch:arm_executor_runner.cpp:287 main()] msg     (1.x bare-metal runner)
+                I [executorch:main.cpp] msg                              (Zephyr samples)
+                I executorch:runner.cpp:64] msg                          (older runners)
+                INFO - msg / ERROR - msg                                 (ML Embedded Evaluation Kit)
+  banners       PTE @ 0x70000000 [----ET12] | PTE at 0x... Size: N bytes |
+                Model PTE at 0x..., Size: N bytes | Model in 0x70000000 $
+  PMU (ET)      ethosu_pmu_cycle_cntr : N (X per inference)   ethosu_pmu_cntrK : N
+                Ethos-U PMU Events:[ETHOSU_PMU_AXI0_RD_DATA_BEAT_RECEIVED, ...]
+                Inference runtime: N CPU cycles total (X per inference)
+  PMU (MLEK)    NPU ACTIVE cycles: N | NPU ACTIVE: N cycles | NPU AXI0_RD_DATA_BEAT_RECEIVED beats: N
+  outputs       Output[0][1]: (float) 0.06 | Output[0][0]: -0.749744 | ...(Skipped)
+                output[0]: tensor scalar_type=Float numel=4  then  [k] = value    (Zephyr samples)
+                [1] class 92: 3.2362                                   (top-k of the MV2 sample)
+  end           Program complete, exiting. (SUCCESS: ... on Zephyr), EOT (0x04)
+  failures      E/F records, ERROR - , Hard fault, Assertion, FVP `Error: (E549) ...`,
+                `[critical]`, the FVP's CPU time limit (not after the program ended)
 """
 
 from __future__ import annotations
@@ -22,40 +32,54 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-LogLevel = Literal["D", "I", "E", "F"]
-FailureKind = Literal["error", "fatal", "hard-fault", "assertion", "time-limit", "reset",
-                      "garbled"]
+FailureKind = Literal["error", "fatal", "hard-fault", "assertion", "simulator", "time-limit",
+                      "reset", "garbled"]
 OutputValue = int | float | bool
 
 EOT = "\x04"
 
-_RECORD = re.compile(r"^(?P<level>[DIEF]) \[executorch:(?P<file>[^:\]]+):(?P<line>\d+)"
+_RECORD = re.compile(r"^(?P<level>[DIWEF]) \[?executorch:(?P<file>[^:\]\s]+)(?::(?P<line>\d+))?"
                      r"(?: (?P<func>[^\]]*?)\(\))?\] ?(?P<message>.*)$")
+_MLEK_RECORD = re.compile(r"^(?P<level>DEBUG|INFO|WARN|ERROR) - (?P<message>.*)$")
+_MLEK_LEVELS = {"DEBUG": "D", "INFO": "I", "WARN": "W", "ERROR": "E"}
 _PER_INF = r"(?: \((?P<per>[0-9.]+) per inference\))?"
 _CYCLE_CNTR = re.compile(r"^ethosu_pmu_cycle_cntr :\s+(?P<total>\d+)" + _PER_INF)
 _EVENT_CNTR = re.compile(r"^ethosu_pmu_cntr(?P<index>\d+) :\s+(?P<total>\d+)" + _PER_INF)
 _EVENTS = re.compile(r"^Ethos-U PMU Events:\[(?P<events>[^\]]*)\]")
 _CPU = re.compile(r"^Inference runtime: (?P<total>\d+) CPU cycles total" + _PER_INF)
 _INFERENCES = re.compile(r"^NPU Inferences : (?P<n>\d+)")
-_OUTPUT = re.compile(r"^Output\[(?P<i>\d+)\]\[(?P<j>\d+)\]: \((?P<type>int|float|char|bool)\) "
+_MLEK_PMU = re.compile(r"^(?P<name>NPU [A-Z][A-Z0-9_]*)(?: (?:cycles|beats))?: (?P<total>\d+)"
+                       r"(?: (?:cycles|beats))?\s*$")
+_OUTPUT = re.compile(r"^Output\[(?P<i>\d+)\]\[(?P<j>\d+)\]: (?:\((?P<type>int|float|char|bool)\) )?"
                      r"(?P<value>\S+)")
+_ZEPHYR_TENSOR = re.compile(r"^output\[(?P<i>\d+)\]: tensor scalar_type=(?P<type>\w+)")
+_ZEPHYR_VALUE = re.compile(r"^\[(?P<j>\d+)\] = (?P<value>\S+)$")
+_TOP_CLASS = re.compile(r"^\[(?P<rank>\d+)\] class (?P<cls>\d+): (?P<score>\S+)$")
+_INFERENCE_MS = re.compile(r"^Inference (?:completed in|time:) (?P<ms>[0-9.]+) ms")
+_ELIDED = "...(Skipped)"
 _TEST_RESULT = re.compile(r"Test_result: (?P<result>PASS|FAIL)\b")
-# The runner logs the .pte's address and magic once per start: a second one means a reset.
-_BANNER = re.compile(r"^PTE @ \S+ \[----.{4}\]")
+# What a runner prints once per start; the same banner again means the target restarted.
+_BANNERS = (re.compile(r"^PTE @ \S+ \[----.{4}\]"), re.compile(r"^PTE at \S+ Size: \d+ bytes"),
+            re.compile(r"^Model PTE at \S+ Size: \d+ bytes"), re.compile(r"^Model in \S+"))
 _HARD_FAULT = re.compile(r"hard ?fault", re.IGNORECASE)
+_SIM_ERROR = re.compile(r"^(?:Error: \(E\d+\)|\[critical\s*\])")
 _END = "Program complete, exiting."
 _TIME_LIMIT = "Simulation is stopping. Reason: CPU time has been exceeded"
+# Lines the FVP itself prints: not the program's output.
+_SIMULATOR_LINE = re.compile(r"^(?:telnetterminal\d|Ethos-U rev |\(C\) COPYRIGHT|ALL RIGHTS RESERVED"
+                             r"|Info: |Warning: |\[warning\s*\]|\[run_fvp\])")
 # Text a UART can legitimately carry; anything else in a line marks it garbled.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffd]")
+_INT = re.compile(r"^-?\d+$")
 
 
 @dataclass(frozen=True)
 class LogRecord:
-    """One ET_LOG line: `I [executorch:file.cpp:123 func()] message`."""
+    """One log line: `I [executorch:file.cpp:123 func()] message`, `INFO - message`, ..."""
 
-    level: LogLevel
-    file: str
-    line: int
+    level: str  # D, I, W, E, F
+    file: str  # "" for ML-kit records
+    line: int | None  # None on runners that log without line numbers (Zephyr samples)
     func: str  # "" on runners built without function names
     message: str
 
@@ -70,13 +94,36 @@ class Count:
 
 @dataclass(frozen=True)
 class PmuCounter:
-    index: int
-    event: str | None  # from the `Ethos-U PMU Events:[...]` legend, None without one
+    index: int | None  # ExecuTorch's ethosu_pmu_cntrK; None for ML-kit counters
+    event: str | None  # the legend's event, or the ML kit's name ("NPU ACTIVE"); None without
     count: Count
 
     @property
     def name(self) -> str:
         return self.event or f"ethosu_pmu_cntr{self.index}"
+
+
+# The AXI beat counters under the key names report.json uses (run.cycles.beats).
+_BEAT_EVENTS = {
+    "axi0_read": "AXI0_RD_DATA_BEAT_RECEIVED",
+    "axi0_write": "AXI0_WR_DATA_BEAT_WRITTEN",
+    "axi1_read": "AXI1_RD_DATA_BEAT_RECEIVED",
+}
+
+
+def axi_beats(counters: tuple[PmuCounter, ...]) -> dict[str, int]:
+    """axi0_read/axi0_write/axi1_read per inference from ET (ETHOSU_PMU_AXI0_...) or ML-kit
+    (NPU AXI0_...) counter names. U85's SRAM/EXT ports are other counters: kept raw only."""
+    beats = {}
+    for key, event in _BEAT_EVENTS.items():
+        for counter in counters:
+            if counter.event in (f"ETHOSU_PMU_{event}", f"NPU {event}"):
+                beats[key] = per_inference(counter.count)
+    return beats
+
+
+def per_inference(count: Count) -> int:
+    return round(count.per_inference) if count.per_inference is not None else count.total
 
 
 @dataclass(frozen=True)
@@ -93,21 +140,33 @@ class Failure:
 class UartLog:
     lines: tuple[str, ...]  # every line, EOT removed, undecodable bytes as U+FFFD
     records: tuple[LogRecord, ...]
-    npu_cycles: Count | None  # ethosu_pmu_cycle_cntr: NPU active cycles
+    npu_cycles: Count | None  # ethosu_pmu_cycle_cntr, or the ML kit's NPU TOTAL (else ACTIVE)
     pmu_counters: tuple[PmuCounter, ...]
     cpu_cycles: Count | None  # "Inference runtime: N CPU cycles total"
     inferences: int | None  # "NPU Inferences : N"
-    outputs: tuple[tuple[OutputValue, ...], ...]  # Output[i][j] lines, indexed [i][j]
+    outputs: tuple[tuple[OutputValue, ...], ...]  # printed values of output i, by index j
+    output_indices: tuple[tuple[int, ...], ...]  # the j of each printed value
+    outputs_elided: bool  # the runner skipped some values ("...(Skipped)")
+    top_classes: tuple[tuple[int, float], ...]  # (class, score) from a top-k report
+    inference_ms: float | None  # "Inference completed in N ms" (Zephyr samples)
     test_results: tuple[bool, ...]  # BundleIO Test_result lines, PASS -> True
     complete: bool  # "Program complete, exiting." seen
     eot: bool
-    banners: int  # runner starts seen; more than one means the target reset
+    banners: int  # runner starts seen
     garbled_bytes: int  # undecodable bytes (one per U+FFFD) and stray control characters
     failures: tuple[Failure, ...]
+    recognised: int  # lines that carry something a runner prints (record, figure, marker)
+    last_program_line: str  # the last non-blank line not printed by the FVP itself
 
     @property
     def ok(self) -> bool:
         return self.complete and not self.failures
+
+    @property
+    def inference_done(self) -> bool:
+        """Something only a finished inference prints: PMU figures, outputs, a timing, results."""
+        return bool(self.npu_cycles or self.cpu_cycles or self.pmu_counters or self.outputs
+                    or self.top_classes or self.inference_ms is not None or self.test_results)
 
     def tail(self, n: int = 15) -> str:
         """The last n lines, non-text characters shown as '?'."""
@@ -125,20 +184,32 @@ class UartLogParser:
         self._npu_cycles: Count | None = None
         self._counters: dict[int, Count] = {}
         self._events: tuple[str, ...] = ()
+        self._mlek: dict[str, int] = {}
         self._cpu_cycles: Count | None = None
         self._inferences: int | None = None
-        self._outputs: dict[int, list[OutputValue]] = {}
+        self._outputs: dict[int, dict[int, OutputValue]] = {}
+        self._zephyr_tensor: tuple[int, str] | None = None  # (output index, scalar type)
+        self._elided = False
+        self._top: list[tuple[int, float]] = []
+        self._inference_ms: float | None = None
         self._test_results: list[bool] = []
         self._complete = False
         self._eot = False
+        self._banner_kinds: set[int] = set()
         self._banners = 0
         self._garbled = 0
         self._failures: list[Failure] = []
+        self._recognised = 0
+        self._last_program_line = ""
 
     @property
     def failures(self) -> tuple[Failure, ...]:
         """Failure markers seen so far."""
         return tuple(self._failures)
+
+    @property
+    def recognised(self) -> int:
+        return self._recognised
 
     @property
     def halted(self) -> bool:
@@ -161,17 +232,25 @@ class UartLogParser:
         if self._pending:
             self._line(self._pending.rstrip("\r"))
             self._pending = ""
-        counters = tuple(
-            PmuCounter(i, self._events[i] if i < len(self._events) else None, count)
-            for i, count in sorted(self._counters.items()))
-        outputs = tuple(tuple(self._outputs.get(i, ()))
-                        for i in range(max(self._outputs, default=-1) + 1))
+        counters = [PmuCounter(i, self._events[i] if i < len(self._events) else None, count)
+                    for i, count in sorted(self._counters.items())]
+        counters += [PmuCounter(None, name, Count(n, None)) for name, n in self._mlek.items()]
+        npu = self._npu_cycles
+        if npu is None and ("NPU TOTAL" in self._mlek or "NPU ACTIVE" in self._mlek):
+            npu = Count(self._mlek.get("NPU TOTAL", self._mlek.get("NPU ACTIVE")), None)
+        n_outputs = max(self._outputs, default=-1) + 1
+        printed = [sorted(self._outputs.get(i, {}).items()) for i in range(n_outputs)]
         return UartLog(
             lines=tuple(self._lines), records=tuple(self._records),
-            npu_cycles=self._npu_cycles, pmu_counters=counters, cpu_cycles=self._cpu_cycles,
-            inferences=self._inferences, outputs=outputs,
-            test_results=tuple(self._test_results), complete=self._complete, eot=self._eot,
-            banners=self._banners, garbled_bytes=self._garbled, failures=tuple(self._failures))
+            npu_cycles=npu, pmu_counters=tuple(counters), cpu_cycles=self._cpu_cycles,
+            inferences=self._inferences,
+            outputs=tuple(tuple(v for _, v in values) for values in printed),
+            output_indices=tuple(tuple(j for j, _ in values) for values in printed),
+            outputs_elided=self._elided, top_classes=tuple(self._top),
+            inference_ms=self._inference_ms, test_results=tuple(self._test_results),
+            complete=self._complete, eot=self._eot, banners=self._banners,
+            garbled_bytes=self._garbled, failures=tuple(self._failures),
+            recognised=self._recognised, last_program_line=self._last_program_line)
 
     def _fail(self, kind: FailureKind, text: str) -> None:
         self._failures.append(Failure(kind, len(self._lines), text))
@@ -184,25 +263,44 @@ class UartLogParser:
             self._fail("garbled", f"{garbled} non-text characters in: "
                                   f"{_CONTROL.sub('?', line)[:60]}")
             return
-        record = _RECORD.match(line)
-        if record:
+        stripped = line.strip()
+        simulator = bool(_SIMULATOR_LINE.match(stripped))
+        if stripped and not simulator:
+            self._last_program_line = stripped
+        failures_before = len(self._failures)
+        if record := _RECORD.match(line):
             self._records.append(LogRecord(
-                record["level"], record["file"], int(record["line"]), record["func"] or "",
-                record["message"]))
+                record["level"], record["file"], int(record["line"]) if record["line"] else None,
+                record["func"] or "", record["message"]))
+            payload = record["message"].strip()
+        elif record := _MLEK_RECORD.match(line):
+            self._records.append(LogRecord(_MLEK_LEVELS[record["level"]], "", None, "",
+                                           record["message"]))
             payload = record["message"].strip()
         else:
-            payload = line.strip()
-        if line.startswith(("E ", "F ", "E:", "F:")):
-            self._fail("fatal" if line[0] == "F" else "error", line)
+            payload = stripped
+        self._failure_markers(line, stripped, record)
+        if self._payload(payload, line) or record or len(self._failures) > failures_before:
+            self._recognised += 1
+
+    def _failure_markers(self, line: str, stripped: str, record: re.Match | None) -> None:
+        # As ExecuTorch's own checks (runner_utils.py, run_fvp.sh) read a log.
+        level = record["level"] if record else ""
+        if level in ("E", "ERROR") or line.startswith(("E ", "E:")):
+            self._fail("error", line)
+        elif level == "F" or line.startswith(("F ", "F:")):
+            self._fail("fatal", line)
         if _HARD_FAULT.search(line):
             self._fail("hard-fault", line)
         if "Assertion" in line:
             self._fail("assertion", line)
-        if _TIME_LIMIT in line:
-            self._fail("time-limit", line)
-        self._payload(payload, line)
+        if _SIM_ERROR.match(stripped):
+            self._fail("simulator", line)
+        if _TIME_LIMIT in line and not (self._complete or self._eot):
+            self._fail("time-limit", line)  # after the end it only stopped an idle CPU
 
-    def _payload(self, payload: str, line: str) -> None:
+    def _payload(self, payload: str, line: str) -> bool:
+        """Read one line's content; False when it is nothing a runner is known to print."""
         if m := _CYCLE_CNTR.match(payload):
             self._npu_cycles = _count(m)
         elif m := _EVENT_CNTR.match(payload):
@@ -213,23 +311,47 @@ class UartLogParser:
             self._cpu_cycles = _count(m)
         elif m := _INFERENCES.match(payload):
             self._inferences = int(m["n"])
+        elif m := _MLEK_PMU.match(payload):
+            self._mlek[m["name"]] = int(m["total"])
         elif m := _OUTPUT.match(payload):
-            self._outputs.setdefault(int(m["i"]), []).append(_value(m["type"], m["value"]))
+            self._outputs.setdefault(int(m["i"]), {})[int(m["j"])] = _value(m["type"], m["value"])
+        elif m := _ZEPHYR_TENSOR.match(payload):
+            self._zephyr_tensor = (int(m["i"]), m["type"])
+            self._outputs.setdefault(int(m["i"]), {})
+        elif self._zephyr_tensor and (m := _ZEPHYR_VALUE.match(payload)):
+            i, scalar_type = self._zephyr_tensor
+            kind = "float" if scalar_type in ("Float", "Double", "Half") else "int"
+            self._outputs[i][int(m["j"])] = _value(kind, m["value"])
+        elif m := _TOP_CLASS.match(payload):
+            self._top.append((int(m["cls"]), float(m["score"])))
+        elif m := _INFERENCE_MS.match(payload):
+            self._inference_ms = float(m["ms"])
+        elif payload == _ELIDED:
+            self._elided = True
         elif m := _TEST_RESULT.search(payload):
             self._test_results.append(m["result"] == "PASS")
         elif _END in payload:
             self._complete = True
-        elif _BANNER.match(payload):
-            self._banners += 1
-            if self._banners > 1:
-                self._fail("reset", line)
+        elif (kind := _banner_kind(payload)) is not None:
+            self._banner(kind, line)
+        else:
+            return False
+        return True
+
+    def _banner(self, kind: int, line: str) -> None:
+        self._banners += 1
+        if kind in self._banner_kinds:
+            self._fail("reset", line)
+        self._banner_kinds.add(kind)
 
 
 def _count(m: re.Match) -> Count:
     return Count(int(m["total"]), float(m["per"]) if m["per"] else None)
 
 
-def _value(kind: str, text: str) -> OutputValue:
+def _value(kind: str | None, text: str) -> OutputValue:
+    if kind is None:  # untyped: older runners print every value with %f or %d
+        kind = "int" if _INT.match(text) else "float"
     if kind == "float":
         return float(text)
     if kind == "bool":
@@ -237,10 +359,8 @@ def _value(kind: str, text: str) -> OutputValue:
     return int(text)
 
 
-def is_banner(line: str) -> bool:
-    """The line the runner prints once per start (`PTE @ 0x... [----ET12]`)."""
-    record = _RECORD.match(line)
-    return bool(_BANNER.match((record["message"] if record else line).strip()))
+def _banner_kind(payload: str) -> int | None:
+    return next((k for k, banner in enumerate(_BANNERS) if banner.match(payload)), None)
 
 
 def parse_uart_log(data: bytes | str) -> UartLog:

@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ..npu import ARM_VELA_INI, vela_ini_path
 from .memory import INTERNAL
 from .records import OpRecord
 
@@ -71,13 +72,14 @@ class MemorySystem:
 
 
 @lru_cache(maxsize=16)
-def memory_system(accelerator: str, system_config: str, memory_mode: str) -> MemorySystem:
+def memory_system(accelerator: str, system_config: str, memory_mode: str,
+                  config_ini: str = ARM_VELA_INI) -> MemorySystem:
     """Bandwidths, latencies and bursts of the Vela system config, per region (0 weights,
-    1 arena, 2 fast scratch)."""
+    1 arena, 2 fast scratch), read from config_ini as Vela reads it."""
     from ethosu.vela.architecture_features import ArchitectureFeatures, MemPort
 
     arch = ArchitectureFeatures(
-        vela_config_files=[_ini_path()], accelerator_config=accelerator,
+        vela_config_files=[str(vela_ini_path(config_ini))], accelerator_config=accelerator,
         system_config=system_config, memory_mode=memory_mode, max_blockdep=3,
         verbose_config=False, arena_cache_size=None)
 
@@ -89,14 +91,6 @@ def memory_system(accelerator: str, system_config: str, memory_mode: str) -> Mem
 
     return MemorySystem({0: port(arch.const_mem_area), 1: port(arch.arena_mem_area),
                          2: port(arch.cache_mem_area)})
-
-
-def _ini_path() -> str:
-    from pathlib import Path
-
-    import ethosu.vela
-
-    return str(Path(ethosu.vela.__file__).parent.parent / "config_files" / "Arm" / "vela.ini")
 
 
 def _ceil(a: int, b: int) -> int:

@@ -31,7 +31,7 @@ _CACHE_SIZE = 32
 @dataclass(frozen=True)
 class Plan:
     steps: tuple[Step, ...]
-    timed: dict = field(default_factory=dict)  # (system config, memory mode) -> records
+    timed: dict = field(default_factory=dict)  # (system config, memory mode, ini) -> records
 
 
 def new_memory(program: NpuProgram, accelerator: str) -> Memory:

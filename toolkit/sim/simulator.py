@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..npu import npu_config
+from ..npu import ARM_VELA_INI, npu_config
 from . import cycles as cycle_model
 from .errors import SimError
 from .memory import Memory
@@ -59,22 +59,24 @@ def _read_outputs(program: NpuProgram, memory: Memory) -> list[np.ndarray]:
     return outputs
 
 
-def _timed(plan: Plan, accelerator: str, system_config: str, memory_mode: str):
+def _timed(plan: Plan, accelerator: str, system_config: str, memory_mode: str,
+           config_ini: str):
     """The plan's records with our cycle model's figures, computed once per memory system."""
-    records = plan.timed.get((system_config, memory_mode))
+    records = plan.timed.get((system_config, memory_mode, config_ini))
     if records is None:
-        ports = cycle_model.memory_system(accelerator, system_config, memory_mode)
+        ports = cycle_model.memory_system(accelerator, system_config, memory_mode, config_ini)
         timings = [cycle_model.op_timing(s.record, accelerator, ports) for s in plan.steps]
         records = tuple(dataclasses.replace(s.record, cycles=t.total, compute_cycles=t.compute)
                         for s, t in zip(plan.steps, timings))
-        plan.timed[(system_config, memory_mode)] = records
+        plan.timed[(system_config, memory_mode, config_ini)] = records
     return records
 
 
 def simulate(program: NpuProgram, inputs: Sequence[np.ndarray], accelerator: str,
-             system_config: str | None = None, memory_mode: str | None = None) -> SimResult:
-    """Run the program; system config and memory mode (Vela's, for the cycle model) default to
-    ExecuTorch's defaults for the NPU family."""
+             system_config: str | None = None, memory_mode: str | None = None,
+             config_ini: str = ARM_VELA_INI) -> SimResult:
+    """Run the program; system config and memory mode (Vela's, for the cycle model, read from
+    config_ini) default to ExecuTorch's defaults for the NPU family."""
     check_accelerator(program, accelerator)
     npu = npu_config(accelerator, system_config, memory_mode)
     plan = plan_for(program, accelerator)
@@ -82,7 +84,7 @@ def simulate(program: NpuProgram, inputs: Sequence[np.ndarray], accelerator: str
     _place_inputs(program, memory, inputs)
     for step in plan.steps:
         step.run(memory)
-    records = _timed(plan, accelerator, npu.system_config, npu.memory_mode)
+    records = _timed(plan, accelerator, npu.system_config, npu.memory_mode, config_ini)
     return SimResult(_read_outputs(program, memory), records,
                      sum(r.compute_cycles for r in records), sum(r.cycles for r in records),
                      accelerator)

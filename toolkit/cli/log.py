@@ -1,0 +1,51 @@
+"""etk log: read a console capture from a run made elsewhere into the run entry deploy writes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..errors import UserError
+
+
+def _log(args) -> int:
+    from ..runners.console_log import check_outputs, run_entry
+    from ..runners.uart_log import parse_uart_log
+
+    path = Path(args.capture)
+    try:
+        log = parse_uart_log(path.read_bytes())
+    except OSError as exc:
+        raise UserError(f"cannot read {path}: {exc.strerror}") from None
+    if not log.recognised:
+        raise UserError(f"{path} holds no run: none of its {len(log.lines)} lines is an "
+                        f"ExecuTorch or ML-kit log record, PMU report, output or failure; pass the "
+                        f"firmware's console capture (UART or FVP output)")
+    check = check_outputs(log, Path(args.program), args.sample) if args.program else None
+    entry = run_entry(log, path, check)
+    if args.json:
+        print(json.dumps(entry, indent=2))
+    else:
+        cycles = entry["cycles"]
+        print(f"{path}: {entry['verdict']}")
+        if cycles["kind"] == "measured":
+            figures = [f"NPU {cycles['npu_cycles']}" if cycles["npu_cycles"] is not None else "",
+                       f"CPU {cycles['cpu_cycles']}" if cycles["cpu_cycles"] is not None else ""]
+            print(f"  cycles per inference (measured): {', '.join(f for f in figures if f)}")
+            for name, count in cycles["counters"].items():
+                print(f"  {name}: {count}")
+        if check is not None:
+            print(f"  outputs: {check.note}")
+    return 0 if entry["passed"] else 1
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "log", help="read a console capture (UART or FVP) of a run made outside etk")
+    parser.add_argument("capture", metavar="CAPTURE", help="the saved console output")
+    parser.add_argument("--program", metavar="OUT/VARIANT",
+                        help="compare the printed outputs with this program's host reference")
+    parser.add_argument("--sample", type=int, default=0,
+                        help="the evaluation sample the firmware ran (default 0)")
+    parser.add_argument("--json", action="store_true", help="print the run entry as JSON")
+    parser.set_defaults(func=_log)

@@ -1,0 +1,138 @@
+"""A console capture as a run: the verdict a user can act on, and the run entry deploy writes.
+
+Used by `etk log` for runs made outside the toolkit (a user's own flashing flow, a CI job's saved
+UART log, a pasted FVP log). Verdicts: "ran and passed", "ran, outputs differ",
+"failed: <the firmware's own error line>", "hung after <last line>", "printed nothing".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from ..compare.metrics import exact_match_rate, max_abs_err_lsb
+from ..errors import UserError
+from ..lower.program_store import load_output_interface
+from .uart_log import UartLog, axi_beats, per_inference
+from .uart_outputs import decode_outputs, missing_values
+
+Status = Literal["passed", "differ", "failed", "hung", "nothing"]
+_MISMATCH = "don't match expected BundleIO"  # the runner's line before Test_result: FAIL
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: Status
+    text: str
+    reason: str  # the firmware's line behind a failure, a mismatch or a hang; "" otherwise
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+
+@dataclass(frozen=True)
+class OutputCheck:
+    """Printed outputs against a program's host reference."""
+
+    match: bool | None  # None: the printed values cannot be compared
+    max_diff_lsb: float | None
+    exact_match_rate: float | None
+    note: str
+
+
+def verdict(log: UartLog, check: OutputCheck | None = None) -> Verdict:
+    fail_at = next((n for n, line in enumerate(log.lines, 1)
+                    if _MISMATCH in line or "Test_result: FAIL" in line), None)
+    # After a BundleIO FAIL the runner reports the mismatch and aborts on purpose.
+    failures = [f for f in log.failures if fail_at is None or f.line_no < fail_at]
+    if failures:
+        first = next((f for f in failures if f.kind != "garbled"), failures[0])
+        return Verdict("failed", f"failed: {first.text}", first.text)
+    if fail_at is not None:
+        line = log.lines[fail_at - 1]
+        return Verdict("differ", f"ran, outputs differ: {line.strip()}", line.strip())
+    if log.complete or log.eot or log.inference_done:
+        if check is not None and check.match is False:
+            return Verdict("differ", f"ran, outputs differ: {check.note}", check.note)
+        return Verdict("passed", "ran and passed", "")
+    if log.last_program_line:
+        return Verdict("hung", f"hung after {log.last_program_line}", log.last_program_line)
+    return Verdict("nothing", "printed nothing", "")
+
+
+def check_outputs(log: UartLog, program_dir: Path, sample: int = 0) -> OutputCheck:
+    """Compare the printed outputs with the host reference of program_dir (OUT/fused)."""
+    interface = load_output_interface(program_dir)
+    if interface is None:
+        raise UserError(f"{program_dir} holds no compiled program (program.json): pass a "
+                        f"variant folder of an etk output, e.g. OUT/fused")
+    specs, quants = interface
+    reference_dir = program_dir / "reference"
+    paths = [reference_dir / f"output_{sample}_{i}.npy" for i in range(len(specs))]
+    if not all(p.is_file() for p in paths):
+        raise UserError(f"{reference_dir} has no host reference outputs for sample {sample}: "
+                        f"run `etk compile`/`deploy` for this program first")
+    missing = missing_values(log.outputs, specs)
+    if missing is not None:
+        return OutputCheck(None, None, None, f"cannot compare with the host reference: {missing}")
+    decoded = decode_outputs(log.outputs, specs, quants)
+    worst, rates = 0.0, []
+    for got, path, quant in zip(decoded.arrays, paths, quants):
+        want = np.load(path)
+        worst = max(worst, max_abs_err_lsb(want, got, quant.scale) if quant else
+                    float(np.max(np.abs(want.astype(np.float64) - got), initial=0.0)))
+        rates.append(exact_match_rate(want, got))
+    tolerance = 0.0 if decoded.exact else 1e-6  # %f prints 6 decimals
+    match = worst <= tolerance
+    note = (f"{'equal to' if match else 'differ from'} the host reference of {program_dir} "
+            f"(sample {sample}, max diff {worst:g}{' LSB' if decoded.exact else ''}); "
+            f"{decoded.note}")
+    return OutputCheck(match, worst, float(np.mean(rates)), note)
+
+
+def run_entry(log: UartLog, source: Path, check: OutputCheck | None = None) -> dict[str, Any]:
+    """The run entry `deploy` writes into report.json (runner "log"), plus the verdict."""
+    result = verdict(log, check)
+    counters = {c.name: per_inference(c.count) for c in log.pmu_counters}
+    measured = log.npu_cycles is not None or log.cpu_cycles is not None
+    cycles = {
+        "kind": "measured" if measured else "none",
+        "source": f"console log {source}",
+        "npu_cycles": per_inference(log.npu_cycles) if log.npu_cycles else None,
+        "total_cycles": None,
+        "cpu_cycles": per_inference(log.cpu_cycles) if log.cpu_cycles else None,
+        "note": ("as the firmware printed them: the NPU's cycle counter (ethosu_pmu_cycle_cntr, "
+                 "or the ML kit's NPU TOTAL)" if measured else "the log holds no PMU report"),
+        "beats": axi_beats(log.pmu_counters),
+        "counters": counters,
+    }
+    return {
+        "runner": "log",
+        "verdict": result.text,
+        "status": result.status,
+        "passed": result.passed,
+        "reason": result.reason,
+        "cycles": cycles,
+        "outputs_match_reference": check.match if check else None,
+        "max_diff_lsb": check.max_diff_lsb if check else None,
+        "exact_match_rate": check.exact_match_rate if check else None,
+        "details": {
+            "log": str(source),
+            "printed_outputs": [list(values) for values in log.outputs],
+            "output_indices": [list(indices) for indices in log.output_indices],
+            "outputs_elided": log.outputs_elided,
+            "outputs": check.note if check else "not compared (no --program)",
+            "top_classes": [list(pair) for pair in log.top_classes],
+            "inference_ms": log.inference_ms,
+            "inferences": log.inferences,
+            "bundleio": ["PASS" if ok else "FAIL" for ok in log.test_results],
+            "complete": log.complete or log.eot,
+            "banners": log.banners,
+            "failures": [str(f) for f in log.failures],
+            "lines": len(log.lines),
+        },
+    }
