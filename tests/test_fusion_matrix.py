@@ -186,11 +186,18 @@ def test_block_fuses_and_matches_float(chain, parent, bn, index):
     assert decision.fused, decision.reason
     assert not decision.zero_point_raised
     upper = am.UPPER[am.ACTIVATIONS[index]]
-    if upper is not None:
-        assert f"upper bound {upper:g} folded into qmax" in decision.reason
-        quant = program.output_quant[index]  # the block's range is exactly [0, upper]
-        assert quant.zero_point == -128
-        assert quant.scale * (quant.qmax - quant.zero_point) == pytest.approx(upper, rel=1e-6)
+    quant = program.output_quant[index]  # the block's range is [0, min(calibrated max, upper)]
+    assert quant.zero_point == -128
+    top = quant.scale * (quant.qmax - quant.zero_point)
+    assert decision.upper_bound == pytest.approx(top, rel=1e-6)
+    if upper is None:
+        assert decision.upper_bound_from == "calibration"
+    elif decision.upper_bound_from == "activation":
+        assert f"qmax is the upper bound {upper:g}" in decision.reason
+        assert top == pytest.approx(upper, abs=quant.scale / 2)
+    else:
+        assert "qmax is the calibrated maximum" in decision.reason
+        assert top < upper - quant.scale / 2
     steps = block_error_steps(built, "fused", index)
     assert steps <= TOL_STEPS, f"fused block error {steps:.2f} steps > {TOL_STEPS}"
 

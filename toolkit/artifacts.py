@@ -61,8 +61,10 @@ class FusionDecision:
     activation: str  # "relu", "relu6", "hardtanh(0, 4.0)", ...
     source: str  # module path and file:line in the user's model
     fused: bool
-    reason: str  # why not fused, or what was folded ("upper bound 6.0 folded into qmax")
+    reason: str  # why not fused, or what the saturation implements
     zero_point_raised: bool = False  # fused by raising qmin to a zero point above qmin
+    upper_bound: float | None = None  # fused: the real value qmax stands for (the clip point)
+    upper_bound_from: str = ""  # fused: "activation" (hardtanh's M) or "calibration" (max seen)
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,19 @@ def _output_quantize(node: Node) -> Node | None:
     return users[0] if len(users) == 1 and users[0].target in QUANTIZE else None
 
 
+def _upper_saturation(act: Node, quant: Node) -> tuple[float, str, str]:
+    """(real value at qmax, "activation" or "calibration", a note) for a fused block's output."""
+    scale, zero_point, qmax = float(quant.args[1]), int(quant.args[2]), int(quant.args[4])
+    top = scale * (qmax - zero_point)
+    upper = float(act.args[2]) if act.target in HARDTANH_TARGETS else None
+    if upper is None or top < upper - scale / 2:
+        below = f", below the upper bound {upper:g}" if upper is not None else ""
+        return top, "calibration", f"qmax is the calibrated maximum {top:.4g}{below}"
+    if top <= upper + scale / 2:
+        return top, "activation", f"qmax is the upper bound {upper:g}"
+    return top, "calibration", f"qmax {top:.4g} is above the upper bound {upper:g}: a CLAMP remains"
+
+
 def _decide(act: Node) -> FusionDecision | None:
     producer = act.args[0] if act.args and isinstance(act.args[0], Node) else None
     if producer is None:
@@ -73,11 +86,14 @@ def _decide(act: Node) -> FusionDecision | None:
     raised = act.meta.get("etk_raised_zero_point")
     if raised is not None and not in_block:
         zero_point, qmin = raised
+        quant = _output_quantize(act)
+        top, bound_from, note = _upper_saturation(act, quant) if quant else (None, "", "")
         return FusionDecision(
             parent.name, name, source, True,
             f"output zero point {zero_point} above qmin {qmin}: one block quantization, qmin "
             f"raised to the zero point as CLAMP({zero_point}, qmax) on it, which Vela folds into "
-            "the output stage (a CLAMP remains in TOSA: ExecuTorch's RESCALE ignores qmin)", True)
+            "the output stage (a CLAMP remains in TOSA: ExecuTorch's RESCALE ignores qmin)"
+            + (f"; {note}" if note else ""), True, top, bound_from)
     if not in_block:
         others = [u.name for u in _float_users(parent) if u is not act]
         reason = (f"{parent.name}'s output is also used by {', '.join(others)}: fusing the "
@@ -94,14 +110,10 @@ def _decide(act: Node) -> FusionDecision | None:
     raised = zero_point > qmin
     if raised:
         notes.append(f"qmin raised from {qmin} to the zero point {zero_point}")
-    if act.target in HARDTANH_TARGETS:
-        upper = float(act.args[2])
-        top = scale * (qmax - zero_point)
-        if abs(top - upper) <= scale / 2:
-            notes.append(f"upper bound {upper:g} folded into qmax")
-        else:
-            notes.append(f"upper bound {upper:g} not at qmax ({top:.4g}): a CLAMP may remain")
-    return FusionDecision(parent.name, name, source, True, "; ".join(notes), raised)
+    top, bound_from, note = _upper_saturation(act, quant)
+    notes.append(note)
+    return FusionDecision(parent.name, name, source, True, "; ".join(notes), raised,
+                          top, bound_from)
 
 
 def fusion_decisions(graph: GraphModule) -> tuple[FusionDecision, ...]:

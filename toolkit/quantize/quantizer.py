@@ -1,15 +1,17 @@
 """Int8 quantization for Ethos-U with or without conv/linear + activation blocks.
 
 Built on ExecuTorch's Ethos-U quantizer: the variant only changes which patterns its pattern
-matcher may annotate. fused: upstream's support table, where conv/linear (+ batch norm) +
-relu/hardtanh(0, M) is one block (one output observer, after the activation). unfused: the same
-table without those block patterns, so the conv/linear output gets its own observer and the
-activation shares it: an explicit CLAMP stays in the TOSA graph.
+matcher may annotate; the QuantizationConfig is upstream's own (TOSAQuantizationConfig, so its
+rules for transposed-conv weights, upsample/mean and comparisons hold in both variants).
+fused: upstream's support table, where conv/linear (+ batch norm) + relu/hardtanh(0, M) is one
+block with one output observer after the activation: the calibrated range [0, max], max <= M,
+whose zero point -128 and qmax are the activation's saturation (decisions.py reports which bound
+qmax implements). unfused: the same table without those block patterns, so the conv/linear
+output gets its own observer and the activation shares it: an explicit CLAMP stays in the TOSA
+graph.
 """
 
 from __future__ import annotations
-
-from dataclasses import fields
 
 import torch
 from executorch.backends.arm.ethosu import EthosUCompileSpec
@@ -21,9 +23,7 @@ from executorch.backends.arm.quantizer.quantizer_support import (
 )
 from executorch.backends.arm.util._factory import create_quantizer
 from executorch.backends.cortex_m.quantizer.pattern_matcher import PatternMatcher
-from torchao.quantization.pt2e import FixedQParamsObserver
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
-from torchao.quantization.pt2e.quantizer import QuantizationSpec
 
 from ..artifacts import CalibrationSet, LoadedModel, QuantizedModel, Variant
 from ..errors import UserError
@@ -32,8 +32,6 @@ from ..rewrites import apply_rewrites
 from .activations import HARDTANH_TARGETS, RELU_TARGETS, canonicalize_activations
 from .decisions import BLOCK_PARENTS, QUANTIZE, fusion_decisions, lower_bound
 from .shared_pools import POOLS, SharedPoolQuantizer
-
-INT8_MIN, INT8_MAX = -128, 127
 
 
 def compile_spec(npu: NpuConfig) -> EthosUCompileSpec:
@@ -50,45 +48,11 @@ def support_table(variant: Variant) -> dict:
     return {p: check for p, check in TOSA_QUANTIZER_SUPPORT_DICT.items() if p not in excluded}
 
 
-def bounded_block_upper(node: torch.fx.Node) -> float | None:
-    """The upper bound M of a hardtanh(0, M) that closes a conv/linear block, else None."""
-    if node is None or node.target not in HARDTANH_TARGETS or len(node.args) < 3:
-        return None
-    lower, upper = float(node.args[1]), float(node.args[2])
-    parent = node.args[0]
-    if lower != 0.0 or upper <= 0.0 or not isinstance(parent, torch.fx.Node):
-        return None
-    return upper if parent.target in BLOCK_PARENTS else None
-
-
-class BlockQuantizationConfig(QuantizationConfig):
-    """Gives a bounded block (conv + hardtanh(0, M)) the output range exactly [0, M].
-
-    With scale M/255 and zero point -128 the RESCALE's saturation at -128 and 127 is the
-    activation's 0 and M: both bounds fold into the conv's output stage, whatever the
-    calibration data reached.
-    """
-
-    def get_output_act_qspec(self, node=None):
-        upper = bounded_block_upper(node)
-        if upper is None:
-            return super().get_output_act_qspec(node)
-        observer = FixedQParamsObserver.with_args(
-            scale=upper / (INT8_MAX - INT8_MIN), zero_point=INT8_MIN, dtype=torch.qint8,
-            quant_min=INT8_MIN, quant_max=INT8_MAX, qscheme=torch.per_tensor_affine)
-        return QuantizationSpec(dtype=torch.int8, quant_min=INT8_MIN, quant_max=INT8_MAX,
-                                qscheme=torch.per_tensor_affine,
-                                observer_or_fake_quant_ctr=observer)
-
-
 def make_quantizer(npu: NpuConfig, variant: Variant, config: QuantizationConfig | None = None):
     """config replaces the default global QuantizationConfig (tests use it to force qparams)."""
     quantizer = create_quantizer(compile_spec(npu))
     if config is None:
-        base = get_symmetric_quantization_config(is_per_channel=True)
-        config = base
-        if variant == "fused":
-            config = BlockQuantizationConfig(**{f.name: getattr(base, f.name) for f in fields(base)})
+        config = get_symmetric_quantization_config(is_per_channel=True)
     quantizer.quantizer.pattern_matcher = PatternMatcher(support_table(variant), f"etk-{variant}")
     quantizer.set_global(config)
     quantizer.add_quantizer(SharedPoolQuantizer(config))
