@@ -17,6 +17,7 @@ from .registers import Registers
 
 # IFM_PRECISION / OFM_PRECISION: element size from the 2-bit size field.
 _SIZE_CODES = {0: 1, 1: 2, 2: 4}
+BRICK = 16  # channels per NHCWB16 brick
 
 
 @dataclass(frozen=True)
@@ -75,22 +76,26 @@ class FeatureMap:
 
     @cached_property
     def pieces(self) -> tuple[Piece, ...]:
+        """NHWC: channels are contiguous and STRIDE_C is not used (Vela 5.1 leaves 4 there on an
+        8-bit map that transposes a mean's int32 sums). NHCWB16: a brick row is 16 elements, so
+        STRIDE_X is not used; STRIDE_C steps between bricks. As Vela's
+        register_command_stream_util.get_address and check_strides read the registers."""
         pieces = []
         e, c = self.elem_size, self.depth
         for ys, xs, base in self._tiles():
             th, tw = ys.stop - ys.start, xs.stop - xs.start
-            yx = (th, tw), (self.stride_y, self.stride_x)
             if not self.brick:
-                pieces.append(Piece(ys, xs, slice(0, c), base, (*yx[0], c),
-                                    (*yx[1], self.stride_c)))
+                pieces.append(Piece(ys, xs, slice(0, c), base, (th, tw, c),
+                                    (self.stride_y, self.stride_x, e)))
                 continue
-            full = c // 16
+            yx = (th, tw), (self.stride_y, BRICK * e)
+            full = c // BRICK
             if full:
-                pieces.append(Piece(ys, xs, slice(0, 16 * full), base, (*yx[0], full, 16),
+                pieces.append(Piece(ys, xs, slice(0, BRICK * full), base, (*yx[0], full, BRICK),
                                     (*yx[1], self.stride_c, e)))
-            if c % 16:
-                pieces.append(Piece(ys, xs, slice(16 * full, c), base + full * self.stride_c,
-                                    (*yx[0], c % 16), (*yx[1], e)))
+            if c % BRICK:
+                pieces.append(Piece(ys, xs, slice(BRICK * full, c), base + full * self.stride_c,
+                                    (*yx[0], c % BRICK), (*yx[1], e)))
         return tuple(pieces)
 
     def check(self, memory: Memory, what: str) -> None:
