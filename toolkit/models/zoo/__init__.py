@@ -56,16 +56,22 @@ def _realistic_batch_norm(model: nn.Module, input_shape: tuple, generator: torch
     model.eval()
 
 
+def seeded_model(constructor, shape: tuple, seed: int = ZOO_SEED) -> tuple[nn.Module, tuple]:
+    """constructor() with seeded weights and realistic batch-norm statistics, in eval mode, and
+    one seeded example input of `shape`."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.random.fork_rng():  # parameter initialisation uses the global generator
+        torch.manual_seed(seed)
+        model = constructor()
+    _realistic_batch_norm(model, shape, generator)
+    model.eval()
+    return model, (torch.randn(shape, generator=generator),)
+
+
 def build_zoo_model(name: str) -> tuple[nn.Module, tuple]:
     """The seeded model and its example inputs."""
     catalogue = _catalogue()
     if name not in catalogue:
         raise UserError(f"unknown zoo model '{name}': use one of {', '.join(sorted(catalogue))}")
     constructor, shape = catalogue[name]
-    generator = torch.Generator().manual_seed(ZOO_SEED)
-    with torch.random.fork_rng():  # parameter initialisation uses the global generator
-        torch.manual_seed(ZOO_SEED)
-        model = constructor()
-    _realistic_batch_norm(model, shape, generator)
-    model.eval()
-    return model, (torch.randn(shape, generator=generator),)
+    return seeded_model(constructor, shape)
