@@ -36,9 +36,11 @@ from .shared_pools import POOLS, SharedPoolQuantizer
 INT8_MIN, INT8_MAX = -128, 127
 
 
-def compile_spec(npu: NpuConfig) -> EthosUCompileSpec:
+def compile_spec(npu: NpuConfig, extra_vela: tuple[str, ...] = ()) -> EthosUCompileSpec:
+    """The spec ExecuTorch compiles with; `extra_vela` reaches the Vela run that makes the .pte."""
     return EthosUCompileSpec(npu.accelerator, system_config=npu.system_config,
-                             memory_mode=npu.memory_mode, config_ini=npu.config_ini)
+                             memory_mode=npu.memory_mode, config_ini=npu.config_ini,
+                             extra_flags=list(extra_vela))
 
 
 def support_table(variant: Variant) -> dict:
