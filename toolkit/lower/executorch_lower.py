@@ -23,7 +23,6 @@ from .fold_pad import fold_pads_into_convs
 from .partition import capture_partition_rejections
 from .vela_runs import keep_vela_run, recorded_vela_runs
 
-
 _IGNORED_CPU_TARGETS = {operator.getitem}
 _QUANTIZE_NAMES = ("quantize_per_tensor",)
 _DEQUANTIZE_NAMES = ("dequantize_per_tensor",)

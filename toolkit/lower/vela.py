@@ -17,7 +17,6 @@ from ..npu import NpuConfig
 from .vela_runs import REPORT_FLAGS
 
 
-
 def vela_version() -> str:
     return version("ethos-u-vela")
 

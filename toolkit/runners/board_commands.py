@@ -12,7 +12,6 @@ from pathlib import Path
 
 from ..errors import ToolError, UserError
 
-
 SHELLS = {"sh", "bash", "dash", "zsh", "ksh"}
 
 
