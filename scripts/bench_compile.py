@@ -30,7 +30,7 @@ def main(spec: str = "zoo:ds_cnn") -> None:
     inputs = evaluation_inputs(model, 8, 0)
     floats = float_outputs(model, inputs)
     table = Table(title=f"etk compare {spec} ({npu.accelerator}), seconds")
-    stages = ("quantize", "lower", "vela", "host run", "second compile")
+    stages = ("quantize", "lower", "reports", "host run", "second compile")
     for column in ("variant", "load", *stages):
         table.add_column(column, justify="right")
     with tempfile.TemporaryDirectory() as out:

@@ -14,7 +14,9 @@ if TYPE_CHECKING:  # the pipeline imports torch and ExecuTorch: only when a job 
 
 def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL",
-                        help="zoo:NAME, path/to/file.py:ClassOrFactory, or a .pt2 file")
+                        help="zoo:NAME, path/to/file.py:ClassOrFactory, a .pt2 file or an int8 "
+                             ".tflite file. A .py model is code: it runs with your rights, so "
+                             "use only files you trust; a .pt2 with pickled entries is refused")
     parser.add_argument("--target", default="corstone-300", help="target name or .toml file")
     parser.add_argument("--npu", help="NPU configuration, e.g. ethos-u55-256 (default: the target's)")
     parser.add_argument("--system-config", help="Vela system config (default: the target's)")

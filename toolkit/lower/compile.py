@@ -1,5 +1,6 @@
 """The compile stage: LoadedModel + calibration + variant + NPU -> Program (files in OUT).
 
+Each delegate's payload and its estimate come from the same Vela run (vela_runs.py).
 Results are cached by content hash of model, calibration, options and tool versions: in-process,
 and on disk in OUT/VARIANT (program_store.py), which is written atomically: complete or absent.
 """
@@ -21,7 +22,7 @@ from .npu_ops import command_stream_operations, kernel_operation_count
 from .program_store import load_program, save_program
 from .staging import move_into_place, new_staging
 from .tosa_graph import read_tosa
-from .vela import read_estimate, run_vela, vela_flags
+from .vela import read_estimate, vela_flags
 
 _CACHE: dict[str, Program] = {}
 
@@ -60,14 +61,14 @@ def compile_variant(model: LoadedModel, calibration: CalibrationSet, variant: Va
     with _timed(timings, "quantize"):
         quantized = quantize(model, calibration, variant, npu, rewrites=rewrites)
     with _timed(timings, "lower"):
-        lowered = lower(quantized, npu, staging, fold_pads=FOLD_PAD in rewrites)
+        lowered = lower(quantized, npu, staging, fold_pads=FOLD_PAD in rewrites,
+                        extra_vela=extra_vela)
     flags = vela_flags(npu, extra_vela)
     delegates = []
-    with _timed(timings, "vela"):
-        for index, (tosa, payload, (d_in, d_out)) in enumerate(
-                zip(lowered.tosa_files, lowered.payloads, lowered.delegate_io)):
-            vela_dir = staging / f"vela_delegate{index}"
-            npz = run_vela(tosa, vela_dir, flags)
+    with _timed(timings, "reports"):
+        for index, (tosa, payload, vela_dir, (d_in, d_out)) in enumerate(
+                zip(lowered.tosa_files, lowered.payloads, lowered.vela_dirs, lowered.delegate_io)):
+            npz = vela_dir / f"{tosa.stem}_vela.npz"
             estimate, vela_layers = read_estimate(vela_dir, tosa.stem)
             operations = command_stream_operations(payload, npu)
             delegates.append(Delegate(

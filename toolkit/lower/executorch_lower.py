@@ -21,7 +21,7 @@ from ..npu import NpuConfig
 from ..quantize.quantizer import compile_spec
 from .fold_pad import fold_pads_into_convs
 from .partition import capture_partition_rejections
-
+from .vela_runs import keep_vela_run, recorded_vela_runs
 
 _IGNORED_CPU_TARGETS = {operator.getitem}
 _QUANTIZE_NAMES = ("quantize_per_tensor",)
@@ -34,6 +34,7 @@ class LoweredGraph:
     pte: bytes
     tosa_files: tuple[Path, ...]  # one per delegate, in call order
     payloads: tuple[bytes, ...]  # the vela_bin_stream of each delegate
+    vela_dirs: tuple[Path, ...]  # the Vela run that made each payload: npz, CSV reports, log
     delegate_io: tuple[tuple[tuple[TensorQuant, ...], tuple[TensorQuant, ...]], ...]
     cpu_ops: tuple[CpuOp, ...]
     input_specs: tuple[TensorSpec, ...]
@@ -128,10 +129,10 @@ def _delegation_tag(lowered_module) -> str:
 
 
 def lower(quantized: QuantizedModel, npu: NpuConfig, work_dir: Path,
-          fold_pads: bool = True) -> LoweredGraph:
+          fold_pads: bool = True, extra_vela: tuple[str, ...] = ()) -> LoweredGraph:
     """quantized graph -> edge program with Ethos-U delegates -> .pte bytes. `fold_pads`: the
-    fold-pad-into-conv rewrite (fold_pad.py)."""
-    spec = compile_spec(npu)
+    fold-pad-into-conv rewrite (fold_pad.py); `extra_vela`: Vela options for the payloads."""
+    spec = compile_spec(npu, extra_vela)
     # Not under work_dir: ExecuTorch passes this path to Vela in a command line it joins and
     # splits on spaces (arm_vela.vela_compile), so a path with a space would break Vela.
     dump_dir = Path(tempfile.mkdtemp(prefix="etk-lower-"))
@@ -140,7 +141,7 @@ def lower(quantized: QuantizedModel, npu: NpuConfig, work_dir: Path,
         program = torch.export.export(quantized.graph_module, quantized.example_inputs)
         folding = fold_pads_into_convs() if fold_pads else nullcontext()
         with capture_partition_rejections() as rejections, capture_fds() as log, \
-                folding as fold_pass:
+                folding as fold_pass, recorded_vela_runs(dump_dir / "vela") as vela_runs:
             edge = to_edge_transform_and_lower(
                 program, partitioner=[create_partitioner(spec)],
                 compile_config=EdgeCompileConfig(_check_ir_validity=False))
@@ -149,6 +150,8 @@ def lower(quantized: QuantizedModel, npu: NpuConfig, work_dir: Path,
     except (Exception, SystemExit) as exc:  # many types, all meaning lowering failed; Vela's
         # argument parser exits instead of raising
         shutil.rmtree(dump_dir, ignore_errors=True)
+        if isinstance(exc, ToolError):
+            raise
         raise ToolError(f"ExecuTorch lowering failed: {type(exc).__name__}: {exc}") from exc
     (work_dir / "lowering.log").write_text(log.text)
     calls = [n for n in graph.graph.nodes if _is_delegate_call(n)]
@@ -165,10 +168,14 @@ def lower(quantized: QuantizedModel, npu: NpuConfig, work_dir: Path,
         target = work_dir / f"delegate{index}.tosa"
         shutil.copyfile(found[0], target)
         tosa_files.append(target)
-    shutil.rmtree(dump_dir, ignore_errors=True)
     payloads = tuple(getattr(graph, c.args[0].target).processed_bytes for c in calls)
+    try:
+        vela_dirs = tuple(keep_vela_run(vela_runs, payload, index, work_dir)
+                          for index, payload in enumerate(payloads))
+    finally:
+        shutil.rmtree(dump_dir, ignore_errors=True)
     input_quant, output_quant, input_specs, output_specs = _boundary_quant(graph)
-    return LoweredGraph(graph, pte, tuple(tosa_files), payloads,
+    return LoweredGraph(graph, pte, tuple(tosa_files), payloads, vela_dirs,
                         tuple(_delegate_io(c) for c in calls), _cpu_ops(graph, rejections),
                         input_specs, output_specs, input_quant, output_quant,
                         _fold_records(fold_pass))

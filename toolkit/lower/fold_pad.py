@@ -16,11 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Set, Type
 
 import torch
-from executorch.backends.arm._passes import ArmPass, RewritePadPass
-from executorch.backends.arm._passes import arm_pass_manager
+from executorch.backends.arm._passes import ArmPass, RewritePadPass, arm_pass_manager
 from executorch.backends.arm._passes.arm_pass_utils import (
     get_first_fake_tensor,
     permute_fake_tensor_metadata,
@@ -96,7 +94,7 @@ class FoldPadIntoConvPass(ArmPass):
     as a slice SizeAdjustInputPass put between them, is left alone.
     """
 
-    _passes_required_after: Set[Type[ExportPass]] = set()
+    _passes_required_after: set[type[ExportPass]] = set()
 
     def __init__(self) -> None:
         super().__init__()

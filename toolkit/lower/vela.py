@@ -1,7 +1,7 @@
 """Vela: compile a delegate's TOSA graph and read its estimates.
 
-ExecuTorch runs Vela for the .pte in a scratch folder; we run it again on the same TOSA with the
-same flags into OUT, adding the reports, so every figure in our report has a file behind it.
+For ExecuTorch's delegates, ExecuTorch's own Vela run is kept (vela_runs.py); run_vela compiles
+a .tflite file, whose payload and reports are that one run's output.
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ from ..artifacts import LayerEstimate, VelaEstimate
 from ..console_capture import capture_fds
 from ..errors import ToolError
 from ..npu import NpuConfig
-
-REPORT_FLAGS = ("--verbose-performance",)
+from .vela_runs import REPORT_FLAGS
 
 
 def vela_version() -> str:

@@ -13,6 +13,7 @@ from torch import nn
 
 from ..artifacts import LoadedModel
 from ..errors import UserError
+from .pt2_archive import check_pt2_archive, weights_only_loads
 from .zoo import build_zoo_model
 
 
@@ -142,10 +143,13 @@ def _pt2_model(spec: str) -> LoadedModel:
     path = Path(spec)
     if not path.is_file():
         raise UserError(f"model file {path} not found")
+    check_pt2_archive(path)
     try:
-        program = torch.export.load(str(path))
+        with weights_only_loads():
+            program = torch.export.load(str(path))
     except Exception as exc:
-        raise UserError(f"{path} is not a torch.export .pt2 file: {exc}") from exc
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"{path} is not a loadable torch.export .pt2 file: {first}") from exc
     args, _kwargs = program.example_inputs or ((), {})
     if not args:
         raise UserError(f"{path} holds no example inputs: save it with torch.export.save after "

@@ -34,9 +34,11 @@ from .decisions import BLOCK_PARENTS, QUANTIZE, fusion_decisions, lower_bound
 from .shared_pools import POOLS, SharedPoolQuantizer
 
 
-def compile_spec(npu: NpuConfig) -> EthosUCompileSpec:
+def compile_spec(npu: NpuConfig, extra_vela: tuple[str, ...] = ()) -> EthosUCompileSpec:
+    """The spec ExecuTorch compiles with; `extra_vela` reaches the Vela run that makes the .pte."""
     return EthosUCompileSpec(npu.accelerator, system_config=npu.system_config,
-                             memory_mode=npu.memory_mode, config_ini=npu.config_ini)
+                             memory_mode=npu.memory_mode, config_ini=npu.config_ini,
+                             extra_flags=list(extra_vela))
 
 
 def support_table(variant: Variant) -> dict:

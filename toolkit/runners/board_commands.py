@@ -12,15 +12,37 @@ from pathlib import Path
 
 from ..errors import ToolError, UserError
 
+SHELLS = {"sh", "bash", "dash", "zsh", "ksh"}
+
+
+def _script_index(words: list[str]) -> int | None:
+    """The index of the script in `sh -c 'SCRIPT' ...` (also `-ec`, `-xc`, ...), else None."""
+    if not words or os.path.basename(words[0]) not in SHELLS:
+        return None
+    for index, word in enumerate(words[1:], start=1):
+        if not word.startswith("-"):
+            return None
+        if "c" in word[1:] and not word.startswith("--"):
+            return index + 1 if index + 1 < len(words) else None
+    return None
+
 
 def render(step: str, values: Mapping[str, str]) -> list[str]:
-    """One template step -> argv: split like a shell line, then each argument filled in."""
+    """One template step -> argv: split like a shell line, then each argument filled in.
+
+    In a shell script (`sh -c '...'`) a value becomes shell text, so it is filled in quoted for
+    the shell: a placeholder there stands bare (`cp x {elf}`, `"$(dirname {elf})/west"`), never
+    inside quotes of its own.
+    """
     try:
         words = shlex.split(step)
     except ValueError as exc:
         raise UserError(f"board command {step!r} cannot be split: {exc}") from None
+    script = _script_index(words)
+    quoted = {key: shlex.quote(str(value)) for key, value in values.items()}
     # $VARS and ~ expand in the template only, never in the values filled in.
-    return [os.path.expanduser(os.path.expandvars(w)).format_map(values) for w in words]
+    return [os.path.expanduser(os.path.expandvars(w)).format_map(quoted if i == script else values)
+            for i, w in enumerate(words)]
 
 
 def _tail(text: str, n: int = 12) -> str:
