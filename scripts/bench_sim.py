@@ -1,17 +1,32 @@
-"""Simulator vs TOSA reference model: time per inference on zoo networks, and their ratio.
+"""Simulator vs TOSA reference model (and TFLite's reference kernels): cold and warm time per
+inference on zoo networks and the MLPerf Tiny reference .tflite files.
 
-Each network is compiled through the project's own chain (toolkit.lower.compile.compile_variant),
-so every delegate of the model runs, not just the first. Both sides run the same delegates on
-the same int8 inputs (captured from one end-to-end run); the simulator's outputs are checked
-against the reference model bit for bit, per delegate and end to end. Reported: the delegates
-alone (the work the two engines do) and the whole model through the runners (CPU operators and
-delegates, as `etk deploy` runs it).
-Usage: python scripts/bench_sim.py [--accelerator ethos-u55-128] [--repeat 5] [zoo names...]
+Zoo networks are compiled through the project's own chain (toolkit.lower.compile.compile_variant,
+fused), so every delegate of the model runs. Both engines run the same delegates on the same int8
+inputs (captured from one end-to-end run), and the simulator's outputs are checked against the
+reference model's bit for bit, per delegate and end to end through the runners.
+
+cold: the first inference of a freshly loaded program (load_payload of its bytes) in a fresh
+      state: the simulator's per-program state (its plan, decoded weights and scales) is
+      forgotten first (toolkit.sim.forget_programs). Imports and the Vela memory-system figures
+      of the cycle model are per process, not per program, and are not counted. The TOSA reference
+      model keeps nothing between runs, so each of its runs is a cold run.
+warm: per inference after that, the median of --repeat runs.
+Cold figures are the median of --cold-repeat fresh starts. Times are wall-clock (--clock wall) or
+this process's CPU time (--clock cpu: steadier on a loaded machine; both engines run on one
+thread, the simulator's BLAS is held to one thread).
+
+The .tflite files run on the simulator only (no TOSA graph); their reference is TFLite's
+reference kernels (OpResolverType.BUILTIN_REF, the semantics Vela reproduces), timed when
+ai_edge_litert or tflite_runtime is importable, and compared bit for bit with the simulator.
+Usage: python scripts/bench_sim.py [--accelerator ethos-u55-128] [--repeat 9] [--out DIR]
+                                   [--no-tflite] [zoo names...]
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import tempfile
 import time
@@ -20,25 +35,56 @@ from pathlib import Path
 import numpy as np
 
 from toolkit.lower.compile import compile_variant
+from toolkit.lower.tflite import compile_tflite
 from toolkit.models.loader import load_model
+from toolkit.models.zoo import zoo_names
 from toolkit.npu import npu_config
 from toolkit.quantize.calibration import random_calibration
 from toolkit.runners.hybrid import execute
 from toolkit.runners.sim import SimulatorRunner
 from toolkit.runners.tosa_ref import TosaReferenceRunner, run_tosa_delegate
-from toolkit.sim import load_payload, simulate
+from toolkit.sim import forget_programs, load_payload, simulate
+
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
+MLPERF_TFLITE = ("pretrainedResnet_quant", "kws_ref_model", "vww_96_int8", "ad01_int8")
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 
 
-def _best(fn, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
+def _tflite_interpreter():
+    """TFLite's Interpreter class and reference op resolver, or (None, why not)."""
+    try:
+        from ai_edge_litert.interpreter import Interpreter, OpResolverType
+    except ImportError:
+        try:
+            from tflite_runtime.interpreter import Interpreter, OpResolverType
+        except ImportError:
+            return None, "neither ai_edge_litert nor tflite_runtime is importable"
+    return (Interpreter, OpResolverType.BUILTIN_REF), ""
+
+
+class Timer:
+    def __init__(self, clock: str, repeat: int, cold_repeat: int):
+        self.clock, self.repeat, self.cold_repeat = CLOCKS[clock], repeat, cold_repeat
+
+    def once(self, fn) -> float:
+        start = self.clock()
         fn()
-        best = min(best, time.perf_counter() - start)
-    return best
+        return self.clock() - start
+
+    def cold(self, fresh, fn) -> float:
+        """Median over fresh starts: `fresh` (not timed) resets the state, then fn runs once."""
+        times = []
+        for _ in range(self.cold_repeat):
+            fresh()
+            times.append(self.once(fn))
+        return statistics.median(times)
+
+    def warm(self, fn) -> float:
+        fn()
+        return statistics.median(self.once(fn) for _ in range(self.repeat))
 
 
-def _delegate_inputs(program, inputs):
+def _delegate_calls(program, inputs):
     """(delegate, its int8 inputs) for every delegate call of one end-to-end run."""
     calls = []
 
@@ -50,48 +96,117 @@ def _delegate_inputs(program, inputs):
     return calls
 
 
-def bench(name: str, accelerator: str, repeat: int, out_dir: Path) -> tuple[str, float, float]:
+def _row(name: str, sim: tuple[float, float], ref: tuple[float, float] | None,
+         tfl: tuple[float, float] | None, exact: bool | None) -> str:
+    def ms(pair):
+        return ("" if pair is None else f"{pair[0] * 1e3:9.1f}{pair[1] * 1e3:9.1f}").rjust(18, " ")
+
+    def ratio(pair):
+        return ("" if pair is None else f"{sim[0] / pair[0]:7.2f}{sim[1] / pair[1]:7.2f}").rjust(14)
+
+    cells = ms(sim) + ms(ref) + ratio(ref) + ms(tfl) + ratio(tfl)
+    verdict = "(no reference)" if exact is None else "yes" if exact else "NO"
+    return f"{name:<24}{cells}  {verdict}"
+
+
+def bench_zoo(name: str, accelerator: str, timer: Timer, out_dir: Path):
     model = load_model(f"zoo:{name}")
     program = compile_variant(model, random_calibration(model.example_inputs, samples=4),
-                              "fused", npu_config(accelerator), out_dir)
+                              "fused", npu_config(accelerator), out_dir / name)
     inputs = [x.numpy() for x in model.example_inputs]
-    calls = _delegate_inputs(program, inputs)
-    payloads = [load_payload(d.payload) for d, _ in calls]
+    calls = _delegate_calls(program, inputs)
     exact = all(np.array_equal(s.reshape(-1), r.reshape(-1))
-                for (d, arrays), p in zip(calls, payloads)
-                for s, r in zip(simulate(p, arrays, accelerator).outputs,
+                for d, arrays in calls
+                for s, r in zip(simulate(load_payload(d.payload), arrays, accelerator).outputs,
                                 run_tosa_delegate(d, arrays)))
-    sim, ref = SimulatorRunner(), TosaReferenceRunner()
-    end_to_end_exact = all(np.array_equal(a, b) for a, b in
-                           zip(sim.run(program, inputs).outputs, ref.run(program, inputs).outputs))
-    sim_s = _best(lambda: [simulate(p, arrays, accelerator)
-                           for p, (_, arrays) in zip(payloads, calls)], repeat)
-    ref_s = _best(lambda: [run_tosa_delegate(d, arrays) for d, arrays in calls], repeat)
-    sim_e2e = _best(lambda: sim.run(program, inputs), repeat)
-    ref_e2e = _best(lambda: ref.run(program, inputs), repeat)
-    ops = sum(len(simulate(p, arrays, accelerator).operations)
-              for p, (_, arrays) in zip(payloads, calls))
-    print(f"{name:<17}{len(calls):>4}{ops:>6}{sim_s * 1e3:>9.1f}{ref_s * 1e3:>9.1f}"
-          f"{sim_s / ref_s:>7.2f}{sim_e2e * 1e3:>9.1f}{ref_e2e * 1e3:>9.1f}"
-          f"{sim_e2e / ref_e2e:>7.2f}  {'yes' if exact and end_to_end_exact else 'NO'}")
-    return name, sim_s / ref_s, sim_e2e / ref_e2e
+    exact = exact and all(np.array_equal(a, b) for a, b in zip(
+        SimulatorRunner().run(program, inputs).outputs,
+        TosaReferenceRunner().run(program, inputs).outputs))
+
+    def run_sim():
+        for d, arrays in calls:
+            simulate(load_payload(d.payload), arrays, accelerator)
+
+    def run_ref():
+        for d, arrays in calls:
+            run_tosa_delegate(d, arrays)
+
+    sim = timer.cold(forget_programs, run_sim), timer.warm(run_sim)
+    ref = timer.cold(lambda: None, run_ref), timer.warm(run_ref)
+    return sim, ref, exact
+
+
+def bench_tflite(stem: str, accelerator: str, timer: Timer, out_dir: Path, tflite):
+    path = FIXTURES / f"{stem}.tflite"
+    program = compile_tflite(path, npu_config(accelerator), out_dir / stem)
+    (delegate,) = program.delegates
+    spec = program.input_specs[0]
+    x = np.random.default_rng(0).integers(-128, 128, spec.shape, dtype=np.int8)
+
+    def run_sim():
+        return simulate(load_payload(delegate.vela_npz_path), [x], accelerator).outputs
+
+    sim = timer.cold(forget_programs, run_sim), timer.warm(run_sim)
+    if tflite is None:
+        return sim, None, None
+    interpreter_class, resolver = tflite
+    state = {}
+
+    def fresh():
+        interpreter = interpreter_class(str(path), experimental_op_resolver_type=resolver)
+        interpreter.allocate_tensors()
+        interpreter.set_tensor(interpreter.get_input_details()[0]["index"], x)
+        state["interpreter"] = interpreter
+
+    def run_ref():
+        state["interpreter"].invoke()
+
+    ref = timer.cold(fresh, run_ref), timer.warm(run_ref)
+    interpreter = state["interpreter"]
+    expected = interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
+    exact = np.array_equal(run_sim()[0].reshape(-1), expected.reshape(-1))
+    return sim, ref, exact
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("models", nargs="*", default=["mobilenet_v1_025", "ds_cnn"])
+    parser.add_argument("models", nargs="*", help="zoo names (default: the whole zoo)")
     parser.add_argument("--accelerator", default="ethos-u55-128")
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=9, help="warm runs (median)")
+    parser.add_argument("--cold-repeat", type=int, default=3, help="fresh starts (median)")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall")
+    parser.add_argument("--out", type=Path, help="keep compiled programs here (reused when the "
+                                                 "toolkit's code is unchanged)")
+    parser.add_argument("--no-tflite", action="store_true", help="skip the MLPerf Tiny .tflite files")
     args = parser.parse_args()
-    print(f"{'':<21}{'':>6}{'delegates only':^25}{'whole model (runners)':^25}")
-    print(f"{'model':<17}{'dlg':>4}{'ops':>6}{'sim ms':>9}{'ref ms':>9}{'ratio':>7}"
-          f"{'sim ms':>9}{'ref ms':>9}{'ratio':>7}  bit-exact")
+    timer = Timer(args.clock, args.repeat, args.cold_repeat)
+    tflite, why_not = _tflite_interpreter()
+    print(f"{args.clock}-clock ms; cold = median of {args.cold_repeat} fresh starts, warm = median "
+          f"of {args.repeat}; ratios are simulator / reference (cold, warm)")
+    print(f"{'':<24}{'simulator':^18}{'TOSA reference':^18}{'sim/TOSA':^14}"
+          f"{'TFLite ref kernels':^18}{'sim/TFLite':^14}")
+    print(f"{'model':<24}" + f"{'cold':>9}{'warm':>9}" * 2 + f"{'cold':>7}{'warm':>7}"
+          + f"{'cold':>9}{'warm':>9}" + f"{'cold':>7}{'warm':>7}" + "  bit-exact")
+    tosa_ratios, tflite_ratios = [], []
     with tempfile.TemporaryDirectory() as tmp:
-        rows = [bench(name, args.accelerator, args.repeat, Path(tmp) / name)
-                for name in args.models]
-    worst = max(r[1] for r in rows)
-    print(f"worst delegate ratio {worst:.2f}, worst whole-model ratio "
-          f"{max(r[2] for r in rows):.2f} (goal <= 1.0)")
+        out_dir = args.out or Path(tmp)
+        for name in args.models or zoo_names():
+            sim, ref, exact = bench_zoo(name, args.accelerator, timer, out_dir)
+            tosa_ratios.append((sim[0] / ref[0], sim[1] / ref[1]))
+            print(_row(f"zoo:{name}", sim, ref, None, exact), flush=True)
+        if not args.no_tflite:
+            for stem in MLPERF_TFLITE:
+                sim, ref, exact = bench_tflite(stem, args.accelerator, timer, out_dir, tflite)
+                if ref is not None:
+                    tflite_ratios.append((sim[0] / ref[0], sim[1] / ref[1]))
+                print(_row(f"{stem}.tflite", sim, None, ref, exact), flush=True)
+    if tflite is None and not args.no_tflite:
+        print(f"TFLite reference kernels: not timed ({why_not})")
+    elif tflite_ratios:
+        print(f"worst sim/TFLite-ref warm ratio {max(r[1] for r in tflite_ratios):.2f} "
+              f"(MLPerf Tiny .tflite files)")
+    print(f"worst cold ratio {max(r[0] for r in tosa_ratios):.2f}, "
+          f"worst warm ratio {max(r[1] for r in tosa_ratios):.2f}")
     return 0
 
 

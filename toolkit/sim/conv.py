@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 
-from . import outstage
 from .activation import output_finish
+from .decoded import DecodedStreams
 from .errors import UnsupportedError, at
 from .kernel import Kernel, kernel_from
 from .layouts import FeatureMap, ifm_map, ofm_map
 from .memory import Memory
 from .records import OpRecord, Step
 from .registers import Registers
-from .weights import WeightFormat, decode_scales, decode_weights, ublock_depths
+from .weights import WeightFormat, ublock_depths
 
 
 def check_common(regs: Registers) -> None:
@@ -32,22 +30,6 @@ def check_common(regs: Registers) -> None:
     if regs.get("ACC_FORMAT", 0) == 2:
         raise UnsupportedError("ACC_FORMAT = 2 (fp s5.10) is not implemented by the simulator "
                                f"(in {at(op.offset, op.name, op.param)})")
-
-
-@lru_cache(maxsize=1024)
-def _weight_matrix(stream: bytes, fmt: WeightFormat) -> np.ndarray:
-    """Conv: (KH*KW*I, O) float64 ready for the im2col product; depthwise: (KH, KW, O)."""
-    w = decode_weights(stream, fmt).astype(np.float64)  # (O, KH, KW, I)
-    if fmt.depthwise:
-        return np.ascontiguousarray(w[..., 0].transpose(1, 2, 0))
-    return np.ascontiguousarray(w.transpose(1, 2, 3, 0).reshape(-1, fmt.ofm_depth))
-
-
-@lru_cache(maxsize=1024)
-def _scales(raw: bytes, channels: int, rounding: int, where: str):
-    """(bias, output-stage rescale, max |bias|) from one scale stream."""
-    bias, scale, shift = decode_scales(np.frombuffer(raw, dtype=np.uint8), channels, where)
-    return bias, outstage.Rescale(scale, shift, rounding), int(np.abs(bias).max(initial=0))
 
 
 def _accumulate(padded: np.ndarray, k: Kernel, ofm: FeatureMap, w: np.ndarray, depthwise: bool):
@@ -69,7 +51,8 @@ def _accumulate(padded: np.ndarray, k: Kernel, ofm: FeatureMap, w: np.ndarray, d
     return (cols @ w).reshape(oh, ow, oc)
 
 
-def prepare_conv(regs: Registers, memory: Memory, accelerator: str, depthwise: bool) -> Step:
+def prepare_conv(regs: Registers, memory: Memory, accelerator: str, depthwise: bool,
+                 decoded: DecodedStreams) -> Step:
     check_common(regs)
     op = regs.op
     what = f"{op.name} at command-stream offset {op.offset:#x}"
@@ -107,8 +90,8 @@ def prepare_conv(regs: Registers, memory: Memory, accelerator: str, depthwise: b
 
     def run(mem: Memory) -> None:
         stream = mem.regions[w_region][w_base:w_base + w_len].tobytes()
-        w = _weight_matrix(stream, fmt)
-        bias, rescale, bias_bound = _scales(
+        w = decoded.weights(stream, fmt)
+        bias, rescale, bias_bound = decoded.scales(
             mem.regions[s_region][s_base:s_base + s_len].tobytes(), ofm.depth, rounding,
             f"{what} (scales)")
         padded = k.padded(ifm.read(mem), ifm.zero_point, np.float64)

@@ -14,6 +14,7 @@ import numpy as np
 
 from .commands import decode
 from .conv import prepare_conv
+from .decoded import DecodedStreams
 from .dma import prepare_dma
 from .elementwise import prepare_elementwise
 from .errors import PayloadError, UnsupportedError, at
@@ -22,6 +23,7 @@ from .payload import NpuProgram
 from .pool import prepare_pool
 from .records import Step
 from .registers import RegisterFile
+from .weights import forget_formats
 
 _NO_OP = frozenset({"NPU_OP_DMA_WAIT", "NPU_OP_KERNEL_WAIT", "NPU_OP_PMU_MASK", "NPU_OP_IRQ"})
 _CACHE: OrderedDict[tuple, Plan] = OrderedDict()
@@ -31,6 +33,7 @@ _CACHE_SIZE = 32
 @dataclass(frozen=True)
 class Plan:
     steps: tuple[Step, ...]
+    decoded: DecodedStreams  # the weights and scales the steps read, decoded on first use
     timed: dict = field(default_factory=dict)  # (system config, memory mode, ini) -> records
 
 
@@ -55,23 +58,30 @@ def plan_for(program: NpuProgram, accelerator: str) -> Plan:
     return plan
 
 
+def forget_programs() -> None:
+    """Drop every planned program and what it decoded (a fresh start, for benchmarks)."""
+    _CACHE.clear()
+    forget_formats()
+
+
 def _build(program: NpuProgram, accelerator: str) -> Plan:
     memory = new_memory(program, accelerator)  # region sizes for the bounds checks
     registers = RegisterFile()
+    decoded = DecodedStreams()
     steps = []
     for cmd in decode(program.command_stream):
         if not cmd.is_operation:
             registers.write(cmd)
             continue
         if cmd.name == "NPU_OP_STOP":
-            return Plan(tuple(steps))
+            return Plan(tuple(steps), decoded)
         if cmd.name in _NO_OP:
             continue
         regs = registers.snapshot(cmd)
         if cmd.name == "NPU_OP_CONV":
-            step = prepare_conv(regs, memory, accelerator, depthwise=False)
+            step = prepare_conv(regs, memory, accelerator, False, decoded)
         elif cmd.name == "NPU_OP_DEPTHWISE":
-            step = prepare_conv(regs, memory, accelerator, depthwise=True)
+            step = prepare_conv(regs, memory, accelerator, True, decoded)
         elif cmd.name == "NPU_OP_POOL":
             step = prepare_pool(regs, memory)
         elif cmd.name == "NPU_OP_ELEMENTWISE":

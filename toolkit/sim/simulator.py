@@ -10,6 +10,7 @@ import numpy as np
 
 from ..npu import ARM_VELA_INI, npu_config
 from . import cycles as cycle_model
+from .blas import one_blas_thread
 from .errors import SimError
 from .memory import Memory
 from .payload import NpuProgram
@@ -82,8 +83,9 @@ def simulate(program: NpuProgram, inputs: Sequence[np.ndarray], accelerator: str
     plan = plan_for(program, accelerator)
     memory = new_memory(program, accelerator)
     _place_inputs(program, memory, inputs)
-    for step in plan.steps:
-        step.run(memory)
+    with one_blas_thread():
+        for step in plan.steps:
+            step.run(memory)
     records = _timed(plan, accelerator, npu.system_config, npu.memory_mode, config_ini)
     return SimResult(_read_outputs(program, memory), records,
                      sum(r.compute_cycles for r in records), sum(r.cycles for r in records),

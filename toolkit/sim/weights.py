@@ -112,19 +112,41 @@ def stream_order(fmt: WeightFormat) -> np.ndarray:
     return np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
 
 
-@lru_cache(maxsize=512)
-def decode_weights(stream: bytes, fmt: WeightFormat) -> np.ndarray:
-    """The OHWI int64 weights (I = 1 for depthwise) one weight stream holds."""
+@lru_cache(maxsize=256)
+def _matrix_index(fmt: WeightFormat) -> tuple[np.ndarray, np.ndarray]:
+    """(stream positions that hold a weight, where each goes in the flat matrix layout)."""
+    order = stream_order(fmt)
+    positions = np.flatnonzero(order >= 0)
+    o, kh, kw = fmt.ofm_depth, fmt.kernel_height, fmt.kernel_width
+    i_dim = 1 if fmt.depthwise else fmt.ifm_depth
+    ohwi = np.unravel_index(order[positions], (o, kh, kw, i_dim))
+    if fmt.depthwise:  # (KH, KW, O)
+        target = np.ravel_multi_index((ohwi[1], ohwi[2], ohwi[0]), (kh, kw, o))
+    else:  # (KH * KW * I, O)
+        target = np.ravel_multi_index((ohwi[1], ohwi[2], ohwi[3], ohwi[0]), (kh, kw, i_dim, o))
+    return positions, target
+
+
+def decode_matrix(stream: bytes, fmt: WeightFormat) -> np.ndarray:
+    """The weights one stream holds, as float64 laid out for the convolution's matrix product:
+    (KH * KW * I, O), or (KH, KW, O) for depthwise."""
     try:
-        values = np.asarray(mlw_codec.decode(bytearray(stream)), dtype=np.int64)
+        values = np.asarray(mlw_codec.decode(bytearray(stream)), dtype=np.float64)
     except Exception as exc:  # the codec raises plain ValueError/RuntimeError on bad input
         raise PayloadError(f"weight stream of {len(stream)} bytes does not decode: {exc}") from None
-    order = stream_order(fmt)
-    if len(values) < len(order):
+    needed = len(stream_order(fmt))
+    if len(values) < needed:
         raise PayloadError(f"weight stream decodes to {len(values)} weights, the operation "
-                           f"needs {len(order)}")
-    i_dim = 1 if fmt.depthwise else fmt.ifm_depth
-    out = np.zeros(fmt.ofm_depth * fmt.kernel_height * fmt.kernel_width * i_dim, dtype=np.int64)
-    keep = order >= 0
-    out[order[keep]] = values[: len(order)][keep]
-    return out.reshape(fmt.ofm_depth, fmt.kernel_height, fmt.kernel_width, i_dim)
+                           f"needs {needed}")
+    positions, target = _matrix_index(fmt)
+    kh, kw, o = fmt.kernel_height, fmt.kernel_width, fmt.ofm_depth
+    shape = (kh, kw, o) if fmt.depthwise else (kh * kw * fmt.ifm_depth, o)
+    out = np.zeros(kh * kw * o * (1 if fmt.depthwise else fmt.ifm_depth))
+    out[target] = values[positions]
+    return out.reshape(shape)
+
+
+def forget_formats() -> None:
+    """Drop the stream orders computed so far (a fresh start, for benchmarks)."""
+    stream_order.cache_clear()
+    _matrix_index.cache_clear()
