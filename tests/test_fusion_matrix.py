@@ -278,14 +278,14 @@ def _forced_zero_point_config(scale: float):
     from dataclasses import fields
 
     from executorch.backends.arm.quantizer import get_symmetric_quantization_config
-    from executorch.backends.arm.quantizer.quantization_config import QuantizationConfig
+    from executorch.backends.arm.quantizer.quantization_config import TOSAQuantizationConfig
     from torchao.quantization.pt2e import FixedQParamsObserver
     from torchao.quantization.pt2e.quantizer import QuantizationSpec
 
     aten = torch.ops.aten
     forced = {aten.relu.default, aten.relu_.default, aten.conv2d.default}
 
-    class ForcedZeroPoint(QuantizationConfig):
+    class ForcedZeroPoint(TOSAQuantizationConfig):
         """conv/relu outputs get (scale, -120): the block output in the fused variant, the conv
         output (shared by the relu) in the unfused one: the same qparams in both."""
 

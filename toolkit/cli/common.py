@@ -36,7 +36,8 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
                         help="extra Vela flag, e.g. --vela-option=--optimise=Size (repeatable)")
     parser.add_argument("--rewrites", default="default",
                         help="graph rewrites: default (all), none, or a comma-separated list of "
-                             "global-pool-stride, residual-branch-order, fold-pad-into-conv")
+                             "global-pool-stride, global-pool-1d-as-mean, residual-branch-order, "
+                             "fold-pad-into-conv")
     parser.add_argument("--io-layout", choices=("nchw", "nhwc"), default="nchw",
                         help="nhwc: the model takes and returns channels-last tensors, so the NPU "
                              "needs no transposes at its edges")

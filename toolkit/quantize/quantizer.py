@@ -31,7 +31,6 @@ from ..npu import NpuConfig
 from ..rewrites import apply_rewrites
 from .activations import HARDTANH_TARGETS, RELU_TARGETS, canonicalize_activations
 from .decisions import BLOCK_PARENTS, QUANTIZE, fusion_decisions, lower_bound
-from .shared_pools import POOLS, SharedPoolQuantizer
 
 
 def compile_spec(npu: NpuConfig, extra_vela: tuple[str, ...] = ()) -> EthosUCompileSpec:
@@ -42,22 +41,22 @@ def compile_spec(npu: NpuConfig, extra_vela: tuple[str, ...] = ()) -> EthosUComp
 
 
 def support_table(variant: Variant) -> dict:
-    """Upstream's pattern table; without the conv/linear + activation blocks for unfused, and
-    without pools, which SharedPoolQuantizer annotates."""
-    excluded = {(pool,) for pool in POOLS}
-    if variant == "unfused":
-        excluded |= set(FUSED_RELU_OP_PATTERNS)
+    """Upstream's pattern table; without the conv/linear + activation blocks for unfused."""
+    if variant == "fused":
+        return dict(TOSA_QUANTIZER_SUPPORT_DICT)
+    excluded = set(FUSED_RELU_OP_PATTERNS)
     return {p: check for p, check in TOSA_QUANTIZER_SUPPORT_DICT.items() if p not in excluded}
 
 
 def make_quantizer(npu: NpuConfig, variant: Variant, config: QuantizationConfig | None = None):
-    """config replaces the default global QuantizationConfig (tests use it to force qparams)."""
+    """config replaces upstream's default (tests force qparams with a TOSAQuantizationConfig
+    subclass: a plain QuantizationConfig loses upstream's rules, such as pools, upsample and
+    mean sharing their input's qparams, which the TOSA lowering assumes)."""
     quantizer = create_quantizer(compile_spec(npu))
     if config is None:
         config = get_symmetric_quantization_config(is_per_channel=True)
     quantizer.quantizer.pattern_matcher = PatternMatcher(support_table(variant), f"etk-{variant}")
     quantizer.set_global(config)
-    quantizer.add_quantizer(SharedPoolQuantizer(config))
     return quantizer
 
 

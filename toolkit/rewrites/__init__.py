@@ -20,8 +20,10 @@ Rewrite = Callable[[GraphModule], list[RewriteRecord]]
 def _registry() -> dict[str, Rewrite]:
     from .branch_order import longer_branch_last
     from .global_pool import global_pool_stride_one
+    from .pool1d_mean import global_pool_1d_as_mean
 
     return {"global-pool-stride": global_pool_stride_one,
+            "global-pool-1d-as-mean": global_pool_1d_as_mean,
             "residual-branch-order": longer_branch_last}
 
 
@@ -34,7 +36,8 @@ def available_rewrites() -> tuple[str, ...]:
     return (*_registry(), FOLD_PAD)
 
 
-DEFAULT_REWRITES = ("global-pool-stride", "residual-branch-order", FOLD_PAD)
+DEFAULT_REWRITES = ("global-pool-stride", "global-pool-1d-as-mean", "residual-branch-order",
+                    FOLD_PAD)
 
 
 def resolve_rewrites(spec: str) -> tuple[str, ...]:
