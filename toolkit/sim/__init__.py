@@ -8,9 +8,9 @@
 from .errors import PayloadError, RegionError, SimError, UnsupportedError
 from .payload import IOTensor, NpuProgram, load_payload
 from .records import OpRecord
-from .simulator import ACCELERATORS, SimResult, simulate
+from .simulator import ACCELERATORS, SimResult, op_outputs, simulate
 
 __all__ = [
     "ACCELERATORS", "IOTensor", "NpuProgram", "OpRecord", "PayloadError", "RegionError",
-    "SimError", "SimResult", "UnsupportedError", "load_payload", "simulate",
+    "SimError", "SimResult", "UnsupportedError", "load_payload", "op_outputs", "simulate",
 ]
