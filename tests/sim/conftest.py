@@ -66,6 +66,13 @@ class Mul(nn.Module):
         return x * y
 
 
+class MeanHW(nn.Module):
+    """mean over H and W: Vela's reduce-sum pools and a transpose of their int32 sums."""
+
+    def forward(self, x):
+        return x.mean((2, 3))
+
+
 def _conv(cin, cout, k, stride=1, dilation=1, padding=0, groups=1, act=None):
     layers = [nn.Conv2d(cin, cout, k, stride=stride, dilation=dilation, padding=padding,
                         groups=groups)]
@@ -92,6 +99,11 @@ CASES = {
     "maxpool3_s2_pad": (lambda: nn.MaxPool2d(3, stride=2, padding=1), (1, 16, 9, 9)),
     "avgpool2": (lambda: nn.AvgPool2d(2), (1, 8, 10, 12)),
     "avgpool3_s1": (lambda: nn.AvgPool2d(3, stride=1), (1, 12, 7, 8)),
+    "mean_hw": (MeanHW, (1, 12, 9, 10)),
+    "upsample_nearest2x": (lambda: nn.Upsample(scale_factor=2, mode="nearest"), (1, 8, 5, 6)),
+    "conv_transpose2x2_s2": (lambda: nn.ConvTranspose2d(8, 4, 2, stride=2), (1, 8, 5, 6)),
+    "conv_transpose3x3_s2_p1": (lambda: nn.ConvTranspose2d(8, 6, 3, stride=2, padding=1,
+                                                           output_padding=1), (1, 8, 5, 6)),
 }
 # Elementwise: several inputs, each case's shapes as a list.
 ELEMENTWISE_CASES = {
@@ -234,3 +246,22 @@ class CaseStore:
 @pytest.fixture(scope="session")
 def cases(tmp_path_factory) -> CaseStore:
     return CaseStore(tmp_path_factory.mktemp("sim_cases"))
+
+
+FIXTURE_MODELS = Path(__file__).resolve().parents[1] / "fixtures" / "sim_models.py"
+
+
+@pytest.fixture(scope="session")
+def fixture_model(tmp_path_factory):
+    """fixture_model(name, input shape) -> JobResult: tests/fixtures/sim_models.py:NAME compiled
+    fused and unfused for ethos-u55-128 through the toolkit's own chain, once per session."""
+    import functools
+
+    from toolkit.pipeline import Job, run_job
+
+    @functools.cache
+    def build(name: str, shape: str):
+        return run_job(Job(model=f"{FIXTURE_MODELS}:{name}", input_shape=shape, eval_samples=2,
+                           out_dir=tmp_path_factory.mktemp(name)))
+
+    return build

@@ -90,6 +90,12 @@ def notes(result: JobResult, terse: bool = False) -> list[str]:
     if result.runner_note:
         lines.append(_runner_line(result.runner_note, terse))
     for name, v in result.variants.items():
+        if v.device is not None:
+            details = v.device.evaluation.runs[0].details
+            if "fallback" in details:
+                lines.append(f"{name}: {details['fallback']}")
+            if details.get("self_check", "").startswith("delegate"):
+                lines.append(f"WARNING {name}: {details['self_check']}")
         if len(v.program.delegates) > 1:
             lines.append(f"WARNING {name}: the model is split into {len(v.program.delegates)} "
                          "delegates; the CPU runs what lies between them.")

@@ -1,4 +1,6 @@
-"""Choosing a runner: --runner auto picks the FVP, else the simulator, else the TOSA reference.
+"""Choosing a runner: --runner auto picks the FVP, else the simulator, else the TOSA reference;
+a program the simulator refuses (sim_check.refusal) then runs on the TOSA reference, which the
+result says (RunResult.details["fallback"]).
 
 A serial board runs only when asked for (--runner serial): it flashes real hardware.
 """
@@ -53,6 +55,9 @@ def select_runner(name: str, target: Target, npu: NpuConfig, runner_elf: str | N
         available = runner.availability(target, npu.accelerator)
         if available.ok:
             why_not = f" (not {'; not '.join(skipped)})" if skipped else ""
+            if name == "auto" and runner.name == "sim":
+                # what the simulator refuses runs on the TOSA reference model, and says so
+                runner.fallback = next(r for r in runners if r.name == "tosa-ref")
             return runner, f"{runner.name}: {available.reason}{why_not}"
         if name != "auto":
             raise UserError(f"runner '{name}' cannot run here: {available.reason}")

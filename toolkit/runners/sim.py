@@ -3,22 +3,40 @@
 CPU operators run through PyTorch as for the host reference; each delegate's vela_bin_stream (the
 payload inside the .pte) runs through toolkit.sim. Cycles come from our own cycle model: NPU
 (compute) cycles and total cycles (compute or memory-bound), as Vela's estimate splits them.
+
+Before anything runs, every delegate's command stream is planned: an operation the simulator
+cannot execute is refused with one line (sim_check.refusal); with a fallback runner (--runner
+auto) the program runs there instead and the result says why. The first run of each program
+checks every delegate's outputs against the TOSA reference model (sim_check.first_difference
+names the first NPU operation that differs).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
 
 from ..artifacts import CycleFigures, Delegate, Program, RunResult
 from ..targets import Target
+from . import sim_check
 from .base import Availability
 from .hybrid import execute
+from .tosa_ref import run_tosa_delegate
 
 
 class SimulatorRunner:
     name = "sim"
+
+    def __init__(self, fallback=None, self_check: bool = True):
+        self.fallback = fallback  # a runner for programs the simulator refuses, or None
+        self.self_check = self_check
+        self._checked: dict[tuple, str | None] = {}  # program -> refusal, or None once checked
+
+    def _program_key(self, program: Program) -> tuple:
+        return (str(program.out_dir), program.npu.accelerator,
+                tuple(hash(d.payload) for d in program.delegates))
 
     def availability(self, target: Target, program_npu: str) -> Availability:
         try:
@@ -31,10 +49,30 @@ class SimulatorRunner:
         return Availability(True, "etk simulator (Vela's command stream, bit-exact int8; "
                                   "cycles from etk's own cycle model, not a measurement)")
 
-    def run(self, program: Program, inputs: Sequence[np.ndarray], target: Target | None = None) -> RunResult:
-        from ..sim import load_payload, simulate
+    def refusal(self, program: Program) -> str | None:
+        """Why the simulator cannot run this program (one line), or None; planned once."""
+        key = self._program_key(program)
+        if key not in self._checked:
+            reasons = (sim_check.refusal(d, program.npu) for d in program.delegates)
+            self._checked[key] = next((r for r in reasons if r), None)
+        return self._checked[key]
 
+    def run(self, program: Program, inputs: Sequence[np.ndarray], target: Target | None = None) -> RunResult:
+        from ..sim import SimError, UnsupportedError, load_payload, simulate
+
+        first_run = self._program_key(program) not in self._checked
+        refused = self.refusal(program)
+        if refused:
+            if self.fallback is None or program.graph_module is None:
+                raise UnsupportedError(f"the simulator cannot run {program.model_name} "
+                                       f"({program.variant}): {refused}; use --runner tosa-ref")
+            result = self.fallback.run(program, inputs, target)
+            return dataclasses.replace(result, details={
+                **result.details, "fallback": f"the simulator cannot run it ({refused}); "
+                                              f"ran {self.fallback.name} instead"})
         per_delegate = []
+        disagreements = []
+        check = first_run and self.self_check and program.graph_module is not None
 
         def run_delegate(delegate: Delegate, arrays: list[np.ndarray]) -> list[np.ndarray]:
             # a .tflite program has no vela_bin_stream, only Vela's raw .npz
@@ -43,6 +81,16 @@ class SimulatorRunner:
                               program.npu.system_config, program.npu.memory_mode,
                               program.npu.config_ini)
             per_delegate.append(result)
+            if check and delegate.tosa_path is not None:
+                expected = run_tosa_delegate(delegate, arrays)
+                if not all(np.array_equal(np.asarray(g).reshape(-1), np.asarray(w).reshape(-1))
+                           for g, w in zip(result.outputs, expected)):
+                    try:
+                        where = sim_check.first_difference(delegate, program.npu, arrays)
+                    except SimError as exc:
+                        where = f"could not trace the run: {exc}"
+                    disagreements.append(f"delegate {delegate.index} differs from the TOSA "
+                                         f"reference model on the first sample: {where}")
             return list(result.outputs)
 
         if program.graph_module is None:  # a .tflite program: its one delegate is the model
@@ -58,6 +106,10 @@ class SimulatorRunner:
                                    "operations; not a hardware measurement. NPU cycles are the "
                                    "NPU's compute; total cycles also include memory-bound time "
                                    "such as weight reads from flash")
-        return RunResult(self.name, outputs, cycles,
-                         {"operations": sum(len(r.operations) for r in per_delegate)})
+        details = {"operations": sum(len(r.operations) for r in per_delegate)}
+        if disagreements:
+            details["self_check"] = "; ".join(disagreements)
+        elif check:
+            details["self_check"] = "every delegate equals the TOSA reference model on the first sample"
+        return RunResult(self.name, outputs, cycles, details)
 

@@ -9,9 +9,10 @@ from .errors import PayloadError, RegionError, SimError, UnsupportedError
 from .payload import IOTensor, NpuProgram, load_payload
 from .plan import forget_programs
 from .records import OpRecord
-from .simulator import ACCELERATORS, SimResult, simulate
+from .simulator import ACCELERATORS, SimResult, op_outputs, simulate
 
 __all__ = [
     "ACCELERATORS", "IOTensor", "NpuProgram", "OpRecord", "PayloadError", "RegionError",
-    "SimError", "SimResult", "UnsupportedError", "forget_programs", "load_payload", "simulate",
+    "SimError", "SimResult", "UnsupportedError", "forget_programs", "load_payload", "op_outputs",
+    "simulate",
 ]

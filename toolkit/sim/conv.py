@@ -7,7 +7,7 @@ import numpy as np
 from .activation import output_finish
 from .decoded import DecodedStreams
 from .errors import UnsupportedError, at
-from .kernel import Kernel, kernel_from
+from .kernel import NEAREST, NO_UPSCALE, TRANSPOSE, Kernel, kernel_from
 from .layouts import FeatureMap, ifm_map, ofm_map
 from .memory import Memory
 from .records import OpRecord, Step
@@ -15,16 +15,17 @@ from .registers import Registers
 from .weights import WeightFormat, ublock_depths
 
 
-def check_common(regs: Registers) -> None:
+def check_common(regs: Registers, upscales: tuple[int, ...] = (NO_UPSCALE,)) -> None:
     """Modes the output stage and IFM fetch do not implement stop here, never silently (the
-    activation's: activation.output_finish)."""
+    activation's: activation.output_finish). `upscales`: the IFM_UPSCALE modes the operation
+    implements."""
     op = regs.op
     checks = (
-        ("IFM_UPSCALE", regs.get("IFM_UPSCALE", 0) & 3, 0),
-        ("PARALLEL_MODE", regs.get("PARALLEL_MODE", 0), 0),
+        ("IFM_UPSCALE", regs.get("IFM_UPSCALE", 0) & 3, upscales),
+        ("PARALLEL_MODE", regs.get("PARALLEL_MODE", 0), (0,)),
     )
     for name, value, supported in checks:
-        if value != supported:
+        if value not in supported:
             raise UnsupportedError(f"{name} = {value} is not implemented by the simulator "
                                    f"(in {at(op.offset, op.name, op.param)})")
     if regs.get("ACC_FORMAT", 0) == 2:
@@ -53,7 +54,7 @@ def _accumulate(padded: np.ndarray, k: Kernel, ofm: FeatureMap, w: np.ndarray, d
 
 def prepare_conv(regs: Registers, memory: Memory, accelerator: str, depthwise: bool,
                  decoded: DecodedStreams) -> Step:
-    check_common(regs)
+    check_common(regs, (NO_UPSCALE, NEAREST, TRANSPOSE))
     op = regs.op
     what = f"{op.name} at command-stream offset {op.offset:#x}"
     ofm = ofm_map(regs)
@@ -94,7 +95,8 @@ def prepare_conv(regs: Registers, memory: Memory, accelerator: str, depthwise: b
         bias, rescale, bias_bound = decoded.scales(
             mem.regions[s_region][s_base:s_base + s_len].tobytes(), ofm.depth, rounding,
             f"{what} (scales)")
-        padded = k.padded(ifm.read(mem), ifm.zero_point, np.float64)
+        x = k.upscaled(ifm.read(mem), ifm.zero_point, ofm.height, ofm.width)
+        padded = k.padded(x, ifm.zero_point, np.float64)
         padded -= ifm.zero_point  # padding reads as the zero point, so it adds nothing
         acc = np.rint(_accumulate(padded, k, ofm, w, depthwise)).astype(np.int64) + bias
         ofm.write(mem, finish(rescale.apply(acc, product_bound + bias_bound), mem))

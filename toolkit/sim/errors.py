@@ -16,6 +16,8 @@ class PayloadError(SimError):
 class UnsupportedError(SimError):
     """A command, mode or operation this simulator does not implement."""
 
+    offset: int | None = None  # command-stream offset of the operation, once planning knows it
+
 
 class RegionError(SimError):
     """An access outside a memory region, or to a region that does not exist."""

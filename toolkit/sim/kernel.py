@@ -1,4 +1,9 @@
-"""Kernel geometry from KERNEL_* and IFM_PAD_* registers, and the IFM taps it reads."""
+"""Kernel geometry from KERNEL_*, IFM_PAD_* and IFM_UPSCALE registers, and the IFM taps it reads.
+
+IFM_UPSCALE doubles the IFM's height and width before the padding and the kernel see it: NEAREST
+repeats each element 2x2 (Vela's nearest and bilinear resizes), TRANSPOSE puts each element at
+the top left of a 2x2 block filled with the zero point (transposed convolutions).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .registers import Registers
+
+NO_UPSCALE, NEAREST, TRANSPOSE = 0, 1, 2  # IFM_UPSCALE modes
 
 
 @dataclass(frozen=True)
@@ -22,19 +29,38 @@ class Kernel:
     pad_bottom: int
     pad_right: int
     part_kernel_first: bool
+    upscale: int = NO_UPSCALE
 
     @property
     def elements(self) -> int:
         return self.height * self.width
 
-    def ifm_extent(self, ofm_height: int, ofm_width: int) -> tuple[int, int]:
-        """IFM rows/columns the operation reads (the hardware has no IFM size register)."""
+    def kernel_extent(self, ofm_height: int, ofm_width: int) -> tuple[int, int]:
+        """Rows/columns of the (upscaled) IFM the kernel covers, padding excluded."""
         h = (ofm_height - 1) * self.stride_y + (self.height - 1) * self.dilation_y + 1
         w = (ofm_width - 1) * self.stride_x + (self.width - 1) * self.dilation_x + 1
         return h - self.pad_top - self.pad_bottom, w - self.pad_left - self.pad_right
 
+    def ifm_extent(self, ofm_height: int, ofm_width: int) -> tuple[int, int]:
+        """IFM rows/columns the operation reads (the hardware has no IFM size register)."""
+        h, w = self.kernel_extent(ofm_height, ofm_width)
+        if self.upscale == NO_UPSCALE:
+            return h, w
+        return -(-h // 2), -(-w // 2)
+
+    def upscaled(self, x: np.ndarray, fill, ofm_height: int, ofm_width: int) -> np.ndarray:
+        """The (H, W, C) ifm as the kernel sees it after IFM_UPSCALE (`fill`: the zero point)."""
+        if self.upscale == NO_UPSCALE:
+            return x
+        h, w = self.kernel_extent(ofm_height, ofm_width)
+        if self.upscale == NEAREST:
+            return x.repeat(2, axis=0).repeat(2, axis=1)[:h, :w]
+        out = np.full((2 * x.shape[0], 2 * x.shape[1], x.shape[2]), fill, dtype=x.dtype)
+        out[::2, ::2] = x
+        return out[:h, :w]
+
     def padded(self, x: np.ndarray, fill, dtype) -> np.ndarray:
-        """The (H, W, C) ifm with its padding, as `dtype`."""
+        """The (H, W, C) ifm (upscaled) with its padding, as `dtype`."""
         h, w, c = x.shape
         out = np.full((h + self.pad_top + self.pad_bottom, w + self.pad_left + self.pad_right, c),
                       fill, dtype=dtype)
@@ -66,4 +92,4 @@ def kernel_from(regs: Registers) -> Kernel:
         dilation_y=dil_y, dilation_x=dil_x,
         pad_top=regs.get("IFM_PAD_TOP", 0), pad_left=regs.get("IFM_PAD_LEFT", 0),
         pad_bottom=regs.get("IFM_PAD_BOTTOM", 0), pad_right=regs.get("IFM_PAD_RIGHT", 0),
-        part_kernel_first=bool(stride & 4))
+        part_kernel_first=bool(stride & 4), upscale=regs.get("IFM_UPSCALE", 0) & 3)

@@ -78,21 +78,27 @@ def _build(program: NpuProgram, accelerator: str) -> Plan:
         if cmd.name in _NO_OP:
             continue
         regs = registers.snapshot(cmd)
-        if cmd.name == "NPU_OP_CONV":
-            step = prepare_conv(regs, memory, accelerator, False, decoded)
-        elif cmd.name == "NPU_OP_DEPTHWISE":
-            step = prepare_conv(regs, memory, accelerator, True, decoded)
-        elif cmd.name == "NPU_OP_POOL":
-            step = prepare_pool(regs, memory)
-        elif cmd.name == "NPU_OP_ELEMENTWISE":
-            step = prepare_elementwise(regs, memory)
-        elif cmd.name == "NPU_OP_DMA_START":
-            step = prepare_dma(regs, memory)
-        else:
-            raise UnsupportedError(f"{at(cmd.offset, cmd.name, cmd.param)} is not implemented "
-                                   "by the simulator")
+        try:
+            step = _prepare(cmd, regs, memory, accelerator, decoded)
+        except UnsupportedError as exc:
+            exc.offset = cmd.offset
+            raise
         record = dataclasses.replace(step.record, registers=tuple(sorted(regs.values.items())))
         steps.append(Step(record, step.run))
     raise PayloadError(f"{program.source}: the command stream ends without NPU_OP_STOP "
                        "(truncated?)")
 
+
+def _prepare(cmd, regs, memory: Memory, accelerator: str, decoded: DecodedStreams):
+    if cmd.name == "NPU_OP_CONV":
+        return prepare_conv(regs, memory, accelerator, False, decoded)
+    if cmd.name == "NPU_OP_DEPTHWISE":
+        return prepare_conv(regs, memory, accelerator, True, decoded)
+    if cmd.name == "NPU_OP_POOL":
+        return prepare_pool(regs, memory)
+    if cmd.name == "NPU_OP_ELEMENTWISE":
+        return prepare_elementwise(regs, memory)
+    if cmd.name == "NPU_OP_DMA_START":
+        return prepare_dma(regs, memory)
+    raise UnsupportedError(f"{at(cmd.offset, cmd.name, cmd.param)} is not implemented by the "
+                           "simulator")

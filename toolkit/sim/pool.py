@@ -9,7 +9,7 @@ from . import outstage
 from .activation import output_finish
 from .conv import block_of, check_common
 from .errors import UnsupportedError, at
-from .kernel import kernel_from
+from .kernel import NEAREST, NO_UPSCALE, kernel_from
 from .layouts import ifm_map, ofm_map
 from .memory import Memory
 from .records import OpRecord, Step
@@ -20,7 +20,7 @@ _EMPTY = np.iinfo(np.int64).min // 4  # below any IFM value: padding never wins 
 
 
 def prepare_pool(regs: Registers, memory: Memory) -> Step:
-    check_common(regs)
+    check_common(regs, (NO_UPSCALE, NEAREST))
     op = regs.op
     what = f"{op.name} at command-stream offset {op.offset:#x}"
     mode = MODES.get(op.param)
@@ -51,10 +51,10 @@ def prepare_pool(regs: Registers, memory: Memory) -> Step:
     terms = k.elements * (ifm_depth if mode == "reduce_sum" else 1)
     bound = terms << (8 * ifm.elem_size)  # |ifm - zp| summed
     plain = (k.elements == 1 and not padded and (k.stride_y, k.stride_x) == (1, 1)
-             and mode != "reduce_sum")
+             and mode != "reduce_sum" and k.upscale == NO_UPSCALE)
 
     def run(mem: Memory) -> None:
-        x = ifm.read(mem)[..., :depth]
+        x = k.upscaled(ifm.read(mem)[..., :depth], zp, oh, ow)
         if plain:  # 1x1, unpadded: the transposes and copies Vela builds from pools
             acc = x.astype(np.int64)
             acc -= zp

@@ -12,10 +12,12 @@ from ..npu import ARM_VELA_INI, npu_config
 from . import cycles as cycle_model
 from .blas import one_blas_thread
 from .errors import SimError
+from .layouts import ofm_map
 from .memory import Memory
 from .payload import NpuProgram
 from .plan import Plan, new_memory, plan_for
 from .records import OpRecord
+from .registers import Registers
 
 ACCELERATORS = ("ethos-u55-32", "ethos-u55-64", "ethos-u55-128", "ethos-u55-256", "ethos-u65-256")
 
@@ -90,3 +92,20 @@ def simulate(program: NpuProgram, inputs: Sequence[np.ndarray], accelerator: str
     return SimResult(_read_outputs(program, memory), records,
                      sum(r.compute_cycles for r in records), sum(r.cycles for r in records),
                      accelerator)
+
+
+def op_outputs(program: NpuProgram, inputs: Sequence[np.ndarray],
+               accelerator: str) -> list[tuple[OpRecord, np.ndarray]]:
+    """Run the program one operation at a time: each operation's record and its OFM (H, W, C) as
+    it stood right after the operation ran (DMA: none). For finding where a run goes wrong."""
+    check_accelerator(program, accelerator)
+    plan = plan_for(program, accelerator)
+    memory = new_memory(program, accelerator)
+    _place_inputs(program, memory, inputs)
+    outputs = []
+    for step in plan.steps:
+        step.run(memory)
+        if step.record.kind != "dma":
+            ofm = ofm_map(Registers(dict(step.record.registers)))
+            outputs.append((step.record, np.array(ofm.read(memory))))
+    return outputs

@@ -1,0 +1,122 @@
+"""What the simulator cannot run, said before it runs; and where it first disagrees with the TOSA
+reference model when it does run.
+
+A refusal names the NPU command, its command-stream offset and, where Vela's optimiser database
+says so, the TOSA operator and tensor it was scheduled for. The self-check runs a delegate's TOSA
+graph on the same inputs; on disagreement it runs both again keeping every intermediate tensor
+(the TOSA reference model's dump, the simulator's OFM after each operation) and names the first
+NPU operation whose output differs from the TOSA tensor Vela scheduled it to produce.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import numpy as np
+
+from ..artifacts import Delegate
+from ..console_capture import capture_fds
+from ..errors import ToolError
+
+_TENSOR = re.compile(r"^Name: (\S+) DType=(INT8|INT16|INT32|UINT8|UINT16|BOOL) .*Shape=\[([^\]]*)\]")
+_INT = re.compile(r"-?\d+")
+
+
+def _payload(delegate: Delegate):
+    from ..sim import load_payload
+
+    return load_payload(delegate.payload or delegate.vela_npz_path)
+
+
+@lru_cache(maxsize=64)
+def _vela_operations(tosa_path: str, accelerator: str, system_config: str | None,
+                     memory_mode: str | None):
+    from ..sim.vela_estimate import vela_estimates
+
+    return vela_estimates(tosa_path, accelerator, system_config, memory_mode)
+
+
+def scheduled_operation(delegate: Delegate, npu, offset: int) -> str:
+    """' (Vela's Conv2D for TOSA tensor "name")' for the command at `offset`, or '' when Vela's
+    database is not available (a .tflite program has no TOSA graph)."""
+    if delegate.tosa_path is None:
+        return ""
+    try:
+        ops = _vela_operations(str(delegate.tosa_path), npu.accelerator, npu.system_config,
+                               npu.memory_mode)
+    except ToolError:
+        return ""
+    owner = next((op for op in ops if op.offset >= offset), None)
+    return "" if owner is None else f" (Vela's {owner.operator} for TOSA tensor '{owner.name}')"
+
+
+def refusal(delegate: Delegate, npu) -> str | None:
+    """One line naming what the simulator cannot execute in this delegate, or None."""
+    from ..sim import UnsupportedError
+    from ..sim.plan import plan_for
+
+    try:
+        plan_for(_payload(delegate), npu.accelerator)  # planned once, reused by the run
+    except UnsupportedError as exc:
+        offset = getattr(exc, "offset", None)
+        where = "" if offset is None else scheduled_operation(delegate, npu, offset)
+        return f"delegate {delegate.index}: {exc}{where}"
+    return None
+
+
+def tosa_intermediates(delegate: Delegate, inputs: list[np.ndarray]) -> dict[str, np.ndarray]:
+    """Every integer tensor of the delegate's TOSA graph for these inputs, flattened, by name."""
+    import tosa_reference_model
+
+    with capture_fds() as log:
+        _, status = tosa_reference_model.run(delegate.tosa_path.read_bytes(), inputs,
+                                             dump_intermediates=1)
+    if "VALID" not in str(status):
+        raise ToolError(f"TOSA reference model rejected delegate {delegate.index}: {status}")
+    tensors: dict[str, np.ndarray] = {}
+    name, values = None, []
+    for line in log.text.splitlines():
+        match = _TENSOR.match(line)
+        if match:
+            name, values = match.group(1), []
+            continue
+        if name is None:
+            continue
+        if not line.strip():
+            tensors[name] = np.array(values, dtype=np.int64)
+            name = None
+        else:
+            values.extend(int(v) for v in _INT.findall(line))
+    if name is not None:
+        tensors[name] = np.array(values, dtype=np.int64)
+    return tensors
+
+
+def first_difference(delegate: Delegate, npu, inputs: list[np.ndarray]) -> str:
+    """Where the simulator's run of this delegate first departs from the TOSA reference model."""
+    from ..sim import op_outputs
+
+    program = _payload(delegate)
+    sim_inputs = [np.ascontiguousarray(x).reshape(t.squeezed_shape)
+                  for x, t in zip(inputs, program.inputs)]
+    ours = {record.offset: (record, ofm) for record, ofm in
+            op_outputs(program, sim_inputs, npu.accelerator)}
+    reference = tosa_intermediates(delegate, inputs)
+    ops = _vela_operations(str(delegate.tosa_path), npu.accelerator, npu.system_config,
+                           npu.memory_mode)
+    compared = 0
+    for op in ops:
+        want = reference.get(op.name)
+        got = ours.get(op.offset)
+        if want is None or got is None or got[1].size != want.size:
+            continue
+        compared += 1
+        record, ofm = got
+        differ = int(np.count_nonzero(ofm.reshape(-1).astype(np.int64) != want))
+        if differ:
+            return (f"first differing NPU operation: {record.kind} at command-stream offset "
+                    f"{record.offset:#x} (Vela's {op.operator} for TOSA tensor '{op.name}'): "
+                    f"{differ} of {want.size} values differ")
+    return (f"no NPU operation's output differs among the {compared} comparable with a TOSA "
+            "tensor; compare the programs with etk diff")
