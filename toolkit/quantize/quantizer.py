@@ -23,12 +23,13 @@ from executorch.backends.arm.util._factory import create_quantizer
 from executorch.backends.cortex_m.quantizer.pattern_matcher import PatternMatcher
 from torchao.quantization.pt2e import FixedQParamsObserver
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
-from torchao.quantization.pt2e.quantizer import QuantizationSpec
+from torchao.quantization.pt2e.quantizer import QuantizationSpec, SharedQuantizationSpec
 
 from ..artifacts import CalibrationSet, LoadedModel, QuantizedModel, Variant
 from ..errors import UserError
 from ..npu import NpuConfig
 from ..rewrites import apply_rewrites
+from ..rewrites.channel_shuffle import SHUFFLE_CONV
 from .activations import HARDTANH_TARGETS, RELU_TARGETS, canonicalize_activations
 from .decisions import BLOCK_PARENTS, QUANTIZE, fusion_decisions, lower_bound
 from .shared_pools import POOLS, SharedPoolQuantizer
@@ -61,7 +62,28 @@ def bounded_block_upper(node: torch.fx.Node) -> float | None:
     return upper if parent.target in BLOCK_PARENTS else None
 
 
-class BlockQuantizationConfig(QuantizationConfig):
+class EtkQuantizationConfig(QuantizationConfig):
+    """The 1x1 convolutions of channel-shuffle-as-conv keep their input's quantization.
+
+    A channel permutation does not change the set of values and the view/transpose it replaces
+    shared its producer's qparams; an observer of its own (even one on the input edge: the
+    producer's may also have seen a concat's other inputs) calibrates another scale and
+    requantizes every value. Shared, with the weight 127 at scale 1/127, the convolution
+    reproduces its input exactly (toolkit/rewrites/channel_shuffle.py).
+    """
+
+    def get_input_act_qspec(self, node=None, input_node=None):
+        if node is not None and node.meta.get(SHUFFLE_CONV) and input_node is node.args[0]:
+            return SharedQuantizationSpec(input_node)  # the producer's own observer
+        return super().get_input_act_qspec(node, input_node)
+
+    def get_output_act_qspec(self, node=None):
+        if node is not None and node.meta.get(SHUFFLE_CONV):
+            return SharedQuantizationSpec((node.args[0], node))
+        return super().get_output_act_qspec(node)
+
+
+class BlockQuantizationConfig(EtkQuantizationConfig):
     """Gives a bounded block (conv + hardtanh(0, M)) the output range exactly [0, M].
 
     With scale M/255 and zero point -128 the RESCALE's saturation at -128 and 127 is the
@@ -86,9 +108,8 @@ def make_quantizer(npu: NpuConfig, variant: Variant, config: QuantizationConfig 
     quantizer = create_quantizer(compile_spec(npu))
     if config is None:
         base = get_symmetric_quantization_config(is_per_channel=True)
-        config = base
-        if variant == "fused":
-            config = BlockQuantizationConfig(**{f.name: getattr(base, f.name) for f in fields(base)})
+        kind = BlockQuantizationConfig if variant == "fused" else EtkQuantizationConfig
+        config = kind(**{f.name: getattr(base, f.name) for f in fields(base)})
     quantizer.quantizer.pattern_matcher = PatternMatcher(support_table(variant), f"etk-{variant}")
     quantizer.set_global(config)
     quantizer.add_quantizer(SharedPoolQuantizer(config))

@@ -19,10 +19,12 @@ Rewrite = Callable[[GraphModule], list[RewriteRecord]]
 
 def _registry() -> dict[str, Rewrite]:
     from .branch_order import longer_branch_last
+    from .channel_shuffle import channel_shuffle_as_conv
     from .global_pool import global_pool_stride_one
 
     return {"global-pool-stride": global_pool_stride_one,
-            "residual-branch-order": longer_branch_last}
+            "residual-branch-order": longer_branch_last,
+            "channel-shuffle-as-conv": channel_shuffle_as_conv}
 
 
 # Done while lowering, inside ExecuTorch's TOSA pass pipeline (toolkit/lower/fold_pad.py): a
@@ -34,7 +36,8 @@ def available_rewrites() -> tuple[str, ...]:
     return (*_registry(), FOLD_PAD)
 
 
-DEFAULT_REWRITES = ("global-pool-stride", "residual-branch-order", FOLD_PAD)
+DEFAULT_REWRITES = ("global-pool-stride", "residual-branch-order", "channel-shuffle-as-conv",
+                    FOLD_PAD)
 
 
 def resolve_rewrites(spec: str) -> tuple[str, ...]:
