@@ -13,10 +13,15 @@ graph.
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import torch
 from executorch.backends.arm.ethosu import EthosUCompileSpec
 from executorch.backends.arm.quantizer import get_symmetric_quantization_config
-from executorch.backends.arm.quantizer.quantization_config import QuantizationConfig
+from executorch.backends.arm.quantizer.quantization_config import (
+    QuantizationConfig,
+    TOSAQuantizationConfig,
+)
 from executorch.backends.arm.quantizer.quantizer_support import (
     FUSED_RELU_OP_PATTERNS,
     TOSA_QUANTIZER_SUPPORT_DICT,
@@ -24,11 +29,13 @@ from executorch.backends.arm.quantizer.quantizer_support import (
 from executorch.backends.arm.util._factory import create_quantizer
 from executorch.backends.cortex_m.quantizer.pattern_matcher import PatternMatcher
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+from torchao.quantization.pt2e.quantizer import SharedQuantizationSpec
 
 from ..artifacts import CalibrationSet, LoadedModel, QuantizedModel, Variant
 from ..errors import UserError
 from ..npu import NpuConfig
 from ..rewrites import apply_rewrites
+from ..rewrites.channel_shuffle import SHUFFLE_CONV
 from .activations import HARDTANH_TARGETS, RELU_TARGETS, canonicalize_activations
 from .decisions import BLOCK_PARENTS, QUANTIZE, fusion_decisions, lower_bound
 
@@ -48,13 +55,36 @@ def support_table(variant: Variant) -> dict:
     return {p: check for p, check in TOSA_QUANTIZER_SUPPORT_DICT.items() if p not in excluded}
 
 
+class EtkQuantizationConfig(TOSAQuantizationConfig):
+    """Upstream's TOSA config (every upstream rule holds), plus: the 1x1 convolutions of
+    channel-shuffle-as-conv keep their input's quantization.
+
+    A channel permutation does not change the set of values and the view/transpose it replaces
+    shared its producer's qparams; an observer of its own (even one on the input edge: the
+    producer's may also have seen a concat's other inputs) calibrates another scale and
+    requantizes every value. Shared, with the weight 127 at scale 1/127, the convolution
+    reproduces its input exactly (toolkit/rewrites/channel_shuffle.py).
+    """
+
+    def get_input_act_qspec(self, node=None, input_node=None):
+        if node is not None and node.meta.get(SHUFFLE_CONV) and input_node is node.args[0]:
+            return SharedQuantizationSpec(input_node)  # the producer's own observer
+        return super().get_input_act_qspec(node, input_node)
+
+    def get_output_act_qspec(self, node=None):
+        if node is not None and node.meta.get(SHUFFLE_CONV):
+            return SharedQuantizationSpec((node.args[0], node))
+        return super().get_output_act_qspec(node)
+
+
 def make_quantizer(npu: NpuConfig, variant: Variant, config: QuantizationConfig | None = None):
     """config replaces upstream's default (tests force qparams with a TOSAQuantizationConfig
     subclass: a plain QuantizationConfig loses upstream's rules, such as pools, upsample and
     mean sharing their input's qparams, which the TOSA lowering assumes)."""
     quantizer = create_quantizer(compile_spec(npu))
     if config is None:
-        config = get_symmetric_quantization_config(is_per_channel=True)
+        base = get_symmetric_quantization_config(is_per_channel=True)
+        config = EtkQuantizationConfig(**{f.name: getattr(base, f.name) for f in fields(base)})
     quantizer.quantizer.pattern_matcher = PatternMatcher(support_table(variant), f"etk-{variant}")
     quantizer.set_global(config)
     return quantizer

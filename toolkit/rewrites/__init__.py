@@ -19,12 +19,14 @@ Rewrite = Callable[[GraphModule], list[RewriteRecord]]
 
 def _registry() -> dict[str, Rewrite]:
     from .branch_order import longer_branch_last
+    from .channel_shuffle import channel_shuffle_as_conv
     from .global_pool import global_pool_stride_one
     from .pool1d_mean import global_pool_1d_as_mean
 
     return {"global-pool-stride": global_pool_stride_one,
             "global-pool-1d-as-mean": global_pool_1d_as_mean,
-            "residual-branch-order": longer_branch_last}
+            "residual-branch-order": longer_branch_last,
+            "channel-shuffle-as-conv": channel_shuffle_as_conv}
 
 
 # Done while lowering, inside ExecuTorch's TOSA pass pipeline (toolkit/lower/fold_pad.py): a
@@ -37,6 +39,7 @@ def available_rewrites() -> tuple[str, ...]:
 
 
 DEFAULT_REWRITES = ("global-pool-stride", "global-pool-1d-as-mean", "residual-branch-order",
+                    "channel-shuffle-as-conv",
                     FOLD_PAD)
 
 
