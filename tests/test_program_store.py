@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 import toolkit.lower.compile as compile_module
@@ -17,7 +19,7 @@ def test_program_is_reloaded_from_disk_and_runs_identically(tmp_path, monkeypatc
     calibration = random_calibration(model.example_inputs, 4, 0)
     npu = load_target("corstone-300").npu()
     first = compile_variant(model, calibration, "fused", npu, tmp_path)
-    assert set(first.timings) == {"quantize", "lower", "vela"}
+    assert set(first.timings) == {"quantize", "lower", "reports"}
     monkeypatch.setattr(compile_module, "_CACHE", {})  # as in a new process
     monkeypatch.setattr(compile_module, "quantize", lambda *a, **k: 1 / 0)  # must not compile
     second = compile_variant(model, calibration, "fused", npu, tmp_path)
@@ -38,3 +40,42 @@ def test_changed_calibration_recompiles(tmp_path, monkeypatch):
     again = compile_variant(model, random_calibration(model.example_inputs, 4, 1), "fused", npu,
                             tmp_path)
     assert "lower" in again.timings
+
+
+def _flip_byte(folder):
+    data = bytearray((folder / "delegate0.bin").read_bytes())
+    data[100] ^= 0xFF
+    (folder / "delegate0.bin").write_bytes(bytes(data))
+
+
+def _drop_estimate(folder):
+    data = json.loads((folder / "program.json").read_text())
+    del data["delegates"][0]["estimate"]
+    (folder / "program.json").write_text(json.dumps(data))
+
+
+def test_damaged_store_entries_are_compiled_again_with_a_note(tmp_path, monkeypatch):
+    model = load_model("zoo:conv2d_relu")
+    calibration = random_calibration(model.example_inputs, 4, 0)
+    npu = load_target("corstone-300").npu()
+    first = compile_variant(model, calibration, "fused", npu, tmp_path)
+    folder = tmp_path / "fused"
+    damages = [
+        (_flip_byte, "delegate0.bin does not match its checksum"),
+        (lambda f: (f / "vela_delegate0" / "delegate0_vela.npz").unlink(),
+         "vela_delegate0/delegate0_vela.npz is missing"),
+        (_drop_estimate, "program.json is incomplete (KeyError: 'estimate')"),
+        (lambda f: (f / "program.json").write_text('{"store_version": 2, "cach'),
+         "program.json is unreadable"),
+    ]
+    for damage, reason in damages:
+        damage(folder)
+        monkeypatch.setattr(compile_module, "_CACHE", {})
+        notes = []
+        again = compile_variant(model, calibration, "fused", npu, tmp_path, note=notes.append)
+        assert len(notes) == 1 and reason in notes[0] and "compiling it again" in notes[0]
+        assert "lower" in again.timings
+        # (Vela numbers unnamed layers per process: compare the program and totals, not names)
+        assert (again.delegates[0].payload, again.delegates[0].estimate.total_cycles) == (
+            first.delegates[0].payload, first.delegates[0].estimate.total_cycles)
+        assert (folder / "delegate0.bin").read_bytes() == first.delegates[0].payload

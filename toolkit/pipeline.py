@@ -24,11 +24,13 @@ from .compare.evaluate import (
 from .compare.metrics import exact_match_rate, max_abs_err_lsb
 from .compare.variants import VariantComparison, compare_variants
 from .lower.compile import compile_variant
+from .lower.staging import remove_stale_staging
 from .lower.tflite import compile_tflite
 from .lower.vela import vela_version
 from .models.layout import channels_last_io
 from .models.loader import file_hash, load_model
 from .npu import NpuConfig
+from .output_folder import locked_output_folder
 from .quantize.calibration import folder_calibration, random_calibration
 from .report.json_report import (
     SCHEMA_VERSION,
@@ -128,6 +130,13 @@ def _tflite_variant(job: Job, npu: NpuConfig, target: Target, runner,
 
 def run_job(job: Job, progress: Callable[[str], None] = lambda _: None, runner=None,
             runner_note: str = "") -> JobResult:
+    """Run job with its output folder held: a second run into the same folder is refused."""
+    with locked_output_folder(Path(job.out_dir)) as out_dir:
+        remove_stale_staging(out_dir)
+        return _run_job(job, progress, runner, runner_note)
+
+
+def _run_job(job: Job, progress: Callable[[str], None], runner, runner_note: str) -> JobResult:
     target = load_target(job.target)
     npu = target.npu(job.npu, job.system_config, job.memory_mode, job.vela_config)
     if job.model.endswith(".tflite"):

@@ -8,7 +8,9 @@ and on disk in OUT/VARIANT (program_store.py), which is written atomically: comp
 from __future__ import annotations
 
 import hashlib
+import sys
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -19,12 +21,16 @@ from ..rewrites import DEFAULT_REWRITES, FOLD_PAD
 from ..versions import tool_versions, toolkit_source_hash
 from .executorch_lower import lower
 from .npu_ops import command_stream_operations, kernel_operation_count
-from .program_store import load_program, save_program
+from .program_store import StoreDamaged, load_program, save_program
 from .staging import move_into_place, new_staging
 from .tosa_graph import read_tosa
 from .vela import read_estimate, vela_flags
 
 _CACHE: dict[str, Program] = {}
+
+
+def print_note(text: str) -> None:
+    print(f"etk: {text}", file=sys.stderr)
 
 
 @contextmanager
@@ -46,16 +52,21 @@ def cache_key(model: LoadedModel, calibration: CalibrationSet, variant: Variant,
 
 def compile_variant(model: LoadedModel, calibration: CalibrationSet, variant: Variant,
                     npu: NpuConfig, out_dir: Path, extra_vela: tuple[str, ...] = (),
-                    rewrites: tuple[str, ...] = DEFAULT_REWRITES) -> Program:
+                    rewrites: tuple[str, ...] = DEFAULT_REWRITES,
+                    note: Callable[[str], None] = print_note) -> Program:
     key = cache_key(model, calibration, variant, npu, extra_vela, rewrites)
     final = Path(out_dir) / variant
     cached = _CACHE.get(key)
     if cached is not None and cached.out_dir == final and final.is_dir():
         return cached
-    stored = load_program(final, key)
-    if stored is not None:
-        _CACHE[key] = stored
-        return stored
+    try:
+        stored = load_program(final, key)
+    except StoreDamaged as damage:
+        note(f"note: the stored program in {final} is damaged ({damage}): compiling it again")
+    else:
+        if stored is not None:
+            _CACHE[key] = stored
+            return stored
     staging = new_staging(final)
     timings: dict[str, float] = {}
     with _timed(timings, "quantize"):

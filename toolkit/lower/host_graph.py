@@ -91,7 +91,7 @@ def save_host_graph(graph_module: torch.fx.GraphModule, path: Path) -> None:
 def load_host_graph(path: Path) -> torch.fx.GraphModule:
     data = json.loads(path.read_text())
     constants_path = path.with_suffix(".constants.pt")
-    constants = torch.load(constants_path) if constants_path.is_file() else {}
+    constants = torch.load(constants_path, weights_only=True) if constants_path.is_file() else {}
     root = torch.nn.Module()
     graph = torch.fx.Graph()
     env: dict[str, torch.fx.Node] = {}

@@ -2,11 +2,14 @@
 
 OUT/VARIANT/program.json holds the cache key and every field of the Program; the host graph is in
 host_graph.json and each delegate's vela_bin_stream in delegateN.bin next to it. A folder whose
-key differs from the requested one is not reused.
+key differs from the requested one is not reused. program.json lists a SHA-256 of every other
+file in the folder when it was written; a folder where one is missing or changed is not reused
+either (load_program says why), so a damaged store is compiled again instead of crashing.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict
 from pathlib import Path
@@ -26,7 +29,20 @@ from ..npu import NpuConfig
 
 PROGRAM_FILE = "program.json"
 HOST_GRAPH_FILE = "host_graph.json"
-STORE_VERSION = 1
+STORE_VERSION = 2  # 2: per-file checksums
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _checksums(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): _sha256(p) for p in sorted(folder.rglob("*"))
+            if p.is_file() and p.name != PROGRAM_FILE}
+
+
+class StoreDamaged(Exception):
+    """A stored program that cannot be trusted; the message says what is wrong."""
 
 
 def save_program(program: Program, folder: Path, key: str) -> None:
@@ -41,11 +57,11 @@ def save_program(program: Program, folder: Path, key: str) -> None:
         delegates.append(entry)
     data = asdict(program)
     data.pop("graph_module")
-    data.update(store_version=STORE_VERSION, cache_key=key, delegates=delegates,
-                out_dir=None, pte_path=program.pte_path.name)
     from .host_graph import save_host_graph  # torch: only when a program is stored
 
     save_host_graph(program.graph_module, folder / HOST_GRAPH_FILE)
+    data.update(store_version=STORE_VERSION, cache_key=key, delegates=delegates,
+                out_dir=None, pte_path=program.pte_path.name, files=_checksums(folder))
     (folder / PROGRAM_FILE).write_text(json.dumps(data, indent=1))
 
 
@@ -67,15 +83,41 @@ def _delegate(entry: dict, folder: Path) -> Delegate:
         outputs=tuple(TensorQuant(**q) for q in entry["outputs"]))
 
 
+def _check_files(folder: Path, files) -> None:
+    if not isinstance(files, dict) or not files:
+        raise StoreDamaged("it has no list of files")
+    for name, digest in files.items():
+        path = folder / name
+        if not path.is_file():
+            raise StoreDamaged(f"{name} is missing")
+        if _sha256(path) != digest:
+            raise StoreDamaged(f"{name} does not match its checksum")
+
+
 def load_program(folder: Path, key: str) -> Program | None:
-    """The stored program if folder holds one compiled under key, else None."""
+    """The stored program if folder holds one compiled under key, else None. StoreDamaged if
+    it was stored under key but a file is missing, changed or unreadable."""
     path = folder / PROGRAM_FILE
+    if not folder.is_dir():
+        return None
     try:
         data = json.loads(path.read_text())
-    except (OSError, ValueError):
+    except FileNotFoundError:
         return None
+    except (OSError, ValueError) as exc:
+        raise StoreDamaged(f"{PROGRAM_FILE} is unreadable ({exc})") from None
+    if not isinstance(data, dict):
+        raise StoreDamaged(f"{PROGRAM_FILE} is not a JSON object")
     if data.get("store_version") != STORE_VERSION or data.get("cache_key") != key:
         return None
+    _check_files(folder, data.get("files"))
+    try:
+        return _program(folder, data)
+    except (KeyError, TypeError, ValueError, AttributeError, OSError) as exc:
+        raise StoreDamaged(f"{PROGRAM_FILE} is incomplete ({type(exc).__name__}: {exc})") from None
+
+
+def _program(folder: Path, data: dict) -> Program:
     from .host_graph import load_host_graph  # torch: only when a program is loaded
 
     return Program(

@@ -18,6 +18,7 @@ from ..errors import UserError
 from ..npu import NpuConfig
 from .npu_ops import command_stream_operations, kernel_operation_count
 from .staging import move_into_place, new_staging
+from .tflite_check import check_tflite
 from .vela import read_estimate, run_vela, vela_flags
 
 INT_TYPES = {1: "int8", 2: "int16", 4: "int32"}
@@ -50,6 +51,7 @@ def compile_tflite(path: Path, npu: NpuConfig, out_dir: Path,
     path = Path(path)
     if not path.is_file():
         raise UserError(f"model file {path} not found")
+    check_tflite(path)
     final = Path(out_dir) / "tflite"
     staging = new_staging(final)
     shutil.copyfile(path, staging / path.name)

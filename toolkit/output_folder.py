@@ -1,0 +1,55 @@
+"""Output folders: created with a clear error when that is impossible, and held by one run at a
+time (a lock file naming the pid that holds it)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from contextlib import contextmanager
+from pathlib import Path
+
+from .errors import UserError
+
+LOCK_NAME = ".etk.lock"
+
+
+def make_output_folder(folder: Path, what: str = "output folder") -> Path:
+    """folder, created if missing; UserError if it is a file, under a file or not writable."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise UserError(f"{what} {folder} is a file: choose a folder (-o/--out)")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise UserError(f"{what} {folder} cannot be created: part of its path is a file; "
+                        "choose another folder") from None
+    except OSError as exc:
+        raise UserError(f"{what} {folder} cannot be created: {exc.strerror}; choose a "
+                        "writable folder") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UserError(f"{what} {folder} is not writable: choose a writable folder")
+    return folder
+
+
+@contextmanager
+def locked_output_folder(folder: Path, what: str = "output folder"):
+    """Hold folder for this run; UserError naming the pid of another run that holds it."""
+    folder = make_output_folder(folder, what)
+    lock = folder / LOCK_NAME
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise UserError(f"{what} {folder} is not writable ({exc.strerror}): choose a writable "
+                        "folder") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            raise UserError(f"{what} {folder} is in use by pid {holder} (another etk run): "
+                            "wait for it to finish or choose another folder") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield folder
+    finally:
+        os.close(fd)  # releases the lock
