@@ -241,6 +241,14 @@ class SerialRunner:
 
     def run(self, program: Program, inputs: Sequence[np.ndarray], target: Target) -> RunResult:
         board, port, baud = self._board(target)
+        if self.flash and board.inputs == "ones" and not all(np.all(np.asarray(x) == 1)
+                                                              for x in inputs):
+            raise UserError(
+                f"{board.name}: the image {target.source} builds runs the model on all-ones "
+                f"inputs (board.inputs = \"ones\"), not on etk's evaluation inputs, so its outputs "
+                f"cannot be checked here; flash your own BundleIO build of ExecuTorch's "
+                f"arm_executor_runner and use --no-build --no-flash, or read a capture with "
+                f"`etk log`")
         run_dir = ((self.run_root or program.out_dir) / f"serial-{program.variant}").resolve()
         run_dir.mkdir(parents=True, exist_ok=True)
         expected = self.reference.run(program, list(inputs), target).outputs
@@ -284,7 +292,8 @@ class SerialRunner:
                               max(board.banner_time_limit_s, OWN_FIRMWARE_START_S))
             cap = capture(link, run_dir / f"uart-{attempt}.log", first_output_s,
                           board.run_time_limit_s)
-            fault = check_capture(cap, program, bundleio=self.flash)
+            fault = check_capture(cap, program,
+                                  bundleio=self.flash and board.inputs == "bundled")
             if fault is None and cap.ending in ("silent", "time-limit"):
                 raise _silent_error(cap, board, port, baud, first_output_s, self.flash)
             if fault is None:
