@@ -56,6 +56,7 @@ class FvpSpec:
 
 
 ResetMethod = Literal["flash", "command", "manual"]
+BoardInputs = Literal["bundled", "ones"]
 RESET_METHODS: tuple[ResetMethod, ...] = ("flash", "command", "manual")
 BOARD_PLACEHOLDERS = ("pte", "bpte", "elf", "port")
 
@@ -84,6 +85,9 @@ class BoardSpec:
     run_time_limit_s: float  # from the first output to the end marker
     reconnect_time_limit_s: float  # for the port to come back after a disconnect
     retries: int  # re-runs after garbled output, dropped lines or a reset mid-run
+    # bundled: the image reads the inputs from the .bpte and checks the outputs (BundleIO);
+    # ones: it runs the model on all-ones inputs (ExecuTorch's Zephyr hello-executorch sample)
+    inputs: BoardInputs = "bundled"
 
 
 @dataclass(frozen=True)
@@ -218,6 +222,9 @@ def _parse_board(table: _Table) -> BoardSpec:
                 and all(c in string.hexdigits for c in vid + pid)):
             raise table._fail("usb_ids", "a list of 'VID:PID' in hex, like '0403:6011'", usb_id)
     retries = table.get("retries", int, "a whole number of re-runs", default=2)
+    inputs = table.get("inputs", str, "bundled or ones", default="bundled")
+    if inputs not in ("bundled", "ones"):
+        raise table._fail("inputs", "bundled or ones", inputs)
     if retries < 0:
         raise table._fail("retries", "a whole number of re-runs", retries)
     return BoardSpec(
@@ -238,6 +245,7 @@ def _parse_board(table: _Table) -> BoardSpec:
         reconnect_time_limit_s=float(table.get("reconnect_time_limit_s", seconds, "seconds",
                                                default=10)),
         retries=retries,
+        inputs=inputs,
     )
 
 

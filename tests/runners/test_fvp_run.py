@@ -122,7 +122,9 @@ def test_hang_is_killed_at_the_time_limit_with_its_child_and_the_log_kept(
     monkeypatch.setenv("ETK_FAKE_FVP_MODE", "hang")
     start = time.monotonic()
     with pytest.raises(ToolError, match=r"no result within the 1 s time limit \(\+0.5 s grace\): "
-                                        r"the FVP was killed, its log kept") as error:
+                                        r"the FVP was killed, its log kept; the program hung "
+                                        r"after I \[executorch:arm_executor_runner.cpp:640 "
+                                        r"main\(\)\] PTE @ 0x70000000 \[----ET12\]") as error:
         FvpRunner(time_limit_s=1, kill_grace_s=0.5).run(
             _program(tmp_path, "corstone-300", "ethos-u55-128"), _inputs(),
             load_target("corstone-300"))
@@ -144,7 +146,7 @@ def test_hard_fault_gives_the_last_log_lines(tmp_path, fvp_env, reference, monke
         FvpRunner(time_limit_s=1).run(_program(tmp_path, "corstone-300", "ethos-u55-128"),
                                       _inputs(), load_target("corstone-300"))
     message = str(error.value)
-    assert "failure marker" in message
+    assert "failure marker(s); the program failed: Hard fault. irq=-13" in message
     assert "hard-fault (line 10): Hard fault. irq=-13" in message
     assert "the CPU faulted" in message
     assert "last log lines:\n" in message and "Reading input tensor 2 from file i1.bin" in message

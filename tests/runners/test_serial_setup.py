@@ -18,10 +18,14 @@ def test_shipped_board_targets():
     assert (hp.npu().accelerator, he.npu().accelerator, mps3.npu().accelerator) == (
         "ethos-u55-256", "ethos-u55-128", "ethos-u55-128")
     assert {t.npu().memory_mode for t in (hp, he, mps3)} == {"Shared_Sram"}
-    assert [render(s, {"pte": "P", "bpte": "B", "elf": "E", "port": "X"})[-1]
-            for s in hp.board_spec.flash_command][1:] == [
-        "cd \"$ALIF_SE_TOOLS\" && ./app-gen-toc -f build/config/etk-hp.json",
-        "cd \"$ALIF_SE_TOOLS\" && ./app-write-mram -p"]
+    (build,) = [render(s, {"pte": "/o/p.pte", "bpte": "B", "elf": "/o/r.elf", "port": "X"})
+                for s in hp.board_spec.build_command]
+    # ExecuTorch's Zephyr hello-executorch sample with mv2-ethosu's Alif E8 board settings
+    assert ("west build -p always -d \"$(dirname /o/r.elf)/west\" -b "
+            "ensemble_e8_dk/ae822fa0e5597ls0/rtss_hp \"$EXECUTORCH_ROOT/zephyr/samples/"
+            "hello-executorch\" -- -DET_PTE_FILE_PATH=/o/p.pte") in build[-1]
+    assert (hp.board_spec.inputs, he.board_spec.inputs, mps3.board_spec.inputs) == (
+        "ones", "ones", "bundled")
     assert (mps3.board_spec.reset, mps3.board_spec.usb_ids) == ("command", ("0403:6011",))
     assert load_target("corstone-300").board_spec is None
 
@@ -63,7 +67,24 @@ def test_ports_lists_ports_with_the_board_expected(monkeypatch, capsys):
     assert ports._ports(None) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "/dev/ttyS0  -  n/a"
-    assert out[1] == ("/dev/ttyUSB1  0403:6011  Quad RS232  <- alif-e7-he, alif-e7-hp, "
-                      "mps3-corstone-300")
+    assert out[1] == "/dev/ttyUSB1  0403:6011  Quad RS232  <- mps3-corstone-300"
     assert ("  mps3-corstone-300: Arm MPS3 FPGA, Corstone-300 AN552 (Ethos-U55-128) on "
             "/dev/ttyUSB1 (present, USB 0403:6011, 115200 baud)") in out
+
+
+def test_a_board_that_runs_all_ones_inputs_refuses_other_inputs(tmp_path):
+    import numpy as np
+
+    from toolkit.artifacts import Program, TensorSpec
+    from toolkit.runners.serial import SerialRunner
+
+    target = load_target("alif-e7-hp")
+    program = Program("fused", "m", target.npu(), tmp_path, tmp_path / "m.pte", (), (), (),
+                      (TensorSpec((1, 4), "float32"),), (TensorSpec((1, 2), "float32"),),
+                      (None,), (None,))
+    with pytest.raises(UserError) as err:
+        SerialRunner(port=str(tmp_path / "tty")).run(program, [np.zeros((1, 4), np.float32)],
+                                                     target)
+    assert str(err.value).startswith(
+        "Alif Ensemble E8 DevKit, HP core (Ethos-U55-256): the image ")
+    assert "runs the model on all-ones inputs (board.inputs = \"ones\")" in str(err.value)

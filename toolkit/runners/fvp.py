@@ -24,6 +24,7 @@ from ..errors import ToolError, UserError
 from ..npu import NpuConfig
 from ..targets import FvpSpec, Target
 from .base import Availability
+from .console_log import verdict
 from .tensor_checks import check_tensors
 from .uart_log import Count, UartLog, UartLogParser, axi_beats
 
@@ -250,7 +251,8 @@ def _failure_message(what: str, log: UartLog, log_path: Path, argv: list[str]) -
     problems = "".join(f"\n  {f}" for f in log.failures[:8])
     hints = "".join(f"\n{_HINTS[k]}" for k in dict.fromkeys(f.kind for f in log.failures)
                     if k in _HINTS)
-    return (f"FVP run failed: {what}{problems}{hints}\nlog: {log_path}\n"
+    return (f"FVP run failed: {what}; the program {verdict(log).text}{problems}{hints}\n"
+            f"log: {log_path}\n"
             f"command: {' '.join(argv)}\nlast log lines:\n{log.tail()}")
 
 

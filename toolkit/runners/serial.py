@@ -30,6 +30,7 @@ from ..targets import BoardSpec, Target
 from .base import Availability
 from .board_commands import run_steps
 from .bundle_io import TestCase, write_bundle
+from .console_log import verdict
 from .serial_port import open_port, reopen_port
 from .tosa_ref import TosaReferenceRunner
 from .uart_log import Count, UartLog, UartLogParser, axi_beats
@@ -137,7 +138,7 @@ def check_capture(cap: Capture, program: Program, bundleio: bool = True) -> Faul
     # After a BundleIO FAIL the runner logs the mismatch and aborts on purpose.
     unexplained = [f for f in log.failures if fail_line is None or f.line_no < fail_line]
     if unexplained:
-        raise ToolError("the board reported failures:" + "".join(f"\n  {f}" for f in unexplained[:8])
+        raise ToolError(f"the board {verdict(log).text}; failures:" + "".join(f"\n  {f}" for f in unexplained[:8])
                         + f"\nUART capture: {cap.raw_path}\nlast lines:\n{log.tail()}")
     if cap.ending in ("silent", "time-limit"):
         return None  # the caller turns these into errors with the board's hints
@@ -157,8 +158,8 @@ def _silent_error(cap: Capture, board: BoardSpec, port: str, baud: int, waited_s
                   flashed: bool) -> ToolError:
     if cap.ending == "time-limit":
         return ToolError(f"the board on {port} started but did not finish within "
-                         f"{board.run_time_limit_s:g} s (board.run_time_limit_s): it may be "
-                         f"stuck; UART capture: {cap.raw_path}\nlast lines:\n{cap.log.tail()}")
+                         f"{board.run_time_limit_s:g} s (board.run_time_limit_s): "
+                         f"{verdict(cap.log).text}; UART capture: {cap.raw_path}\nlast lines:\n{cap.log.tail()}")
     heard = (f"{cap.raw_bytes} bytes but no line a runner prints (log record, banner, PMU "
              f"report, output or error): a wrong baud rate (board.baud is {baud}) or another "
              f"program on the board" if cap.raw_bytes else "nothing at all")
@@ -241,6 +242,14 @@ class SerialRunner:
 
     def run(self, program: Program, inputs: Sequence[np.ndarray], target: Target) -> RunResult:
         board, port, baud = self._board(target)
+        if self.flash and board.inputs == "ones" and not all(np.all(np.asarray(x) == 1)
+                                                              for x in inputs):
+            raise UserError(
+                f"{board.name}: the image {target.source} builds runs the model on all-ones "
+                f"inputs (board.inputs = \"ones\"), not on etk's evaluation inputs, so its outputs "
+                f"cannot be checked here; flash your own BundleIO build of ExecuTorch's "
+                f"arm_executor_runner and use --no-build --no-flash, or read a capture with "
+                f"`etk log`")
         run_dir = ((self.run_root or program.out_dir) / f"serial-{program.variant}").resolve()
         run_dir.mkdir(parents=True, exist_ok=True)
         expected = self.reference.run(program, list(inputs), target).outputs
@@ -284,7 +293,8 @@ class SerialRunner:
                               max(board.banner_time_limit_s, OWN_FIRMWARE_START_S))
             cap = capture(link, run_dir / f"uart-{attempt}.log", first_output_s,
                           board.run_time_limit_s)
-            fault = check_capture(cap, program, bundleio=self.flash)
+            fault = check_capture(cap, program,
+                                  bundleio=self.flash and board.inputs == "bundled")
             if fault is None and cap.ending in ("silent", "time-limit"):
                 raise _silent_error(cap, board, port, baud, first_output_s, self.flash)
             if fault is None:

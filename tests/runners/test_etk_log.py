@@ -1,0 +1,72 @@
+"""`etk log --program`: a capture's printed outputs against the program's host reference."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from toolkit.cli import main
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stand_ins"))
+from board_emulator import output_lines, transcript, zephyr_transcript
+
+
+@pytest.fixture(scope="module")
+def program(compiled):
+    return compiled("zoo:conv2d_relu").variants["fused"].program
+
+
+def reference_outputs(program) -> list[np.ndarray]:
+    return [np.load(program.out_dir / "reference" / f"output_0_{i}.npy")
+            for i in range(len(program.output_specs))]
+
+
+def etk_log(capsys, capture: Path, program) -> tuple[int, dict]:
+    code = main(["log", str(capture), "--program", str(program.out_dir), "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("form", ["et", "zephyr"])
+def test_outputs_equal_to_the_host_reference(tmp_path, capsys, program, form):
+    outputs = reference_outputs(program)
+    lines = (transcript(1000, outputs, passed=True) if form == "et"
+             else zephyr_transcript(1000, outputs))
+    capture = tmp_path / "uart.log"
+    capture.write_bytes(b"".join(lines))
+    code, entry = etk_log(capsys, capture, program)
+    assert code == 0 and entry["verdict"] == "ran and passed"
+    assert (entry["outputs_match_reference"], entry["max_diff_lsb"], entry["exact_match_rate"]) \
+        == (True, 0.0, 1.0)
+    assert entry["details"]["outputs"].startswith(
+        f"equal to the host reference of {program.out_dir} (sample 0, max diff 0 LSB)")
+
+
+def test_one_lsb_off_is_a_mismatch_with_exit_1(tmp_path, capsys, program):
+    outputs = reference_outputs(program)
+    scale = program.output_quant[0].scale
+    flat = outputs[0].reshape(-1)
+    k = int(np.argmax(flat))  # a value above the ReLU floor: one step down stays on the grid
+    flat[k] = np.float32(flat[k] - np.float32(scale))
+    capture = tmp_path / "uart.log"
+    capture.write_bytes(b"".join(output_lines(outputs)) + b"Program complete, exiting.\n")
+    code, entry = etk_log(capsys, capture, program)
+    assert code == 1
+    assert entry["status"] == "differ" and entry["outputs_match_reference"] is False
+    assert entry["max_diff_lsb"] == pytest.approx(1.0, abs=1e-3)
+    assert entry["verdict"].startswith(f"ran, outputs differ: differ from the host reference of "
+                                       f"{program.out_dir} (sample 0, max diff 1")
+
+
+def test_missing_values_are_named_not_compared(tmp_path, capsys, program):
+    outputs = reference_outputs(program)
+    capture = tmp_path / "uart.log"
+    capture.write_bytes(b"".join(output_lines(outputs)[:3]) + b"Program complete, exiting.\n")
+    code, entry = etk_log(capsys, capture, program)
+    n = outputs[0].size
+    assert code == 0 and entry["outputs_match_reference"] is None
+    assert entry["details"]["outputs"] == (f"cannot compare with the host reference: output 0: "
+                                           f"3 of {n} values printed")
