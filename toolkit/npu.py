@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from pathlib import Path
 
 from .errors import UserError
 
@@ -38,6 +40,23 @@ class NpuConfig:
     def macs(self) -> int:
         """MACs per cycle (the number in the accelerator name)."""
         return int(self.accelerator.rsplit("-", 1)[1])
+
+    def with_config_ini(self, path: str | Path) -> NpuConfig:
+        """The same NPU with its system config and memory mode read from another Vela .ini."""
+        path = Path(path)
+        if not path.is_file():
+            raise UserError(f"Vela config {path} not found: give the path of a .ini file")
+        return dataclasses.replace(self, config_ini=str(path.resolve()))
+
+    @property
+    def config_path(self) -> Path:
+        """The .ini file itself (names such as Arm/vela.ini are inside Vela's config_files)."""
+        path = Path(self.config_ini)
+        if path.is_absolute():
+            return path
+        import ethosu.vela
+
+        return Path(ethosu.vela.__file__).parent.parent / "config_files" / path
 
     @property
     def vela_flags(self) -> tuple[str, ...]:

@@ -51,6 +51,7 @@ class Job:
     npu: str | None = None
     system_config: str | None = None
     memory_mode: str | None = None
+    vela_config: Path | None = None  # a Vela .ini file (default: Arm's vela.ini)
     input_shape: str | None = None
     calibration_samples: int = 8
     calibration_dir: Path | None = None
@@ -129,6 +130,8 @@ def run_job(job: Job, progress: Callable[[str], None] = lambda _: None, runner=N
             runner_note: str = "") -> JobResult:
     target = load_target(job.target)
     npu = target.npu(job.npu, job.system_config, job.memory_mode)
+    if job.vela_config is not None:
+        npu = npu.with_config_ini(job.vela_config)
     if job.model.endswith(".tflite"):
         model, variant = _tflite_variant(job, npu, target, runner, progress)
         result = JobResult(job, model, target, npu, "none (a quantized .tflite file)",

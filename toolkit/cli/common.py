@@ -19,6 +19,9 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--npu", help="NPU configuration, e.g. ethos-u55-256 (default: the target's)")
     parser.add_argument("--system-config", help="Vela system config (default: the target's)")
     parser.add_argument("--memory-mode", help="Vela memory mode (default: the target's)")
+    parser.add_argument("--vela-config", type=Path, metavar="FILE",
+                        help="Vela .ini holding the system config and memory mode (default: "
+                             "Arm's vela.ini); also the cycle model's memory system")
     parser.add_argument("--input-shape", help="input shape(s) for file models, e.g. 1,3,32,32")
     parser.add_argument("--calibration-samples", type=int, default=8,
                         help="random calibration inputs (default 8)")
@@ -44,6 +47,7 @@ def job_from_args(args, variants, runner: str | None = None) -> Job:
 
     return Job(model=args.model, target=args.target, variants=variants, npu=args.npu,
                system_config=args.system_config, memory_mode=args.memory_mode,
+               vela_config=args.vela_config,
                input_shape=args.input_shape, calibration_samples=args.calibration_samples,
                calibration_dir=args.calibration_data, seed=args.seed,
                eval_samples=args.eval_samples, out_dir=args.out,
