@@ -24,6 +24,7 @@ from .compare.evaluate import (
 from .compare.metrics import exact_match_rate, max_abs_err_lsb
 from .compare.variants import VariantComparison, compare_variants
 from .lower.compile import compile_variant
+from .lower.compiled_tflite import load_compiled_program
 from .lower.tflite import compile_tflite
 from .lower.vela import vela_version
 from .models.layout import channels_last_io
@@ -39,6 +40,7 @@ from .report.json_report import (
 )
 from .rewrites import resolve_rewrites
 from .runners.tosa_ref import TosaReferenceRunner
+from .sim.vela_tflite import is_vela_compiled
 from .targets import Target, load_target
 from .versions import tool_versions
 
@@ -108,11 +110,20 @@ def _tflite_variant(job: Job, npu: NpuConfig, target: Target, runner,
                     progress: Callable[[str], None]) -> tuple[LoadedModel, VariantResult]:
     """A .tflite file: Vela compiles it as it is; seeded int8 inputs; no reference to compare."""
     path = Path(job.model)
-    progress(f"compiling {path.name} with Vela for {npu.accelerator}")
-    program = compile_tflite(path, npu, Path(job.out_dir), job.extra_vela)
+    if path.is_file() and is_vela_compiled(path):
+        progress(f"loading {path.name} (compiled by Vela: runs as it is)")
+        program = load_compiled_program(path, npu, Path(job.out_dir), job.npu is not None)
+    else:
+        progress(f"compiling {path.name} with Vela for {npu.accelerator}")
+        program = compile_tflite(path, npu, Path(job.out_dir), job.extra_vela)
     generator = np.random.default_rng(job.seed + EVAL_SEED_OFFSET)
-    inputs = tuple(tuple(generator.integers(q.qmin, q.qmax + 1, s.shape, dtype=s.dtype)
-                         for s, q in zip(program.input_specs, program.input_quant))
+
+    def sample(spec, quant):
+        if quant is None:  # a float edge (QUANTIZE on the CPU)
+            return generator.standard_normal(spec.shape).astype(spec.dtype)
+        return generator.integers(quant.qmin, quant.qmax + 1, spec.shape, dtype=spec.dtype)
+
+    inputs = tuple(tuple(sample(s, q) for s, q in zip(program.input_specs, program.input_quant))
                    for _ in range(job.eval_samples))
     save_arrays(program.out_dir / "reference", "input", inputs)
     device = None
@@ -134,6 +145,7 @@ def run_job(job: Job, progress: Callable[[str], None] = lambda _: None, runner=N
         npu = npu.with_config_ini(job.vela_config)
     if job.model.endswith(".tflite"):
         model, variant = _tflite_variant(job, npu, target, runner, progress)
+        npu = variant.program.npu  # a compiled file's own NPU
         result = JobResult(job, model, target, npu, "none (a quantized .tflite file)",
                            {"tflite": variant}, None, runner_note, Path(job.out_dir) / "report.json")
         write_json_atomic(result.report_path, report_dict(result))

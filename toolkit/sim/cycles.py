@@ -71,13 +71,14 @@ class MemorySystem:
 
 
 @lru_cache(maxsize=16)
-def memory_system(accelerator: str, system_config: str, memory_mode: str) -> MemorySystem:
+def memory_system(accelerator: str, system_config: str, memory_mode: str,
+                  ini_path: str | None = None) -> MemorySystem:
     """Bandwidths, latencies and bursts of the Vela system config, per region (0 weights,
     1 arena, 2 fast scratch)."""
     from ethosu.vela.architecture_features import ArchitectureFeatures, MemPort
 
     arch = ArchitectureFeatures(
-        vela_config_files=[_ini_path()], accelerator_config=accelerator,
+        vela_config_files=[ini_path or _ini_path()], accelerator_config=accelerator,
         system_config=system_config, memory_mode=memory_mode, max_blockdep=3,
         verbose_config=False, arena_cache_size=None)
 

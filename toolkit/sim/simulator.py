@@ -10,6 +10,7 @@ import numpy as np
 
 from ..npu import npu_config
 from . import cycles as cycle_model
+from .fvp_timing import PmuPrediction, fvp_memory, predict_pmu
 from .errors import SimError
 from .memory import Memory
 from .payload import NpuProgram
@@ -26,6 +27,7 @@ class SimResult:
     npu_cycles: int  # our cycle model's compute cycles, summed over the operations
     total_cycles: int  # our cycle model's totals (compute or memory-bound), summed
     accelerator: str
+    pmu: PmuPrediction | None = None  # what the FVP's PMU would count (fvp_timing)
 
 
 def check_accelerator(program: NpuProgram, accelerator: str) -> None:
@@ -59,30 +61,40 @@ def _read_outputs(program: NpuProgram, memory: Memory) -> list[np.ndarray]:
     return outputs
 
 
-def _timed(plan: Plan, accelerator: str, system_config: str, memory_mode: str):
-    """The plan's records with our cycle model's figures, computed once per memory system."""
-    records = plan.timed.get((system_config, memory_mode))
-    if records is None:
-        ports = cycle_model.memory_system(accelerator, system_config, memory_mode)
+def _timed(plan: Plan, program: NpuProgram, accelerator: str, system_config: str,
+           memory_mode: str, ini: str) -> tuple[tuple[OpRecord, ...], PmuPrediction]:
+    """The plan's records with our cycle model's figures and the PMU prediction, computed once
+    per memory system."""
+    key = (system_config, memory_mode, ini)
+    timed = plan.timed.get(key)
+    if timed is None:
+        ports = cycle_model.memory_system(accelerator, system_config, memory_mode, ini)
         timings = [cycle_model.op_timing(s.record, accelerator, ports) for s in plan.steps]
         records = tuple(dataclasses.replace(s.record, cycles=t.total, compute_cycles=t.compute)
                         for s, t in zip(plan.steps, timings))
-        plan.timed[(system_config, memory_mode)] = records
-    return records
+        pmu = predict_pmu(program.command_stream, records,
+                          fvp_memory(accelerator, ini, system_config, memory_mode), accelerator)
+        timed = plan.timed[key] = (records, pmu)
+    return timed
 
 
 def simulate(program: NpuProgram, inputs: Sequence[np.ndarray], accelerator: str,
-             system_config: str | None = None, memory_mode: str | None = None) -> SimResult:
-    """Run the program; system config and memory mode (Vela's, for the cycle model) default to
-    ExecuTorch's defaults for the NPU family."""
+             system_config: str | None = None, memory_mode: str | None = None,
+             vela_config: str | None = None) -> SimResult:
+    """Run the program; system config and memory mode (Vela's, for the cycle model; from the
+    .ini `vela_config`, default Arm's vela.ini) default to ExecuTorch's defaults for the NPU
+    family."""
     check_accelerator(program, accelerator)
     npu = npu_config(accelerator, system_config, memory_mode)
+    if vela_config is not None:
+        npu = npu.with_config_ini(vela_config)
     plan = plan_for(program, accelerator)
     memory = new_memory(program, accelerator)
     _place_inputs(program, memory, inputs)
     for step in plan.steps:
         step.run(memory)
-    records = _timed(plan, accelerator, npu.system_config, npu.memory_mode)
+    records, pmu = _timed(plan, program, accelerator, npu.system_config, npu.memory_mode,
+                          str(npu.config_path))
     return SimResult(_read_outputs(program, memory), records,
                      sum(r.compute_cycles for r in records), sum(r.cycles for r in records),
-                     accelerator)
+                     accelerator, pmu)

@@ -38,11 +38,12 @@ class Transfer:
     write: bool
     nbytes: int
     beats: int
+    runs: int = 1  # contiguous runs, each of beats / runs beats
 
 
 def _runs(region: int, write: bool, runs: int, run_bytes: int, beat: int) -> Transfer:
     """`runs` contiguous runs of `run_bytes` each, every one starting on a beat boundary."""
-    return Transfer(region, write, runs * run_bytes, runs * _ceil(run_bytes, beat))
+    return Transfer(region, write, runs * run_bytes, runs * _ceil(run_bytes, beat), runs)
 
 
 def _register(rec: OpRecord, name: str, default: int = 0) -> int:
@@ -66,11 +67,11 @@ def _covered(out: int, block: int, stride: int, extent: int, pad: int, size: int
 
 def _feature_map(region: int, write: bool, positions: int, depth: int, elem: int, brick: bool,
                  slice_depth: int, row: int, beat: int) -> Transfer:
-    """`positions` (y, x) positions of `depth` channels. NHCWB16 keeps 16 channels of one position
-    together; NHWC keeps a position's channels together, and a whole row when one slice covers
-    the depth (`row`: positions per row)."""
-    if brick:
-        return _runs(region, write, positions * _ceil(depth, 16), 16 * elem, beat)
+    """`positions` (y, x) positions of `depth` channels, `row` positions per row. NHCWB16 keeps a
+    row of 16 channels together; NHWC a position's channels, and a whole row when one slice
+    covers the depth."""
+    if brick:  # (h, c / 16, w, 16): a row of one brick column is contiguous
+        return _runs(region, write, positions // row * _ceil(depth, 16), row * 16 * elem, beat)
     if slice_depth >= depth:
         return _runs(region, write, positions // row, row * depth * elem, beat)
     runs = positions * (depth // slice_depth)
@@ -78,7 +79,8 @@ def _feature_map(region: int, write: bool, positions: int, depth: int, elem: int
     rest = depth % slice_depth
     if rest:
         tail = _runs(region, write, positions, rest * elem, beat)
-        moves = Transfer(region, write, moves.nbytes + tail.nbytes, moves.beats + tail.beats)
+        moves = Transfer(region, write, moves.nbytes + tail.nbytes, moves.beats + tail.beats,
+                         moves.runs + tail.runs)
     return moves
 
 
@@ -110,7 +112,8 @@ def op_transfers(rec: OpRecord, beat: int) -> tuple[Transfer, ...]:
         if rec.kind == "conv":  # the whole IFM depth for every OFM depth slice
             ifm = _feature_map(rec.bytes_read[0][0], False, rows * cols, ic, e_in, rec.ifm_brick,
                                _conv_ifm_slice(rec), cols // x_blocks or 1, beat)
-            ifm = Transfer(ifm.region, False, ifm.nbytes * depth_slices, ifm.beats * depth_slices)
+            ifm = Transfer(ifm.region, False, ifm.nbytes * depth_slices, ifm.beats * depth_slices,
+                           ifm.runs * depth_slices)
         else:  # depthwise, pool: the IFM depth slice matching the OFM block's
             ifm = _feature_map(rec.bytes_read[0][0], False, rows * cols, ic, e_in, rec.ifm_brick,
                                bc, cols // x_blocks or 1, beat)
