@@ -193,7 +193,13 @@ def report_dict(result: JobResult) -> dict[str, Any]:
         entry = variant_entry(vr.program, vr.reference)
         if vr.device is not None:
             run = vr.device.evaluation.runs[0]
-            entry["run"] = {"runner": run.runner, "cycles": cycles_entry(run),
+            cycles = cycles_entry(run)
+            estimate = entry["estimate"]["total_cycles"]
+            # the run's figure (measured or simulated) over Vela's estimate of the same program
+            cycles["total_over_vela_estimate"] = (round(run.cycles.total_cycles / estimate, 4)
+                                                  if estimate and run.cycles.total_cycles
+                                                  else None)
+            entry["run"] = {"runner": run.runner, "cycles": cycles,
                             "outputs_match_reference": vr.device.outputs_match_reference,
                             "max_diff_lsb": vr.device.max_diff_lsb,
                             "exact_match_rate": vr.device.exact_match_rate,

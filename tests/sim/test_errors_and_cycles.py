@@ -187,5 +187,5 @@ def test_records_count_macs_and_bytes(program, conv_case):
     assert len(convs) == 1
     assert convs[0].macs == 10 * 12 * 16 * 9 * 8
     assert convs[0].read_from(0) > 0 and convs[0].written_to(1) == 10 * 12 * 16
-    assert result.total_cycles == sum(r.cycles for r in result.operations)
+    assert result.total_cycles == result.pmu.total >= result.npu_cycles
     assert result.npu_cycles == sum(r.compute_cycles for r in result.operations)

@@ -65,9 +65,10 @@ class SimulatorRunner:
                               total_cycles=sum(p.total for p in pmus),
                               note="computed by etk's cycle model from the executed command "
                                    "stream; not a measurement. NPU cycles are the NPU's compute; "
-                                   "total cycles predict the FVP PMU's NPU TOTAL (compute, AXI "
-                                   "traffic through the Corstone-300 timing adapters, DMA "
-                                   "overlap); beats predict its AXI beat counters",
+                                   "total cycles predict the FVP PMU's NPU TOTAL: compute and "
+                                   "AXI traffic (such as weight reads from flash) through the "
+                                   "Corstone-300 timing adapters, DMA overlapping kernels; "
+                                   "beats predict its AXI beat counters",
                               beats=beats)
         return RunResult(self.name, outputs, cycles,
                          {"operations": sum(len(r.operations) for r in per_delegate)})

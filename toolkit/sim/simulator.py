@@ -25,9 +25,9 @@ class SimResult:
     outputs: list[np.ndarray]
     operations: tuple[OpRecord, ...]
     npu_cycles: int  # our cycle model's compute cycles, summed over the operations
-    total_cycles: int  # our cycle model's totals (compute or memory-bound), summed
+    total_cycles: int  # the FVP PMU's NPU TOTAL as predicted (pmu.total)
     accelerator: str
-    pmu: PmuPrediction | None = None  # what the FVP's PMU would count (fvp_timing)
+    pmu: PmuPrediction  # what the FVP's PMU would count (fvp_timing): cycles and AXI beats
 
 
 def check_accelerator(program: NpuProgram, accelerator: str) -> None:
@@ -96,5 +96,4 @@ def simulate(program: NpuProgram, inputs: Sequence[np.ndarray], accelerator: str
     records, pmu = _timed(plan, program, accelerator, npu.system_config, npu.memory_mode,
                           str(npu.config_path))
     return SimResult(_read_outputs(program, memory), records,
-                     sum(r.compute_cycles for r in records), sum(r.cycles for r in records),
-                     accelerator, pmu)
+                     sum(r.compute_cycles for r in records), pmu.total, accelerator, pmu)
