@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,9 @@ import numpy as np
 from ..artifacts import CpuOp, Delegate, Program, TensorQuant, TensorSpec
 from ..errors import UserError
 from ..npu import NpuConfig
+from ..sim.commands import decode
 from ..sim.vela_tflite import TfliteGraph, load_compiled_tflite
+from .npu_ops import kernel_operation_count
 
 
 def _quant(t) -> TensorQuant | None:
@@ -47,7 +50,12 @@ def load_compiled_program(path: Path, npu: NpuConfig, out_dir: Path,
     copy = final / Path(path).name
     if Path(path).resolve() != copy.resolve():
         shutil.copyfile(path, copy)
-    delegates = tuple(Delegate(i, None, copy, b"") for i, _ in enumerate(graph.npu_programs))
+    delegates = []
+    for i, npu_program in enumerate(graph.npu_programs):
+        ops = Counter(c.name for c in decode(npu_program.command_stream) if c.is_operation)
+        ops = dict(sorted(ops.items()))
+        delegates.append(Delegate(i, None, copy, b"", npu_ops=kernel_operation_count(ops),
+                                  command_ops=ops))
     cpu_ops = tuple(CpuOp(op.op, graph.tensors[op.outputs[0]].name, copy.name,
                           "outside the ethos-u operator: runs on the CPU (host here)")
                     for op in graph.cpu_ops)
@@ -56,7 +64,7 @@ def load_compiled_program(path: Path, npu: NpuConfig, out_dir: Path,
         return tuple(TensorSpec(graph.tensors[i].shape, graph.tensors[i].dtype.name)
                      for i in indices)
 
-    return Program("tflite", copy.stem, npu, final, copy, delegates, cpu_ops, (),
+    return Program("tflite", copy.stem, npu, final, copy, tuple(delegates), cpu_ops, (),
                    specs(graph.inputs), specs(graph.outputs),
                    tuple(_quant(graph.tensors[i]) for i in graph.inputs),
                    tuple(_quant(graph.tensors[i]) for i in graph.outputs))
