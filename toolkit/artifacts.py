@@ -180,6 +180,8 @@ class CycleFigures:
     total_cycles: int | None = None
     cpu_cycles: int | None = None
     note: str = ""
+    # AXI beats per inference: axi0_read, axi0_write, axi1_read (measured PMU counters or predicted)
+    beats: dict[str, int] | None = None
 
 
 @dataclass(frozen=True)

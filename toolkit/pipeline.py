@@ -24,6 +24,7 @@ from .compare.evaluate import (
 from .compare.metrics import exact_match_rate, max_abs_err_lsb
 from .compare.variants import VariantComparison, compare_variants
 from .lower.compile import compile_variant
+from .lower.compiled_tflite import load_compiled_program
 from .lower.staging import remove_stale_staging
 from .lower.tflite import compile_tflite
 from .lower.vela import vela_version
@@ -41,6 +42,7 @@ from .report.json_report import (
 )
 from .rewrites import resolve_rewrites
 from .runners.tosa_ref import TosaReferenceRunner
+from .sim.vela_tflite import is_vela_compiled
 from .targets import Target, load_target
 from .versions import tool_versions
 
@@ -110,11 +112,20 @@ def _tflite_variant(job: Job, npu: NpuConfig, target: Target, runner,
                     progress: Callable[[str], None]) -> tuple[LoadedModel, VariantResult]:
     """A .tflite file: Vela compiles it as it is; seeded int8 inputs; no reference to compare."""
     path = Path(job.model)
-    progress(f"compiling {path.name} with Vela for {npu.accelerator}")
-    program = compile_tflite(path, npu, Path(job.out_dir), job.extra_vela)
+    if path.is_file() and is_vela_compiled(path):
+        progress(f"loading {path.name} (compiled by Vela: runs as it is)")
+        program = load_compiled_program(path, npu, Path(job.out_dir), job.npu is not None)
+    else:
+        progress(f"compiling {path.name} with Vela for {npu.accelerator}")
+        program = compile_tflite(path, npu, Path(job.out_dir), job.extra_vela)
     generator = np.random.default_rng(job.seed + EVAL_SEED_OFFSET)
-    inputs = tuple(tuple(generator.integers(q.qmin, q.qmax + 1, s.shape, dtype=s.dtype)
-                         for s, q in zip(program.input_specs, program.input_quant))
+
+    def sample(spec, quant):
+        if quant is None:  # a float edge (QUANTIZE on the CPU)
+            return generator.standard_normal(spec.shape).astype(spec.dtype)
+        return generator.integers(quant.qmin, quant.qmax + 1, spec.shape, dtype=spec.dtype)
+
+    inputs = tuple(tuple(sample(s, q) for s, q in zip(program.input_specs, program.input_quant))
                    for _ in range(job.eval_samples))
     save_arrays(program.out_dir / "reference", "input", inputs)
     device = None
@@ -141,6 +152,7 @@ def _run_job(job: Job, progress: Callable[[str], None], runner, runner_note: str
     npu = target.npu(job.npu, job.system_config, job.memory_mode, job.vela_config)
     if job.model.endswith(".tflite"):
         model, variant = _tflite_variant(job, npu, target, runner, progress)
+        npu = variant.program.npu  # a compiled file's own NPU
         result = JobResult(job, model, target, npu, "none (a quantized .tflite file)",
                            {"tflite": variant}, None, runner_note, Path(job.out_dir) / "report.json")
         write_json_atomic(result.report_path, report_dict(result))
@@ -188,7 +200,13 @@ def report_dict(result: JobResult) -> dict[str, Any]:
         entry = variant_entry(vr.program, vr.reference)
         if vr.device is not None:
             run = vr.device.evaluation.runs[0]
-            entry["run"] = {"runner": run.runner, "cycles": cycles_entry(run),
+            cycles = cycles_entry(run)
+            estimate = entry["estimate"]["total_cycles"]
+            # the run's figure (measured or simulated) over Vela's estimate of the same program
+            cycles["total_over_vela_estimate"] = (round(run.cycles.total_cycles / estimate, 4)
+                                                  if estimate and run.cycles.total_cycles
+                                                  else None)
+            entry["run"] = {"runner": run.runner, "cycles": cycles,
                             "outputs_match_reference": vr.device.outputs_match_reference,
                             "max_diff_lsb": vr.device.max_diff_lsb,
                             "exact_match_rate": vr.device.exact_match_rate,

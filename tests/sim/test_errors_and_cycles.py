@@ -132,6 +132,7 @@ def test_elementwise_cycles_ignore_zero_points_and_scales(cases):
     assert [r.kind for r in base.operations] == ["elementwise.mul", "elementwise.add"]
     assert other.total_cycles == base.total_cycles > 0
     assert other.npu_cycles == base.npu_cycles > 0
+    assert other.pmu == base.pmu and base.pmu.total > 0  # FVP timeline and AXI beats
 
 
 def test_unimplemented_mode_names_register(program, conv_case):
@@ -154,6 +155,7 @@ def test_cycles_ignore_zero_points_clips_and_scales(program, conv_case):
         [(r.compute_cycles, r.cycles) for r in base.operations]
     assert other.total_cycles == base.total_cycles > 0
     assert other.npu_cycles == base.npu_cycles > 0
+    assert other.pmu == base.pmu and base.pmu.total > 0  # FVP timeline and AXI beats
 
 
 def test_fused_and_unfused_relu_same_cycles_and_diff(cases):
@@ -163,6 +165,13 @@ def test_fused_and_unfused_relu_same_cycles_and_diff(cases):
     ra = simulate(pa, [fused.input], ACC)
     rb = simulate(pb, [unfused.input], ACC)
     assert (ra.npu_cycles, ra.total_cycles) == (rb.npu_cycles, rb.total_cycles)
+    assert ra.pmu.total == rb.pmu.total > 0
+    # the beats differ only by the weight stream's own length (it is compressed data, and the
+    # two streams' lengths differ: WEIGHT_LENGTH below), at most one beat per 8 bytes of it
+    weights = [sum(r.bytes_read[1][1] for r in res.operations if r.kind == "conv")
+               for res in (ra, rb)]
+    assert (ra.pmu.axi0_read, ra.pmu.axi0_write) == (rb.pmu.axi0_read, rb.pmu.axi0_write)
+    assert abs(ra.pmu.axi1_read - rb.pmu.axi1_read) <= -(-abs(weights[0] - weights[1]) // 8)
     rows = diff_programs(pa, pb)
     assert all(r.a is not None and r.b is not None for r in rows)
     changed = {name.split(".")[0] for r in rows for name, _, _ in r.changed}
@@ -178,5 +187,5 @@ def test_records_count_macs_and_bytes(program, conv_case):
     assert len(convs) == 1
     assert convs[0].macs == 10 * 12 * 16 * 9 * 8
     assert convs[0].read_from(0) > 0 and convs[0].written_to(1) == 10 * 12 * 16
-    assert result.total_cycles == sum(r.cycles for r in result.operations)
+    assert result.total_cycles == result.pmu.total >= result.npu_cycles
     assert result.npu_cycles == sum(r.compute_cycles for r in result.operations)

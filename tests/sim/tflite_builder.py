@@ -53,13 +53,17 @@ def _quantization(b: flatbuffers.Builder, scale: float, zero_point: int) -> int:
 
 
 def unary_chain(ops: list[tuple[str, tuple[float, int]]], shape: tuple[int, ...],
-                input_quant: tuple[float, int], uint8: bool = False) -> bytes:
+                input_quant: tuple[float, int], uint8: bool = False,
+                float_edges: bool = False) -> bytes:
     """input -> ops[0] -> ops[1] -> ... -> output; each op is (BuiltinOperator name, its output's
-    (scale, zero point)); every tensor has `shape` and is int8 (or uint8)."""
+    (scale, zero point)); every tensor has `shape` and is int8 (or uint8). `float_edges`: the
+    first and last tensors are float32 (ops[0] a QUANTIZE, ops[-1] a DEQUANTIZE)."""
     b = flatbuffers.Builder(1024)
-    dtype = TensorType.UINT8 if uint8 else TensorType.INT8
     tensors = []
     for i, quant in enumerate([input_quant] + [q for _, q in ops]):
+        dtype = TensorType.UINT8 if uint8 else TensorType.INT8
+        if float_edges and i in (0, len(ops)):
+            dtype = TensorType.FLOAT32
         name = b.CreateString(f"t{i}")
         dims = _ints(b, Tensor.StartShapeVector, list(shape))
         q = _quantization(b, *quant)

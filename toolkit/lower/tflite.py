@@ -8,20 +8,24 @@ runners that execute Vela's command stream (the simulator).
 from __future__ import annotations
 
 import csv
+import dataclasses
 import shutil
 from pathlib import Path
 
 import numpy as np
 
 from ..artifacts import CpuOp, Delegate, Program, TensorQuant, TensorSpec
-from ..errors import UserError
+from ..errors import ToolError, UserError
 from ..npu import NpuConfig
+from .compiled_tflite import load_compiled_program
 from .npu_ops import command_stream_operations, kernel_operation_count
 from .staging import move_into_place, new_staging
 from .tflite_check import check_tflite
 from .vela import read_estimate, run_vela, vela_flags
 
 INT_TYPES = {1: "int8", 2: "int16", 4: "int32"}
+# Vela's raw output holds one NPU command stream and nothing else
+_CPU_OPS_IN_RAW = "RawWriter expects a graph without passthrough/CPU operations"
 
 
 def _io(data, prefix: str) -> tuple[tuple[TensorSpec, ...], tuple[TensorQuant, ...]]:
@@ -57,7 +61,12 @@ def compile_tflite(path: Path, npu: NpuConfig, out_dir: Path,
     shutil.copyfile(path, staging / path.name)
     flags = vela_flags(npu, extra_vela)
     vela_dir = staging / "vela_delegate0"
-    npz = run_vela(staging / path.name, vela_dir, flags)
+    try:
+        npz = run_vela(staging / path.name, vela_dir, flags)
+    except ToolError as exc:
+        if _CPU_OPS_IN_RAW not in str(exc):
+            raise
+        return _with_cpu_ops(path, npu, staging, final, vela_dir, flags)
     estimate, _ = read_estimate(vela_dir, path.stem)
     operations = command_stream_operations(npz, npu)
     with np.load(npz, allow_pickle=True) as data:  # *_quantization are object arrays
@@ -70,3 +79,22 @@ def compile_tflite(path: Path, npu: NpuConfig, out_dir: Path,
                         input_quant, output_quant)
     return Program("tflite", path.stem, npu, final, final / path.name, (delegate,), cpu_ops, flags,
                    input_specs, output_specs, input_quant, output_quant)
+
+
+def _with_cpu_ops(path: Path, npu: NpuConfig, staging: Path, final: Path, vela_dir: Path,
+                  flags: tuple[str, ...]) -> Program:
+    """A file with CPU operators (QUANTIZE/DEQUANTIZE at float edges, ...): Vela's TFLite output,
+    the NPU part as ethos-u operators, the rest run on the host (toolkit.sim.vela_tflite)."""
+    flags = tuple(f for f in flags if not f.startswith("--output-format")) + \
+        ("--output-format=tflite",)
+    shutil.rmtree(vela_dir, ignore_errors=True)
+    run_vela(staging / path.name, vela_dir, flags)
+    estimate, _ = read_estimate(vela_dir, path.stem)
+    cpu_ops = _cpu_ops(vela_dir / f"{path.stem}_per-layer.csv", path.name)
+    move_into_place(staging, final)
+    compiled = final / vela_dir.name / f"{path.stem}_vela.tflite"
+    program = load_compiled_program(compiled, npu, final.parent, npu_given=True)
+    delegates = tuple(dataclasses.replace(d, estimate=estimate if d.index == 0 else None)
+                      for d in program.delegates)
+    return dataclasses.replace(program, model_name=path.stem, delegates=delegates,
+                               cpu_ops=cpu_ops, vela_flags=flags)

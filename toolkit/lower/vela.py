@@ -26,7 +26,8 @@ def vela_flags(npu: NpuConfig, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
 
 
 def run_vela(tosa_path: Path, out_dir: Path, flags: tuple[str, ...]) -> Path:
-    """Compile tosa_path into out_dir; returns the _vela.npz. Vela's console report goes to a log."""
+    """Compile tosa_path into out_dir; returns the _vela.npz (or, with --output-format=tflite,
+    the _vela.tflite). Vela's console report goes to a log."""
     from ethosu.vela import vela
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -42,7 +43,8 @@ def run_vela(tosa_path: Path, out_dir: Path, flags: tuple[str, ...]) -> Path:
     (out_dir / "vela.log").write_text(log.text)
     if error is not None:
         raise ToolError(f"Vela failed on {tosa_path.name}: {type(error).__name__}: {error}") from error
-    npz = out_dir / f"{tosa_path.stem}_vela.npz"
+    suffix = ".tflite" if "--output-format=tflite" in flags else ".npz"
+    npz = out_dir / f"{tosa_path.stem}_vela{suffix}"
     if status not in (0, None) or not npz.is_file():
         tail = "\n".join(log.text.splitlines()[-5:])
         raise ToolError(f"Vela failed on {tosa_path.name} (status {status}):\n{tail}")

@@ -28,7 +28,8 @@ def _finite(value: float | None):
 def cycles_entry(run: RunResult) -> dict[str, Any]:
     c = run.cycles
     return {"kind": c.kind, "source": c.source, "npu_cycles": c.npu_cycles,
-            "total_cycles": c.total_cycles, "cpu_cycles": c.cpu_cycles, "note": c.note}
+            "total_cycles": c.total_cycles, "cpu_cycles": c.cpu_cycles, "note": c.note,
+            "beats": c.beats}
 
 
 def variant_entry(program: Program, evaluation: Evaluation | None) -> dict[str, Any]:

@@ -66,6 +66,8 @@ def rows(result: JobResult) -> tuple[list[str], list[list[str]]]:
         if all(r.cycles.total_cycles is not None for r in runs):
             total = [r.cycles.total_cycles for r in runs]
             add(f"total cycles ({runs[0].runner}, {kind})", total, both(total))
+            add(f"  {runs[0].runner} / Vela estimate (total)",
+                [f"{t / e:.3f}x" if e else "-" for t, e in zip(total, tot)])
         add("outputs == host reference", [v.device.outputs_match_reference for v in vs])
         add("max diff vs host reference (LSB)", [v.device.max_diff_lsb for v in vs])
     return header, table

@@ -59,6 +59,7 @@ class SimulatorRunner:
 
     def run(self, program: Program, inputs: Sequence[np.ndarray], target: Target | None = None) -> RunResult:
         from ..sim import SimError, UnsupportedError, load_payload, simulate
+        from ..sim.vela_tflite import is_vela_compiled, load_compiled_tflite, run_graph
 
         first_run = self._program_key(program) not in self._checked
         refused = self.refusal(program)
@@ -73,15 +74,14 @@ class SimulatorRunner:
         per_delegate = []
         disagreements = []
         check = first_run and self.self_check and program.graph_module is not None
+        npu = program.npu
 
-        def run_delegate(delegate: Delegate, arrays: list[np.ndarray]) -> list[np.ndarray]:
-            # a .tflite program has no vela_bin_stream, only Vela's raw .npz
-            payload = load_payload(delegate.payload or delegate.vela_npz_path)
-            result = simulate(payload, arrays, program.npu.accelerator,
-                              program.npu.system_config, program.npu.memory_mode,
-                              program.npu.config_ini)
+        def run_program(payload, arrays: list[np.ndarray],
+                        delegate: Delegate | None = None) -> list[np.ndarray]:
+            result = simulate(payload, arrays, npu.accelerator, npu.system_config,
+                              npu.memory_mode, npu.config_ini)
             per_delegate.append(result)
-            if check and delegate.tosa_path is not None:
+            if check and delegate is not None and delegate.tosa_path is not None:
                 expected = run_tosa_delegate(delegate, arrays)
                 if not all(np.array_equal(np.asarray(g).reshape(-1), np.asarray(w).reshape(-1))
                            for g, w in zip(result.outputs, expected)):
@@ -93,19 +93,32 @@ class SimulatorRunner:
                                          f"reference model on the first sample: {where}")
             return list(result.outputs)
 
-        if program.graph_module is None:  # a .tflite program: its one delegate is the model
+        def run_delegate(delegate: Delegate, arrays: list[np.ndarray]) -> list[np.ndarray]:
+            # a .tflite program has no vela_bin_stream, only Vela's raw .npz
+            return run_program(load_payload(delegate.payload or delegate.vela_npz_path), arrays,
+                               delegate)
+
+        if program.graph_module is not None:
+            outputs = execute(program, inputs, run_delegate)
+        elif program.variant == "tflite" and is_vela_compiled(program.pte_path):
+            graph = load_compiled_tflite(program.pte_path)  # NPU part here, CPU ops on the host
+            outputs = run_graph(graph, inputs, run_program)
+        else:  # a .tflite program compiled here: its one delegate is the model
             (delegate,) = program.delegates
             outputs = tuple(o.reshape(s.shape) for o, s in zip(
                 run_delegate(delegate, list(inputs)), program.output_specs))
-        else:
-            outputs = execute(program, inputs, run_delegate)
+        pmus = [r.pmu for r in per_delegate]
+        beats = {k: sum(p.beats[k] for p in pmus) for k in pmus[0].beats} if pmus else None
         cycles = CycleFigures(kind="simulated", source="etk simulator cycle model",
                               npu_cycles=sum(int(r.npu_cycles) for r in per_delegate),
-                              total_cycles=sum(int(r.total_cycles) for r in per_delegate),
-                              note="computed by etk's cycle model from the executed NPU "
-                                   "operations; not a hardware measurement. NPU cycles are the "
-                                   "NPU's compute; total cycles also include memory-bound time "
-                                   "such as weight reads from flash")
+                              total_cycles=sum(p.total for p in pmus),
+                              note="computed by etk's cycle model from the executed command "
+                                   "stream; not a measurement. NPU cycles are the NPU's compute; "
+                                   "total cycles predict the FVP PMU's NPU TOTAL: compute and "
+                                   "AXI traffic (such as weight reads from flash) through the "
+                                   "Corstone-300 timing adapters, DMA overlapping kernels; "
+                                   "beats predict its AXI beat counters",
+                              beats=beats)
         details = {"operations": sum(len(r.operations) for r in per_delegate)}
         if disagreements:
             details["self_check"] = "; ".join(disagreements)

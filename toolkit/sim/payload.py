@@ -77,6 +77,8 @@ class NpuProgram:
     outputs: tuple[IOTensor, ...]
     config: DriverConfig | None
     source: str  # where it came from, for messages
+    # region 2 is region 1 (a compiled .tflite whose scratch_fast shares the scratch's arena)
+    fast_scratch_aliases_scratch: bool = False
 
 
 def load_payload(data: bytes | bytearray | str | Path) -> NpuProgram:

@@ -40,7 +40,9 @@ class Plan:
 def new_memory(program: NpuProgram, accelerator: str) -> Memory:
     regions = {0: np.frombuffer(program.weights, dtype=np.uint8).copy(),
                1: np.zeros(program.scratch_size, dtype=np.uint8)}
-    if program.scratch_fast_size:
+    if program.fast_scratch_aliases_scratch:
+        regions[2] = regions[1]
+    elif program.scratch_fast_size:
         regions[2] = np.zeros(program.scratch_fast_size, dtype=np.uint8)
     return Memory(regions, shram_bytes(accelerator))
 

@@ -8,10 +8,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..npu import ARM_VELA_INI, npu_config
+from ..npu import ARM_VELA_INI, npu_config, vela_ini_path
 from . import cycles as cycle_model
 from .blas import one_blas_thread
 from .errors import SimError
+from .fvp_timing import PmuPrediction, fvp_memory, predict_pmu
 from .layouts import ofm_map
 from .memory import Memory
 from .payload import NpuProgram
@@ -27,8 +28,9 @@ class SimResult:
     outputs: list[np.ndarray]
     operations: tuple[OpRecord, ...]
     npu_cycles: int  # our cycle model's compute cycles, summed over the operations
-    total_cycles: int  # our cycle model's totals (compute or memory-bound), summed
+    total_cycles: int  # the FVP PMU's NPU TOTAL as predicted (pmu.total)
     accelerator: str
+    pmu: PmuPrediction  # what the FVP's PMU would count (fvp_timing): cycles and AXI beats
 
 
 def check_accelerator(program: NpuProgram, accelerator: str) -> None:
@@ -62,17 +64,21 @@ def _read_outputs(program: NpuProgram, memory: Memory) -> list[np.ndarray]:
     return outputs
 
 
-def _timed(plan: Plan, accelerator: str, system_config: str, memory_mode: str,
-           config_ini: str):
-    """The plan's records with our cycle model's figures, computed once per memory system."""
-    records = plan.timed.get((system_config, memory_mode, config_ini))
-    if records is None:
-        ports = cycle_model.memory_system(accelerator, system_config, memory_mode, config_ini)
+def _timed(plan: Plan, program: NpuProgram, accelerator: str, system_config: str,
+           memory_mode: str, ini: str) -> tuple[tuple[OpRecord, ...], PmuPrediction]:
+    """The plan's records with our cycle model's figures and the PMU prediction, computed once
+    per memory system."""
+    key = (system_config, memory_mode, ini)
+    timed = plan.timed.get(key)
+    if timed is None:
+        ports = cycle_model.memory_system(accelerator, system_config, memory_mode, ini)
         timings = [cycle_model.op_timing(s.record, accelerator, ports) for s in plan.steps]
         records = tuple(dataclasses.replace(s.record, cycles=t.total, compute_cycles=t.compute)
                         for s, t in zip(plan.steps, timings))
-        plan.timed[(system_config, memory_mode, config_ini)] = records
-    return records
+        pmu = predict_pmu(program.command_stream, records,
+                          fvp_memory(accelerator, ini, system_config, memory_mode), accelerator)
+        timed = plan.timed[key] = (records, pmu)
+    return timed
 
 
 def simulate(program: NpuProgram, inputs: Sequence[np.ndarray], accelerator: str,
@@ -85,13 +91,14 @@ def simulate(program: NpuProgram, inputs: Sequence[np.ndarray], accelerator: str
     plan = plan_for(program, accelerator)
     memory = new_memory(program, accelerator)
     _place_inputs(program, memory, inputs)
+    ini_file = str(vela_ini_path(config_ini))
     with one_blas_thread():
         for step in plan.steps:
             step.run(memory)
-    records = _timed(plan, accelerator, npu.system_config, npu.memory_mode, config_ini)
+    records, pmu = _timed(plan, program, accelerator, npu.system_config, npu.memory_mode,
+                          ini_file)
     return SimResult(_read_outputs(program, memory), records,
-                     sum(r.compute_cycles for r in records), sum(r.cycles for r in records),
-                     accelerator)
+                     sum(r.compute_cycles for r in records), pmu.total, accelerator, pmu)
 
 
 def op_outputs(program: NpuProgram, inputs: Sequence[np.ndarray],
