@@ -8,6 +8,7 @@ from torch import nn
 from ...errors import UserError
 from .mlperf_tiny import DSCNN, FCAutoencoder, MobileNetV1, ResNet8
 from .tiny import tiny_models
+from .trained import TRAINED_FILES, trained_model
 
 ZOO_SEED = 20241
 
@@ -57,12 +58,17 @@ def _realistic_batch_norm(model: nn.Module, input_shape: tuple, generator: torch
 
 
 def build_zoo_model(name: str) -> tuple[nn.Module, tuple]:
-    """The seeded model and its example inputs."""
+    """The seeded model and its example inputs; NAME@mlperf: the trained MLPerf Tiny port."""
     catalogue = _catalogue()
-    if name not in catalogue:
-        raise UserError(f"unknown zoo model '{name}': use one of {', '.join(sorted(catalogue))}")
-    constructor, shape = catalogue[name]
+    base, _, weights = name.partition("@")
+    if base not in catalogue or (weights and (weights != "mlperf" or base not in TRAINED_FILES)):
+        raise UserError(f"unknown zoo model '{name}': use one of {', '.join(zoo_names())}, or "
+                        f"{', '.join(f'{n}@mlperf' for n in TRAINED_FILES)} (trained weights)")
+    constructor, shape = catalogue[base]
     generator = torch.Generator().manual_seed(ZOO_SEED)
+    if weights:
+        inputs = (torch.randn(shape, generator=generator),)
+        return trained_model(base, inputs), inputs
     with torch.random.fork_rng():  # parameter initialisation uses the global generator
         torch.manual_seed(ZOO_SEED)
         model = constructor()
