@@ -14,9 +14,9 @@ import sys
 from ..console_capture import capture_fds
 from ..errors import ToolError, UserError
 
-VERB_MODULES = ("bench", "compile", "deploy", "diff", "info", "ports")
+VERB_MODULES = ("bench", "compile", "deploy", "diff", "import_weights", "info", "ports")
 # verbs that load torch and ExecuTorch (the others start in a fraction of a second)
-TORCH_VERBS = frozenset({"bench", "compile", "compare", "deploy"})
+TORCH_VERBS = frozenset({"bench", "compile", "compare", "deploy", "import-weights"})
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -68,3 +68,21 @@ def load_tflite_weights(module: nn.Module, example_inputs: tuple, tflite: Path |
                         f"{len(layers)} weighted operators: "
                         + (f"first unmatched: {_describe(*ours[len(layers)])}" if len(ours) > len(layers)
                            else f"first unmatched: {layers[len(ours)].describe()}"))
+
+
+def export_with_tflite_weights(tflite: Path, spec: str, out: Path, input_shape: str | None = None) -> Path:
+    """`path.py:Class` (or :factory) with the weights of `tflite`, saved as a torch.export .pt2
+    (with its example inputs, so etk compile/compare take it as MODEL)."""
+    from .loader import load_model
+
+    if not spec.partition(":")[0].endswith(".py"):
+        raise UserError(f"--into '{spec}' is not path/to/file.py:ClassName")
+    model = load_model(spec, input_shape)
+    load_tflite_weights(model.module, model.example_inputs, Path(tflite), Path(tflite).name)
+    program = torch.export.export(model.module.eval(), model.example_inputs)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = out.with_name(f".{out.name}.partial")
+    torch.export.save(program, str(staging))
+    staging.replace(out)
+    return out
