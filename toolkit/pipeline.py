@@ -157,7 +157,7 @@ def _tflite_task(job: Job, program: Program, progress) -> TaskResult | None:
     shape = program.input_specs[0].shape
     data = load_labelled(job.eval_data, shape)
     metric = task_metric(shape, program.output_specs[0].shape)
-    progress(f"evaluating {program.name} on {data.source}")
+    progress(f"evaluating {program.model_name} on {data.source}")
     acc = program_accuracy(program, evaluation_runner(program), data, shape, metric, "tflite")
     return TaskResult(data.source, metric, None, {"tflite": (acc,)}, ("none",))
 

@@ -110,3 +110,23 @@ def test_compare_with_eval_data_and_seeds(tmp_path, capsys):
     assert (out / "seeds" / "seed_1" / "fused").is_dir()
     printed = capsys.readouterr().out
     assert "top-1 (mean of 2)" in printed and "float model" in printed
+
+
+def test_a_tflite_files_own_accuracy_on_the_simulator(tmp_path):
+    """kws_ref_model.tflite on the first 100 KWS inputs given as float NHWC features: the job
+    quantizes them with the file's input parameters (which gives back the stored int8 codes
+    exactly) and scores the file's outputs on the simulator."""
+    from pathlib import Path
+
+    from toolkit.cli import main
+
+    repo = Path(__file__).parents[2]
+    data = repo / "examples" / "data" / "kws-speech-commands"
+    codes = np.load(data / "kws_x_int8.npy")[:100]
+    np.save(tmp_path / "x.npy", (codes.astype(np.float32) - 83) * np.float32(0.5847029089927673))
+    np.save(tmp_path / "y.npy", np.load(data / "kws_y.npy")[:100])
+    out = tmp_path / "out"
+    assert main(["compile", str(repo / "tests" / "fixtures" / "kws_ref_model.tflite"),
+                 "--eval-data", str(tmp_path), "-o", str(out)]) == 0
+    acc = json.loads((out / "report.json").read_text())["variants"]["tflite"]["accuracy"]
+    assert (acc["top1"], acc["eval_samples"], acc["eval_runner"]) == (0.94, 100, "sim")
