@@ -79,3 +79,20 @@ def test_body_against_the_reference_without_softmax(tmp_path, name):
     body = compile_without_softmax(FIXTURES / WHOLE[name][0], NPU, tmp_path / "ref")
     assert (_simulated(ours), _simulated(body)) == (ours_cycles, reference_cycles)
     assert _macs(ours) == _macs(body)
+
+
+# Trained ports (zoo:NAME@mlperf: the file's own weights, TF "same" padding, biases instead of
+# batch norms), whole network with a softmax head against the file as it is.
+TRAINED = {"ds_cnn": (87_098, 118_065)}
+
+
+@pytest.mark.parametrize("name", sorted(TRAINED))
+def test_trained_port_at_or_below_the_reference(tmp_path, name):
+    reference, _, reference_cycles = WHOLE[name]
+    model = channels_last_io(load_model(f"zoo:{name}@mlperf"))
+    ours = _ours(with_softmax(model), tmp_path / "ours")
+    theirs = compile_tflite(FIXTURES / reference, NPU, tmp_path / "ref")
+    assert (_simulated(ours), _simulated(theirs)) == (TRAINED[name], reference_cycles)
+    assert TRAINED[name][0] <= reference_cycles[0]
+    assert (len(ours.delegates), ours.cpu_ops) == (1, ())
+    assert _macs(ours) == _macs(theirs)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from .artifacts import LoadedModel, Program, Variant
 from .compare.evaluate import (
@@ -21,8 +22,17 @@ from .compare.evaluate import (
     float_outputs,
     save_arrays,
 )
+from .compare.eval_data import LabelledData, load_labelled
 from .compare.metrics import exact_match_rate, max_abs_err_lsb
+from .compare.task_eval import (
+    TaskAccuracy,
+    evaluation_runner,
+    float_accuracy,
+    program_accuracy,
+    task_metric,
+)
 from .compare.variants import VariantComparison, compare_variants
+from .errors import UserError
 from .lower.compile import compile_variant
 from .lower.compiled_tflite import load_compiled_program
 from .lower.staging import remove_stale_staging
@@ -32,7 +42,7 @@ from .models.layout import channels_last_io
 from .models.loader import file_hash, load_model
 from .npu import NpuConfig
 from .output_folder import locked_output_folder
-from .quantize.calibration import folder_calibration, random_calibration
+from .quantize.calibration import calibration_subset, folder_calibration, random_calibration
 from .report.json_report import (
     SCHEMA_VERSION,
     comparison_entry,
@@ -66,6 +76,9 @@ class Job:
     rewrites: str = "default"  # "default", "none" or comma-separated names (toolkit/rewrites)
     io_layout: str = "nchw"  # "nhwc": channels-last model interface (models/layout.py)
     runner: str | None = None  # None: host reference only (compile, compare)
+    eval_data: Path | None = None  # x.npy + y.npy: task accuracy (top-1 or ROC AUC)
+    seeds: int = 1  # calibrations (seeds, or subsets of calibration_dir) to evaluate each variant
+    calibration_subset: int | None = None  # samples per seed's subset of calibration_dir
 
 
 @dataclass(frozen=True)
@@ -84,6 +97,18 @@ class VariantResult:
 
 
 @dataclass(frozen=True)
+class TaskResult:
+    """Accuracy on labelled data (--eval-data): per variant one figure per calibration seed."""
+
+    data: str
+    metric: str  # "top1" or "auc"
+    float_model: TaskAccuracy | None  # None for .tflite models
+    variants: dict[str, tuple[TaskAccuracy, ...]]
+    calibrations: tuple[str, ...]  # per seed
+    reference_file: tuple[str, TaskAccuracy] | None = None  # the trained .tflite of zoo:X@mlperf
+
+
+@dataclass(frozen=True)
 class JobResult:
     job: Job
     model: LoadedModel
@@ -94,6 +119,7 @@ class JobResult:
     comparison: VariantComparison | None
     runner_note: str = ""
     report_path: Path = field(default=Path())
+    task: TaskResult | None = None
 
 
 def _device_run(program: Program, runner, target: Target, reference: Evaluation) -> DeviceRun:
@@ -139,6 +165,40 @@ def _tflite_variant(job: Job, npu: NpuConfig, target: Target, runner,
     return model, VariantResult(program, None, device)
 
 
+def _tflite_task(job: Job, program: Program, progress) -> TaskResult | None:
+    if job.eval_data is None:
+        return None
+    shape = program.input_specs[0].shape
+    data = load_labelled(job.eval_data, shape)
+    metric = task_metric(shape, program.output_specs[0].shape)
+    progress(f"evaluating {program.model_name} on {data.source}")
+    acc = program_accuracy(program, evaluation_runner(program), data, shape, metric, "tflite")
+    return TaskResult(data.source, metric, None, {"tflite": (acc,)}, ("none",))
+
+
+def _reference_file(spec: str) -> Path | None:
+    """The trained .tflite file behind zoo:NAME@mlperf."""
+    from .models.zoo.trained import TRAINED_FILES, trained_file
+
+    name = spec[4:].removesuffix("@mlperf") if spec.startswith("zoo:") and spec.endswith("@mlperf") else ""
+    return trained_file(name) if name in TRAINED_FILES else None
+
+
+def _calibrations(job: Job, model: LoadedModel):
+    if job.seeds < 1:
+        raise UserError(f"--seeds must be at least 1, got {job.seeds}")
+    if job.seeds > 1 and job.eval_data is None:
+        raise UserError("--seeds repeats calibration to measure accuracy: pass --eval-data DIR too")
+    if job.calibration_dir is None:
+        return [random_calibration(model.example_inputs, job.calibration_samples, job.seed + k)
+                for k in range(job.seeds)]
+    full = folder_calibration(job.calibration_dir, model.example_inputs)
+    if job.seeds == 1 and job.calibration_subset is None:
+        return [full]
+    size = job.calibration_subset or max(1, len(full.samples) // 2)
+    return [calibration_subset(full, size, job.seed + k) for k in range(job.seeds)]
+
+
 def run_job(job: Job, progress: Callable[[str], None] = lambda _: None, runner=None,
             runner_note: str = "") -> JobResult:
     """Run job with its output folder held: a second run into the same folder is refused."""
@@ -154,7 +214,8 @@ def _run_job(job: Job, progress: Callable[[str], None], runner, runner_note: str
         model, variant = _tflite_variant(job, npu, target, runner, progress)
         npu = variant.program.npu  # a compiled file's own NPU
         result = JobResult(job, model, target, npu, "none (a quantized .tflite file)",
-                           {"tflite": variant}, None, runner_note, Path(job.out_dir) / "report.json")
+                           {"tflite": variant}, None, runner_note, Path(job.out_dir) / "report.json",
+                           _tflite_task(job, variant.program, progress))
         write_json_atomic(result.report_path, report_dict(result))
         return result
     progress(f"loading {job.model}")
@@ -162,9 +223,10 @@ def _run_job(job: Job, progress: Callable[[str], None], runner, runner_note: str
     if job.io_layout == "nhwc":
         model = channels_last_io(model)
     rewrites = resolve_rewrites(job.rewrites)
-    calibration = (folder_calibration(job.calibration_dir, model.example_inputs)
-                   if job.calibration_dir else
-                   random_calibration(model.example_inputs, job.calibration_samples, job.seed))
+    calibrations = _calibrations(job, model)
+    calibration = calibrations[0]
+    input_shape = tuple(model.example_inputs[0].shape)
+    data = load_labelled(job.eval_data, input_shape) if job.eval_data else None
     inputs = evaluation_inputs(model, job.eval_samples, job.seed)
     floats = float_outputs(model, inputs)
     out_dir = Path(job.out_dir)
@@ -187,10 +249,61 @@ def _run_job(job: Job, progress: Callable[[str], None], runner, runner_note: str
         results[variant] = VariantResult(program, reference, device)
     comparison = (compare_variants(results["fused"].program, results["unfused"].program)
                   if {"fused", "unfused"} <= set(results) else None)
+    task = None
+    if data is not None:
+        task = _task(job, model, data, calibrations, {v: r.program for v, r in results.items()},
+                     npu, rewrites, progress)
     result = JobResult(job, model, target, npu, calibration.source, results, comparison,
-                       runner_note, out_dir / "report.json")
+                       runner_note, out_dir / "report.json", task)
     write_json_atomic(result.report_path, report_dict(result))
     return result
+
+
+def _task(job: Job, model: LoadedModel, data: LabelledData, calibrations, programs: dict[str, Program],
+          npu: NpuConfig, rewrites, progress) -> TaskResult:
+    """Each variant's accuracy on the labelled data, once per calibration (the first calibration's
+    programs are the job's; the others compile into OUT/seeds/seed_K/)."""
+    out_dir = Path(job.out_dir)
+    shape = tuple(model.example_inputs[0].shape)
+    with torch.no_grad():
+        metric = task_metric(shape, tuple(model.module(*model.example_inputs).shape))
+    progress(f"float model on {data.source}")
+    floats = float_accuracy(model.module, data, shape, metric)
+    variants: dict[str, tuple[TaskAccuracy, ...]] = {}
+    for variant, first in programs.items():
+        figures = []
+        for k, calibration in enumerate(calibrations):
+            program = first if k == 0 else compile_variant(
+                model, calibration, variant, npu, out_dir / "seeds" / f"seed_{job.seed + k}",
+                job.extra_vela, rewrites)
+            label = variant if len(calibrations) == 1 else f"{variant}, seed {job.seed + k}"
+            progress(f"evaluating {label} on {data.source}")
+            figures.append(program_accuracy(program, evaluation_runner(program), data, shape,
+                                            metric, label))
+        variants[variant] = tuple(figures)
+    reference = None
+    path = _reference_file(job.model)
+    if path is not None:
+        progress(f"evaluating the reference file {path.name}")
+        program = compile_tflite(path, npu, out_dir / "reference_file", job.extra_vela)
+        reference = (path.name, program_accuracy(program, evaluation_runner(program), data, shape,
+                                                 metric, path.name))
+    return TaskResult(data.source, metric, floats, variants,
+                      tuple(c.source for c in calibrations), reference)
+
+
+def task_entry(task: TaskResult, variant: str) -> dict[str, Any]:
+    """report.json variants.<v>.accuracy keys: top1 (or auc) = mean over the calibrations."""
+    values = [a.value for a in task.variants[variant]]
+    entry: dict[str, Any] = {task.metric: float(np.mean(values)),
+                             "eval_data": task.data, "eval_samples": task.variants[variant][0].samples,
+                             "eval_runner": task.variants[variant][0].runner}
+    if task.float_model is not None:
+        entry[f"float_{task.metric}"] = task.float_model.value
+    if len(values) > 1:
+        entry.update({f"{task.metric}_seeds": values, f"{task.metric}_std": float(np.std(values)),
+                      f"{task.metric}_min": min(values), f"{task.metric}_max": max(values)})
+    return entry
 
 
 def report_dict(result: JobResult) -> dict[str, Any]:
@@ -212,6 +325,8 @@ def report_dict(result: JobResult) -> dict[str, Any]:
                             "exact_match_rate": vr.device.exact_match_rate,
                             "details": {k: v for k, v in run.details.items()
                                         if isinstance(v, (str, int, float, bool, list, dict))}}
+        if result.task is not None and name in result.task.variants:
+            entry.setdefault("accuracy", {}).update(task_entry(result.task, name))
         variants[name] = entry
     report: dict[str, Any] = {
         "schema": SCHEMA_VERSION,
@@ -234,4 +349,13 @@ def report_dict(result: JobResult) -> dict[str, Any]:
         report["runner"] = result.runner_note
     if result.comparison is not None:
         report["comparison"] = comparison_entry(result.comparison)
+    if result.task is not None:
+        task = result.task
+        report["eval"] = {"data": task.data, "metric": task.metric, "seeds": job.seeds,
+                          "calibrations": list(task.calibrations),
+                          "float": task.float_model.value if task.float_model else None,
+                          "reference_file": ({"file": task.reference_file[0],
+                                              task.metric: task.reference_file[1].value,
+                                              "runner": task.reference_file[1].runner}
+                                             if task.reference_file else None)}
     return report

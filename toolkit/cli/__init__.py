@@ -15,9 +15,10 @@ import warnings
 from ..console_capture import capture_fds
 from ..errors import ToolError, UserError
 
-VERB_MODULES = ("bench", "compile", "deploy", "diff", "doctor", "log", "ports", "targets")
+VERB_MODULES = ("bench", "compile", "deploy", "diff", "doctor", "import_weights", "log", "ports",
+                "targets")
 # verbs that load torch and ExecuTorch (the others start in a fraction of a second)
-TORCH_VERBS = frozenset({"bench", "compile", "compare", "deploy"})
+TORCH_VERBS = frozenset({"bench", "compile", "compare", "deploy", "import-weights"})
 
 
 def build_parser() -> argparse.ArgumentParser:

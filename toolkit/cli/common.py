@@ -26,9 +26,19 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
                              "--system-config and --memory-mode; Vela and etk's cycle model "
                              "read it (default: the target's, else Vela's Arm/vela.ini)")
     parser.add_argument("--input-shape", help="input shape(s) for file models, e.g. 1,3,32,32")
-    parser.add_argument("--calibration-samples", type=int, default=8,
-                        help="random calibration inputs (default 8)")
-    parser.add_argument("--calibration-data", type=Path, help="folder of .npy/.npz inputs")
+    parser.add_argument("--calibration-samples", type=int,
+                        help="random calibration inputs (default 8); with --calibration-data and "
+                             "--seeds, the size of each seed's random subset (default half)")
+    parser.add_argument("--calibration-data", type=Path,
+                        help="folder of .npy/.npz inputs, or x.npy (+ y.npy, ignored) as for "
+                             "--eval-data")
+    parser.add_argument("--eval-data", type=Path, metavar="DIR",
+                        help="labelled data: DIR/x.npy (float32, N inputs in the model's layout) "
+                             "and DIR/y.npy (N integer labels): top-1 per variant (ROC AUC of the "
+                             "reconstruction error for autoencoders), next to the float model's")
+    parser.add_argument("--seeds", type=int, default=1,
+                        help="with --eval-data: calibrate N times (seeds, or random subsets of "
+                             "--calibration-data) and report mean and spread")
     parser.add_argument("--seed", type=int, default=0, help="seed for calibration and evaluation inputs")
     parser.add_argument("--eval-samples", type=int, default=8,
                         help="inputs to compare against the float model (default 8)")
@@ -51,9 +61,11 @@ def job_from_args(args, variants, runner: str | None = None) -> Job:
 
     return Job(model=args.model, target=args.target, variants=variants, npu=args.npu,
                system_config=args.system_config, memory_mode=args.memory_mode,
-               vela_config=args.vela_config,
-               input_shape=args.input_shape, calibration_samples=args.calibration_samples,
+               vela_config=args.vela_config, input_shape=args.input_shape,
+               calibration_samples=8 if args.calibration_samples is None else args.calibration_samples,
                calibration_dir=args.calibration_data, seed=args.seed,
+               eval_data=args.eval_data, seeds=args.seeds,
+               calibration_subset=args.calibration_samples if args.calibration_data else None,
                eval_samples=args.eval_samples, out_dir=args.out,
                extra_vela=tuple(args.vela_option), rewrites=args.rewrites,
                io_layout=args.io_layout, runner=runner)

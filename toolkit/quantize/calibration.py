@@ -45,11 +45,15 @@ def folder_calibration(folder: Path, example_inputs: tuple) -> CalibrationSet:
     """One sample per .npy (single-input models) or .npz (one array per input, in order).
 
     An array whose shape is the input shape with a leading batch of N is split into N samples.
+    A labelled folder (x.npy + y.npy, as for --eval-data) calibrates on x.npy alone.
     """
+    from ..compare.eval_data import is_labelled_folder
+
     folder = Path(folder)
     if not folder.is_dir():
         raise UserError(f"calibration folder {folder} not found")
-    files = sorted(p for p in folder.iterdir() if p.suffix in (".npy", ".npz"))
+    files = ([folder / "x.npy"] if is_labelled_folder(folder) else
+             sorted(p for p in folder.iterdir() if p.suffix in (".npy", ".npz")))
     if not files:
         raise UserError(f"calibration folder {folder} holds no .npy or .npz files")
     shapes = [tuple(x.shape) for x in example_inputs]
@@ -76,3 +80,15 @@ def folder_calibration(folder: Path, example_inputs: tuple) -> CalibrationSet:
                 b[i].reshape(s), dtype=np.float32)) for b, s in zip(batches, shapes)))
     data = tuple(samples)
     return CalibrationSet(data, str(folder), None, _hash(data))
+
+
+def calibration_subset(calibration: CalibrationSet, size: int, seed: int) -> CalibrationSet:
+    """`size` samples drawn without replacement by a seeded generator (repeat calibration over
+    several subsets to see how much the result depends on the choice)."""
+    if not 1 <= size <= len(calibration.samples):
+        raise UserError(f"a calibration subset of {size} samples: the set holds "
+                        f"{len(calibration.samples)} (pass --calibration-samples 1..{len(calibration.samples)})")
+    picked = np.sort(np.random.default_rng(seed).choice(len(calibration.samples), size, replace=False))
+    data = tuple(calibration.samples[i] for i in picked)
+    return CalibrationSet(data, f"{calibration.source} (subset of {size}, seed {seed})", seed,
+                          _hash(data))

@@ -5,10 +5,11 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from ..pipeline import JobResult
+from ..pipeline import JobResult, TaskResult
 
 
 def _fmt(value) -> str:
@@ -58,6 +59,9 @@ def rows(result: JobResult) -> tuple[list[str], list[list[str]]]:
         add("max |err| vs float (LSB)", [v.reference.accuracy.max_abs_err_lsb for v in vs])
         if any(v.reference.accuracy.top1_agreement is not None for v in vs):
             add("top-1 agreement with float", [v.reference.accuracy.top1_agreement for v in vs])
+    if result.task is not None and all(n in result.task.variants for n in names):
+        means = [float(np.mean([a.value for a in result.task.variants[n]])) for n in names]
+        add(f"{_METRIC[result.task.metric]} on eval data", means, both(means))
     if all(v.device for v in vs):
         runs = [v.device.evaluation.runs[0] for v in vs]
         kind = runs[0].cycles.kind
@@ -83,6 +87,30 @@ def _runner_line(note: str, terse: bool) -> str:
     if terse and sep:
         return f"Runner: {chosen} (other runners unavailable here: `etk doctor` says how to add them)"
     return f"Runner: {note}"
+
+
+_METRIC = {"top1": "top-1", "auc": "ROC AUC"}
+
+
+def task_rows(task: TaskResult) -> tuple[list[str], list[list[str]]]:
+    """Accuracy on labelled data: each variant (mean and spread over calibrations), the float
+    model and the reference file."""
+    metric = _METRIC[task.metric]
+    seeds = len(task.calibrations)
+    header = ["", metric + (f" (mean of {seeds})" if seeds > 1 else ""),
+              "spread (std; min..max)" if seeds > 1 else "", "runs on"]
+    table = []
+    for name, figures in task.variants.items():
+        values = [a.value for a in figures]
+        spread = (f"{np.std(values):.4f}; {min(values):.4f}..{max(values):.4f}"
+                  if len(values) > 1 else "")
+        table.append([name, f"{np.mean(values):.4f}", spread, figures[0].runner])
+    if task.float_model is not None:
+        table.append(["float model", f"{task.float_model.value:.4f}", "", task.float_model.runner])
+    if task.reference_file is not None:
+        name, acc = task.reference_file
+        table.append([f"reference file {name}", f"{acc.value:.4f}", "", acc.runner])
+    return header, table
 
 
 def notes(result: JobResult, terse: bool = False) -> list[str]:
@@ -136,6 +164,15 @@ def print_result(result: JobResult, console: Console | None = None) -> None:
     for row in table:
         rich_table.add_row(*row)
     console.print(rich_table)
+    if result.task is not None:
+        header, table = task_rows(result.task)
+        samples = next(iter(result.task.variants.values()))[0].samples
+        task_table = Table(title=f"accuracy on {result.task.data} ({samples:,} samples)")
+        for i, column in enumerate(header):
+            task_table.add_column(column, justify="left" if i in (0, 3) else "right")
+        for row in table:
+            task_table.add_row(*row)
+        console.print(task_table)
     for line in notes(result, terse=True):
         console.print(line, markup=False)
     console.print(f"report: {result.report_path}", markup=False)
@@ -148,6 +185,11 @@ def write_markdown(result: JobResult, path: Path) -> None:
              f"{result.npu.memory_mode}; calibration {result.calibration_source}.", "",
              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in table]
+    if result.task is not None:
+        header, table = task_rows(result.task)
+        lines += ["", f"Accuracy on {result.task.data}:", "",
+                  "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(row) + " |" for row in table]
     lines += ["", *[f"- {n}" for n in notes(result)], ""]
     tmp = path.with_suffix(".md.tmp")
     tmp.write_text("\n".join(lines))

@@ -8,6 +8,7 @@ from torch import nn
 from ...errors import UserError
 from .mlperf_tiny import DSCNN, FCAutoencoder, MobileNetV1, ResNet8
 from .tiny import tiny_models
+from .trained import TRAINED_FILES, trained_model
 
 ZOO_SEED = 20241
 
@@ -69,9 +70,15 @@ def seeded_model(constructor, shape: tuple, seed: int = ZOO_SEED) -> tuple[nn.Mo
 
 
 def build_zoo_model(name: str) -> tuple[nn.Module, tuple]:
-    """The seeded model and its example inputs."""
+    """The seeded model and its example inputs; NAME@mlperf: the trained MLPerf Tiny port."""
     catalogue = _catalogue()
-    if name not in catalogue:
-        raise UserError(f"unknown zoo model '{name}': use one of {', '.join(sorted(catalogue))}")
-    constructor, shape = catalogue[name]
+    base, _, weights = name.partition("@")
+    if base not in catalogue or (weights and (weights != "mlperf" or base not in TRAINED_FILES)):
+        raise UserError(f"unknown zoo model '{name}': use one of {', '.join(zoo_names())}, or "
+                        f"{', '.join(f'{n}@mlperf' for n in TRAINED_FILES)} (trained weights)")
+    constructor, shape = catalogue[base]
+    if weights:
+        generator = torch.Generator().manual_seed(ZOO_SEED)
+        inputs = (torch.randn(shape, generator=generator),)
+        return trained_model(base, inputs), inputs
     return seeded_model(constructor, shape)
