@@ -122,3 +122,11 @@ def test_a_run_that_stops_midway_is_hung_after_its_last_line(capsys, tmp_path):
     entry = json.loads(out)
     assert code == 1
     assert entry["verdict"] == "hung after --- Starting inference ---"
+
+
+def test_terminal_summary_of_a_zephyr_board_log(capsys):
+    path = REAL_LOGS / "11-et-docs-alif-e8-zephyr-mv2-board.log"
+    code, out, _ = etk_log(capsys, path)
+    assert code == 0
+    assert out.splitlines() == [f"{path}: ran and passed", "  top classes: 92, 21, 127, 22, 18",
+                                "  inference: 30 ms (as the firmware timed it)"]

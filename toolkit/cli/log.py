@@ -34,6 +34,13 @@ def _log(args) -> int:
             print(f"  cycles per inference (measured): {', '.join(f for f in figures if f)}")
             for name, count in cycles["counters"].items():
                 print(f"  {name}: {count}")
+        if log.outputs:
+            print(f"  outputs printed: {', '.join(str(len(v)) for v in log.outputs)} value(s)"
+                  f"{' (some skipped by the firmware)' if log.outputs_elided else ''}")
+        if log.top_classes:
+            print(f"  top classes: {', '.join(str(c) for c, _ in log.top_classes)}")
+        if log.inference_ms is not None:
+            print(f"  inference: {log.inference_ms:g} ms (as the firmware timed it)")
         if check is not None:
             print(f"  outputs: {check.note}")
     return 0 if entry["passed"] else 1

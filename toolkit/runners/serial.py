@@ -4,7 +4,9 @@ Per run: the program and its inputs go into a BundleIO program (.bpte) with the 
 outputs as expected values, so the board checks itself (Test_result: PASS/FAIL). The board's
 [board] table says how to build and flash the image and how the program starts (the flash itself,
 a reset command, or the reset button). The port is opened before flashing, so the start of the
-output is never missed, and the UART is parsed with the FVP runner's parser.
+output is never missed, and the UART is parsed with the FVP runner's parser, every line from the
+first byte on. With --no-flash (the user's own firmware) nothing is built, flashed or reset: the
+runner listens while the user starts the firmware, and BundleIO lines are used when present.
 
 Faults: a silent board or one that never finishes is an error at the time limit; garbled bytes,
 dropped lines and a reset mid-run (a second banner) are re-run up to board.retries times; a
