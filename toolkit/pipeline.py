@@ -6,7 +6,7 @@ The CLI verbs (compile, compare, deploy) and the benchmark suites all run jobs t
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from .compare.evaluate import (
     evaluate,
     evaluation_inputs,
     float_outputs,
+    ones_inputs,
     save_arrays,
 )
 from .compare.eval_data import LabelledData, load_labelled
@@ -227,7 +228,11 @@ def _run_job(job: Job, progress: Callable[[str], None], runner, runner_note: str
     calibration = calibrations[0]
     input_shape = tuple(model.example_inputs[0].shape)
     data = load_labelled(job.eval_data, input_shape) if job.eval_data else None
-    inputs = evaluation_inputs(model, job.eval_samples, job.seed)
+    if getattr(runner, "fixed_inputs", lambda _: None)(target) == "ones":
+        job = replace(job, eval_samples=1)  # the firmware's own inputs: one all-ones sample
+        inputs = ones_inputs(model)
+    else:
+        inputs = evaluation_inputs(model, job.eval_samples, job.seed)
     floats = float_outputs(model, inputs)
     out_dir = Path(job.out_dir)
     host = TosaReferenceRunner()

@@ -255,3 +255,50 @@ def test_own_firmware_in_zephyr_and_ml_kit_formats(tmp_path, job, fmt, faults):
         assert result.details["beats"] == {"axi0_read": 1201, "axi0_write": 3403,
                                            "axi1_read": 2302}
         assert result.details["pmu_counters"] == {f"NPU {k}": v for k, v in MLEK_COUNTS.items()}
+
+
+def test_deploy_to_a_board_that_runs_all_ones_inputs(tmp_path, capsys):
+    """hello-executorch (board.inputs = "ones") ignores etk's inputs: deploy evaluates on one
+    all-ones sample, and the board's printed outputs are checked against the host reference's."""
+    from toolkit.cli import main
+    from toolkit.pipeline import Job, run_job
+    from toolkit.runners.serial import FIXED_ONES_NOTE
+
+    root, out = tmp_path / "board", tmp_path / "out"
+    target = write_target(tmp_path, root / "flash", root / "ttyEMU0", inputs="ones")
+    # the program the emulated board will recognise by its .pte (deploy recompiles it identically)
+    (program,) = [v.program for v in run_job(Job("zoo:conv2d_relu", str(target), ("fused",),
+                                                 eval_samples=1, out_dir=out)).variants.values()]
+    deploy = ["deploy", "zoo:conv2d_relu", "--target", str(target), "--runner", "serial",
+              "--eval-samples", "4", "-o", str(out)]
+    with BoardEmulator(root, [program], fmt="zephyr", inputs="ones",
+                       faults=[Fault("wrong-output", (2,))]) as emulator:
+        capsys.readouterr()
+        passed = main(deploy)
+        passed_out = " ".join(capsys.readouterr().out.split())
+        passed_report = json.loads((out / "report.json").read_text())
+        reference = out / "fused" / "reference"
+        inputs = [np.load(p) for p in sorted(reference.glob("input_*.npy"))]
+        printed = np.load(out / "fused" / "run_serial" / "output_0_0.npy")
+        differ = main(deploy)
+        differ_out = " ".join(capsys.readouterr().out.split())
+        differ_report = json.loads((out / "report.json").read_text())
+
+    assert emulator.boots == 2  # one sample per deploy
+    assert passed == 0
+    assert f"Inputs: {FIXED_ONES_NOTE}" in passed_out
+    assert passed_report["evaluation_samples"] == 1
+    run = passed_report["variants"]["fused"]["run"]
+    assert (run["outputs_match_reference"], run["max_diff_lsb"]) == (True, 0.0)
+    assert run["details"]["inputs"] == FIXED_ONES_NOTE
+    assert run["details"]["bundleio"] == []
+    (ones,) = inputs
+    assert (ones.dtype, ones.shape) == (np.float32, program.input_specs[0].shape)
+    assert np.all(ones == 1.0)
+    assert printed.tobytes() == np.load(reference / "output_0_0.npy").tobytes()
+
+    assert differ == 1
+    assert "etk: ran, outputs differ from the host reference for: fused" in differ_out
+    run = differ_report["variants"]["fused"]["run"]
+    assert run["outputs_match_reference"] is False
+    assert run["max_diff_lsb"] == pytest.approx(WRONG_OUTPUT_LSB, abs=1e-4)  # float32 LSB steps

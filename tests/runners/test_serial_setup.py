@@ -88,3 +88,22 @@ def test_a_board_that_runs_all_ones_inputs_refuses_other_inputs(tmp_path):
     assert str(err.value).startswith(
         "Alif Ensemble E8 DevKit, HP core (Ethos-U55-256): the image ")
     assert "runs the model on all-ones inputs (board.inputs = \"ones\")" in str(err.value)
+
+
+def test_all_ones_inputs_follow_the_firmwares_fill():
+    import numpy as np
+    import torch
+
+    from toolkit.artifacts import LoadedModel
+    from toolkit.compare.evaluate import ones_inputs
+
+    model = LoadedModel("m", "m", None, (torch.zeros(1, 3, 4, 4),
+                                         torch.zeros(1, 2, dtype=torch.int8)))
+    (sample,) = ones_inputs(model)
+    assert [(a.dtype, a.shape, a.tolist() == np.ones_like(a).tolist()) for a in sample] == [
+        (np.float32, (1, 3, 4, 4), True), (np.int8, (1, 2), True)]
+    model = LoadedModel("m", "m", None, (torch.zeros(1, 3), torch.zeros(1, 2, dtype=torch.int64)))
+    with pytest.raises(UserError, match=r"^m: the firmware fills only float32, int32 and int8 "
+                                        r"inputs with ones and leaves input 1 \(torch.int64\) "
+                                        r"unset, so its outputs cannot be checked: "):
+        ones_inputs(model)

@@ -17,6 +17,10 @@ Formats (what real firmware prints; see tests/fixtures/real_logs/):
   zephyr       ExecuTorch's Zephyr hello-executorch sample: records without line numbers,
                `PTE at 0x... Size: N bytes`, `output[i]: tensor ...` / `[k] = v`,
                `SUCCESS: Program complete, exiting.`; no PMU report, no BundleIO
+
+Inputs: "bundled" runs the .bpte's test case inputs; "ones" ignores them and runs all-ones
+inputs of the program's input types, as the hello-executorch sample does (1.0 for float, 1 for
+int32 and int8 inputs).
   ml-kit       an ExecuTorch app in Arm's/Alif's ML Embedded Evaluation Kit: `INFO - ` records, the
                kit's PMU block (`INFO - NPU ACTIVE: N cycles`, AXI beats, IDLE, TOTAL), the
                runner's Output lines; no BundleIO
@@ -62,6 +66,7 @@ CORRUPTION = b"\xff\xfe\x07"
 FaultKind = Literal["drop", "corrupt", "silence", "disconnect", "reset", "wrong-output"]
 Engine = Literal["sim", "tosa-ref"]
 Format = Literal["et-bundleio", "zephyr", "ml-kit"]
+Inputs = Literal["bundled", "ones"]
 MLEK_COUNTS = {"ACTIVE": 48001, "AXI0_RD_DATA_BEAT_RECEIVED": 1201,  # invented
                "AXI0_WR_DATA_BEAT_WRITTEN": 3403, "AXI1_RD_DATA_BEAT_RECEIVED": 2302,
                "IDLE": 212, "TOTAL": 48213}
@@ -178,9 +183,11 @@ def _is_output(line: bytes) -> bool:
 class BoardEmulator:
     def __init__(self, root: Path, programs: Sequence[Program], engine: Engine = "sim",
                  baud: int = 4_000_000, faults: Sequence[Fault] = (),
-                 reconnect_delay_s: float = 0.2, fmt: Format = "et-bundleio"):
+                 reconnect_delay_s: float = 0.2, fmt: Format = "et-bundleio",
+                 inputs: Inputs = "bundled"):
         self.root = root
         self.fmt = fmt
+        self.inputs = inputs
         self.flash_dir = root / "flash"
         self.port = root / "ttyEMU0"
         self.engine = engine
@@ -246,7 +253,9 @@ class BoardEmulator:
         bundle = read_bundle(self.flash_dir / IMAGE)
         program = self._programs[hashlib.sha256(bundle.program).hexdigest()]
         case = bundle.cases[0]
-        outputs = self._outputs(program, list(case.inputs))
+        inputs = (list(case.inputs) if self.inputs == "bundled" else
+                  [np.ones(spec.shape, spec.dtype) for spec in program.input_specs])
+        outputs = self._outputs(program, inputs)
         if "wrong-output" in kinds:
             outputs[0] = _off_by_lsb(outputs[0], program, WRONG_OUTPUT_LSB)
         passed = all(np.allclose(o, e, rtol=0.01, atol=0.01)

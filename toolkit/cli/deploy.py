@@ -28,7 +28,7 @@ def _deploy(args) -> int:
     mismatched = [n for n, v in result.variants.items()
                   if v.device is not None and v.device.outputs_match_reference is False]
     if mismatched and runner.name != "tosa-ref":
-        print(f"etk: outputs differ from the host reference for: {', '.join(mismatched)}")
+        print(f"etk: ran, outputs differ from the host reference for: {', '.join(mismatched)}")
         return 1
     return status
 

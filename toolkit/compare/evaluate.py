@@ -9,9 +9,14 @@ import numpy as np
 import torch
 
 from ..artifacts import LoadedModel, Program, RunResult
+from ..errors import UserError
 from .metrics import Accuracy, accuracy
 
 EVAL_SEED_OFFSET = 1000  # evaluation inputs never coincide with calibration inputs
+# ExecuTorch's Zephyr hello-executorch sample (src/arm_executor_runner.cpp, prepare_input_tensors)
+# sets every element of Float inputs to 1.0 and of Int and Char inputs to 1 (the raw integer); it
+# leaves inputs of other types unset.
+ONES_DTYPES = (torch.float32, torch.int32, torch.int8)
 
 
 @dataclass(frozen=True)
@@ -28,6 +33,18 @@ def evaluation_inputs(model: LoadedModel, samples: int, seed: int) -> tuple[tupl
     return tuple(
         tuple(torch.randn(x.shape, generator=generator, dtype=x.dtype).numpy() for x in model.example_inputs)
         for _ in range(samples))
+
+
+def ones_inputs(model: LoadedModel) -> tuple[tuple[np.ndarray, ...], ...]:
+    """One sample of all-ones inputs of the model's shapes and dtypes: what firmware that runs the
+    model on fixed inputs (board.inputs = "ones") feeds it."""
+    unset = [f"input {i} ({x.dtype})" for i, x in enumerate(model.example_inputs)
+             if x.dtype not in ONES_DTYPES]
+    if unset:
+        raise UserError(f"{model.name}: the firmware fills only float32, int32 and int8 inputs "
+                        f"with ones and leaves {', '.join(unset)} unset, so its outputs cannot be "
+                        f"checked: use firmware that takes etk's inputs (--no-build --no-flash)")
+    return (tuple(torch.ones(x.shape, dtype=x.dtype).numpy() for x in model.example_inputs),)
 
 
 def float_outputs(model: LoadedModel, inputs) -> tuple[tuple[np.ndarray, ...], ...]:

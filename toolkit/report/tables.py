@@ -119,6 +119,10 @@ def notes(result: JobResult, terse: bool = False) -> list[str]:
     lines = []
     if result.runner_note:
         lines.append(_runner_line(result.runner_note, terse))
+    fixed_inputs = {str(v.device.evaluation.runs[0].details["inputs"])
+                    for v in result.variants.values()
+                    if v.device is not None and "inputs" in v.device.evaluation.runs[0].details}
+    lines.extend(f"Inputs: {note}" for note in sorted(fixed_inputs))
     for name, v in result.variants.items():
         if v.device is not None:
             details = v.device.evaluation.runs[0].details

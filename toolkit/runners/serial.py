@@ -7,6 +7,8 @@ a reset command, or the reset button). The port is opened before flashing, so th
 output is never missed, and the UART is parsed with the FVP runner's parser, every line from the
 first byte on. With --no-flash (the user's own firmware) nothing is built, flashed or reset: the
 runner listens while the user starts the firmware, and BundleIO lines are used when present.
+An image that runs the model on all-ones inputs (board.inputs = "ones": ExecuTorch's Zephyr
+hello-executorch sample) has no BundleIO: the job evaluates it on all-ones inputs (fixed_inputs).
 
 Faults: a silent board or one that never finishes is an error at the time limit; garbled bytes,
 dropped lines and a reset mid-run (a second banner) are re-run up to board.retries times; a
@@ -28,7 +30,7 @@ import numpy as np
 
 from ..artifacts import CycleFigures, Program, RunResult
 from ..errors import ToolError, UserError
-from ..targets import BoardSpec, Target
+from ..targets import BoardInputs, BoardSpec, Target
 from .base import Availability
 from .board_commands import run_steps
 from .bundle_io import TestCase, write_bundle
@@ -39,6 +41,8 @@ from .uart_log import Count, UartLog, UartLogParser, axi_beats
 from .uart_outputs import decode_outputs, missing_values
 
 CYCLE_NOTE = "measured on the board: the executor runner's Ethos-U PMU report"
+FIXED_ONES_NOTE = ("the firmware runs fixed all-ones inputs; outputs are compared on those "
+                   "(one sample)")
 OWN_FIRMWARE_START_S = 120  # --no-flash: time for the user to start their firmware
 _BUNDLE_FAIL = "Test_result: FAIL"
 _BUNDLE_MISMATCH = "don't match expected BundleIO"  # logged just before the FAIL line
@@ -201,6 +205,12 @@ class SerialRunner:
         self.flash = flash
         self.notify = notify or (lambda message: print(message, file=sys.stderr, flush=True))
 
+    def fixed_inputs(self, target: Target) -> BoardInputs | None:
+        """"ones" when the image etk builds and flashes runs the model on all-ones inputs whatever
+        it is given (the job then evaluates on those); None when it runs the inputs given."""
+        board = target.board_spec
+        return "ones" if self.flash and board is not None and board.inputs == "ones" else None
+
     def _board(self, target: Target) -> tuple[BoardSpec, str, int]:
         board = target.board_spec
         if board is None:
@@ -244,14 +254,14 @@ class SerialRunner:
 
     def run(self, program: Program, inputs: Sequence[np.ndarray], target: Target) -> RunResult:
         board, port, baud = self._board(target)
-        if self.flash and board.inputs == "ones" and not all(np.all(np.asarray(x) == 1)
-                                                              for x in inputs):
+        if self.fixed_inputs(target) == "ones" and not all(np.all(np.asarray(x) == 1)
+                                                            for x in inputs):
             raise UserError(
                 f"{board.name}: the image {target.source} builds runs the model on all-ones "
-                f"inputs (board.inputs = \"ones\"), not on etk's evaluation inputs, so its outputs "
-                f"cannot be checked here; flash your own BundleIO build of ExecuTorch's "
-                f"arm_executor_runner and use --no-build --no-flash, or read a capture with "
-                f"`etk log`")
+                f"inputs (board.inputs = \"ones\"), not on these inputs, so its outputs cannot "
+                f"be checked on them; `etk deploy` evaluates such a board on all-ones inputs, or "
+                f"flash your own BundleIO build of ExecuTorch's arm_executor_runner and use "
+                f"--no-build --no-flash")
         run_dir = ((self.run_root or program.out_dir) / f"serial-{program.variant}").resolve()
         run_dir.mkdir(parents=True, exist_ok=True)
         expected = self.reference.run(program, list(inputs), target).outputs
@@ -267,7 +277,8 @@ class SerialRunner:
             cap, faults, link = self._attempts(board, port, baud, values, run_dir, program, link)
         finally:
             link.close()
-        return self._result(cap, faults, program, board, port, baud, bpte)
+        return self._result(cap, faults, program, board, port, baud, bpte,
+                            self.fixed_inputs(target))
 
     def _start(self, board: BoardSpec, attempt: int, values: dict, run_dir: Path) -> None:
         if not self.flash:
@@ -316,7 +327,7 @@ class SerialRunner:
                             + f"\nUART captures: {run_dir}/uart-*.log")
 
     def _result(self, cap: Capture, faults: list[Fault], program: Program, board: BoardSpec,
-                port: str, baud: int, bpte: Path) -> RunResult:
+                port: str, baud: int, bpte: Path, fixed: BoardInputs | None) -> RunResult:
         log = cap.log
         decoded = decode_outputs(log.outputs, program.output_specs, program.output_quant)
         source = f"{board.name} Ethos-U PMU ethosu_pmu_cycle_cntr"
@@ -343,4 +354,6 @@ class SerialRunner:
             "log": str(cap.raw_path),
             "bpte": str(bpte),
         }
+        if fixed == "ones":
+            details["inputs"] = FIXED_ONES_NOTE
         return RunResult(runner=self.name, outputs=decoded.arrays, cycles=cycles, details=details)
