@@ -20,7 +20,7 @@ from .elementwise import prepare_elementwise
 from .errors import PayloadError, UnsupportedError, at
 from .memory import Memory, shram_bytes
 from .payload import NpuProgram
-from .pool import prepare_pool
+from .pool import forget_tables, prepare_pool
 from .records import Step
 from .registers import RegisterFile
 from .weights import forget_formats
@@ -62,6 +62,7 @@ def forget_programs() -> None:
     """Drop every planned program and what it decoded (a fresh start, for benchmarks)."""
     _CACHE.clear()
     forget_formats()
+    forget_tables()
 
 
 def _build(program: NpuProgram, accelerator: str) -> Plan:
@@ -91,7 +92,7 @@ def _build(program: NpuProgram, accelerator: str) -> Plan:
         else:
             raise UnsupportedError(f"{at(cmd.offset, cmd.name, cmd.param)} is not implemented "
                                    "by the simulator")
-        record = dataclasses.replace(step.record, registers=tuple(sorted(regs.values.items())))
+        record = dataclasses.replace(step.record, registers=tuple(regs.values.items()))
         steps.append(Step(record, step.run))
     raise PayloadError(f"{program.source}: the command stream ends without NPU_OP_STOP "
                        "(truncated?)")
