@@ -19,7 +19,7 @@ from .dma import prepare_dma
 from .elementwise import prepare_elementwise
 from .errors import PayloadError, UnsupportedError, at
 from .memory import Memory, shram_bytes
-from .payload import NpuProgram
+from .payload import NpuProgram, load_npz
 from .pool import forget_tables, prepare_pool
 from .records import Step
 from .registers import RegisterFile
@@ -61,6 +61,7 @@ def plan_for(program: NpuProgram, accelerator: str) -> Plan:
 def forget_programs() -> None:
     """Drop every planned program and what it decoded (a fresh start, for benchmarks)."""
     _CACHE.clear()
+    load_npz.cache_clear()
     forget_formats()
     forget_tables()
 
