@@ -32,8 +32,7 @@ _CACHE_SIZE = 32
 
 @dataclass(frozen=True)
 class Plan:
-    steps: tuple[Step, ...]
-    decoded: DecodedStreams  # the weights and scales the steps read, decoded on first use
+    steps: tuple[Step, ...]  # convolutions hold the plan's DecodedStreams: decoded on first use
     timed: dict = field(default_factory=dict)  # (system config, memory mode) -> records
 
 
@@ -76,14 +75,14 @@ def _build(program: NpuProgram, accelerator: str) -> Plan:
             registers.write(cmd)
             continue
         if cmd.name == "NPU_OP_STOP":
-            return Plan(tuple(steps), decoded)
+            return Plan(tuple(steps))
         if cmd.name in _NO_OP:
             continue
         regs = registers.snapshot(cmd)
         if cmd.name == "NPU_OP_CONV":
-            step = prepare_conv(regs, memory, accelerator, False, decoded)
+            step = prepare_conv(regs, memory, accelerator, depthwise=False, decoded=decoded)
         elif cmd.name == "NPU_OP_DEPTHWISE":
-            step = prepare_conv(regs, memory, accelerator, True, decoded)
+            step = prepare_conv(regs, memory, accelerator, depthwise=True, decoded=decoded)
         elif cmd.name == "NPU_OP_POOL":
             step = prepare_pool(regs, memory)
         elif cmd.name == "NPU_OP_ELEMENTWISE":
