@@ -34,12 +34,15 @@ def check_common(regs: Registers, upscales: tuple[int, ...] = (NO_UPSCALE,)) -> 
 
 
 def _accumulate(padded: np.ndarray, k: Kernel, ofm: FeatureMap, w: np.ndarray, depthwise: bool):
-    """Exact in float64: |sum| < 2^53 for 16-bit activations, 9-bit weights, any NPU kernel."""
+    """Exact in float64: |sum| < 2^53 for 16-bit activations, 9-bit weights, any NPU kernel;
+    depthwise sums also in int32 when they stay below 2^31 (work_dtype)."""
     oh, ow, oc = ofm.shape
     if depthwise:
-        acc = np.zeros((oh, ow, oc))
+        w = w.astype(padded.dtype, copy=False)
+        acc = np.zeros((oh, ow, oc), padded.dtype)
+        product = np.empty_like(acc)
         for (i, j), tap in zip(np.ndindex(k.height, k.width), k.taps(padded, oh, ow)):
-            acc += tap[..., :oc] * w[i, j]
+            acc += np.multiply(tap[..., :oc], w[i, j], out=product)
         return acc
     c = padded.shape[-1]
     if k.elements == 1:
@@ -88,6 +91,8 @@ def prepare_conv(regs: Registers, memory: Memory, accelerator: str, depthwise: b
     finish = output_finish(regs, ofm, memory)
     terms = k.elements * (1 if depthwise else ifm_depth)
     product_bound = terms << (8 * ifm.elem_size + 9)  # |ifm - zp| * |weight| summed
+    # depthwise runs elementwise, where int32 is faster; convolutions are BLAS products
+    work_dtype = np.int32 if depthwise and product_bound < 1 << 31 else np.float64
 
     def run(mem: Memory) -> None:
         stream = mem.regions[w_region][w_base:w_base + w_len].tobytes()
@@ -96,9 +101,9 @@ def prepare_conv(regs: Registers, memory: Memory, accelerator: str, depthwise: b
             mem.regions[s_region][s_base:s_base + s_len].tobytes(), ofm.depth, rounding,
             f"{what} (scales)")
         x = k.upscaled(ifm.read(mem), ifm.zero_point, ofm.height, ofm.width)
-        padded = k.padded(x, ifm.zero_point, np.float64)
+        padded = k.padded(x, ifm.zero_point, work_dtype)
         padded -= ifm.zero_point  # padding reads as the zero point, so it adds nothing
-        acc = np.rint(_accumulate(padded, k, ofm, w, depthwise)).astype(np.int64) + bias
+        acc = _accumulate(padded, k, ofm, w, depthwise).astype(np.int64) + bias
         ofm.write(mem, finish(rescale.apply(acc, product_bound + bias_bound), mem))
 
     macs = ofm.height * ofm.width * ofm.depth * k.elements * (1 if depthwise else ifm_depth)

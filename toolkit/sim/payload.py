@@ -10,6 +10,7 @@ import io
 import struct
 import zipfile
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -90,7 +91,7 @@ def load_payload(data: bytes | bytearray | str | Path) -> NpuProgram:
         except OSError as exc:
             raise PayloadError(f"cannot read {path}: {exc.strerror}") from None
         if raw[:2] == b"PK":
-            return _load_npz(raw, str(path))
+            return load_npz(raw, str(path))
         return _load_bin_stream(raw, str(path))
     return _load_bin_stream(bytes(data), "vela_bin_stream")
 
@@ -152,7 +153,10 @@ def _io_tensor(shape, elem, offset, region, where: str) -> IOTensor:
     return IOTensor(shape, int(elem), int(offset), int(region))
 
 
-def _load_npz(raw: bytes, source: str) -> NpuProgram:
+@lru_cache(maxsize=32)
+def load_npz(raw: bytes, source: str) -> NpuProgram:
+    """A Vela .npz's program, parsed once per content: a .tflite program's runs each load it,
+    and unpacking the archive cost more than simulating a small network."""
     try:
         with np.load(io.BytesIO(raw), allow_pickle=False) as npz:
             data = {k: npz[k] for k in npz.files if not k.endswith("_quantization")

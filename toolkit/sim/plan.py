@@ -19,8 +19,8 @@ from .dma import prepare_dma
 from .elementwise import prepare_elementwise
 from .errors import PayloadError, UnsupportedError, at
 from .memory import Memory, shram_bytes
-from .payload import NpuProgram
-from .pool import prepare_pool
+from .payload import NpuProgram, load_npz
+from .pool import forget_tables, prepare_pool
 from .records import Step
 from .registers import RegisterFile
 from .weights import forget_formats
@@ -32,8 +32,7 @@ _CACHE_SIZE = 32
 
 @dataclass(frozen=True)
 class Plan:
-    steps: tuple[Step, ...]
-    decoded: DecodedStreams  # the weights and scales the steps read, decoded on first use
+    steps: tuple[Step, ...]  # convolutions hold the plan's DecodedStreams: decoded on first use
     timed: dict = field(default_factory=dict)  # (system config, memory mode, ini) -> records
 
 
@@ -63,7 +62,9 @@ def plan_for(program: NpuProgram, accelerator: str) -> Plan:
 def forget_programs() -> None:
     """Drop every planned program and what it decoded (a fresh start, for benchmarks)."""
     _CACHE.clear()
+    load_npz.cache_clear()
     forget_formats()
+    forget_tables()
 
 
 def _build(program: NpuProgram, accelerator: str) -> Plan:
@@ -76,7 +77,7 @@ def _build(program: NpuProgram, accelerator: str) -> Plan:
             registers.write(cmd)
             continue
         if cmd.name == "NPU_OP_STOP":
-            return Plan(tuple(steps), decoded)
+            return Plan(tuple(steps))
         if cmd.name in _NO_OP:
             continue
         regs = registers.snapshot(cmd)
@@ -85,7 +86,7 @@ def _build(program: NpuProgram, accelerator: str) -> Plan:
         except UnsupportedError as exc:
             exc.offset = cmd.offset
             raise
-        record = dataclasses.replace(step.record, registers=tuple(sorted(regs.values.items())))
+        record = dataclasses.replace(step.record, registers=tuple(regs.values.items()))
         steps.append(Step(record, step.run))
     raise PayloadError(f"{program.source}: the command stream ends without NPU_OP_STOP "
                        "(truncated?)")

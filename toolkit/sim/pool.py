@@ -3,6 +3,8 @@ for LUT activations whose table lookup the output stage does: activation.py)."""
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from . import outstage
@@ -17,6 +19,34 @@ from .registers import Registers
 
 MODES = {0: "max", 1: "average", 2: "reduce_sum"}
 _EMPTY = np.iinfo(np.int64).min // 4  # below any IFM value: padding never wins a max
+
+
+_SAME = np.zeros(0)  # a byte table that gives back what it reads
+
+
+@lru_cache(maxsize=256)
+def _rescale(scale: int, shift: int, rounding: int) -> outstage.Rescale:
+    return outstage.Rescale(scale, shift, rounding)
+
+
+@lru_cache(maxsize=256)
+def _byte_table(dtype: np.dtype, zp: int, rescale: outstage.Rescale | None, bound: int,
+                finish: tuple) -> np.ndarray:
+    """What a 1x1 pool writes for each of the 256 IFM byte values: the run's own arithmetic on
+    all of them at once (most are the transposes Vela builds from pools, which copy).
+    finish: (zero point, lo, hi, OFM dtype) of the output stage, without a LUT."""
+    raw = np.arange(256, dtype=np.uint8)
+    acc = raw.view(dtype).astype(np.int64) - zp
+    if rescale is not None:
+        acc = rescale.apply(acc, bound)
+    table = outstage.Finish(*finish)(acc)
+    return _SAME if table.dtype == dtype and np.array_equal(table, raw.view(dtype)) else table
+
+
+def forget_tables() -> None:
+    """Drop the output stages built so far (a fresh start, for benchmarks)."""
+    _rescale.cache_clear()
+    _byte_table.cache_clear()
 
 
 def prepare_pool(regs: Registers, memory: Memory) -> Step:
@@ -45,16 +75,22 @@ def prepare_pool(regs: Registers, memory: Memory) -> Step:
     depth = ofm.depth if mode != "reduce_sum" else ifm_depth
     oh, ow = ofm.height, ofm.width
     zp = ifm.zero_point
-    rescale = outstage.Rescale(regs.get("OFM_SCALE", 0), regs.cmd1_param("OFM_SCALE") & 0x3F,
-                               regs.get("OFM_PRECISION") >> 14)
+    rescale = _rescale(regs.get("OFM_SCALE", 0), regs.cmd1_param("OFM_SCALE") & 0x3F,
+                       regs.get("OFM_PRECISION") >> 14)
     finish = output_finish(regs, ofm, memory)
     terms = k.elements * (ifm_depth if mode == "reduce_sum" else 1)
     bound = terms << (8 * ifm.elem_size)  # |ifm - zp| summed
     plain = (k.elements == 1 and not padded and (k.stride_y, k.stride_x) == (1, 1)
              and mode != "reduce_sum" and k.upscale == NO_UPSCALE)
+    table = (_byte_table(ifm.dtype, zp, rescale if global_scale else None, bound,
+                         (finish.zero_point, finish.lo, finish.hi, finish.dtype))
+             if plain and ifm.elem_size == 1 and finish.lut is None else None)
 
     def run(mem: Memory) -> None:
         x = k.upscaled(ifm.read(mem)[..., :depth], zp, oh, ow)
+        if table is not None:  # the output is a function of one IFM byte
+            ofm.write(mem, x if table is _SAME else table[x.view(np.uint8)])
+            return
         if plain:  # 1x1, unpadded: the transposes and copies Vela builds from pools
             acc = x.astype(np.int64)
             acc -= zp

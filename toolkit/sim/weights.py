@@ -2,11 +2,13 @@
 
 Scale stream: 10 bytes per OFM channel, bias (40 bits signed), scale (32 bits unsigned),
 shift (6 bits). Weight stream: mlw-compressed, in OFM-block / IFM-block / sub-kernel /
-u-block order; `stream_order` rebuilds that order so the stream can be put back into OHWI.
+u-block order; `stream_order` rebuilds that order so the stream can be put back into the weight
+matrix the convolution multiplies by.
 """
 
 from __future__ import annotations
 
+import ctypes
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -59,81 +61,125 @@ def decode_scales(raw: np.ndarray, channels: int,
 
 @lru_cache(maxsize=256)
 def stream_order(fmt: WeightFormat) -> np.ndarray:
-    """For each position of the decoded stream, the flat OHWI index it holds (-1: padding)."""
-    o_total, kh_total, kw_total = fmt.ofm_depth, fmt.kernel_height, fmt.kernel_width
-    i_total = fmt.ifm_depth
-    iu, ou = fmt.ifm_ublock_depth, fmt.ofm_ublock_depth
+    """For each position of the decoded stream, the index it fills in the flat weight matrix
+    (-1: padding). The matrix is (KH, KW, I, O) for a convolution, (KH, KW, O) for depthwise."""
+    o_total, depth, ou = fmt.ofm_depth, fmt.ofm_block_depth, fmt.ofm_ublock_depth
+    first = None
+    blocks = []
+    for ofm_z0 in range(0, o_total, depth):
+        ofm_block = min(depth, o_total - ofm_z0)
+        whole = ofm_block == depth and ofm_z0 + -(-depth // ou) * ou <= o_total
+        if whole and first is not None:
+            # a whole block is the first block moved by ofm_z0 output channels
+            blocks.append(np.where(first >= 0, first + ofm_z0, -1))
+            continue
+        blocks.append(_block_order(fmt, ofm_z0, ofm_block))
+        if whole and ofm_z0 == 0:
+            first = blocks[-1]
+    return np.concatenate(blocks) if blocks else np.zeros(0, dtype=np.int64)
+
+
+def _block_order(fmt: WeightFormat, ofm_z0: int, ofm_block: int) -> np.ndarray:
+    """stream_order of the OFM block of depth ofm_block at ofm_z0."""
+    kh_total, kw_total, i_total = fmt.kernel_height, fmt.kernel_width, fmt.ifm_depth
     decomp_h = SUBKERNEL_MAX // fmt.dilation_y
     decomp_w = SUBKERNEL_MAX // fmt.dilation_x
     ifm_block = 16 if (fmt.part_kernel_first or fmt.ifm_bits == 16) else 32
+    ifm_starts = np.arange(0, 1 if fmt.depthwise else i_total, ifm_block)
+    subkernels = [(sy, sx) for sy in range(0, kh_total, decomp_h)
+                  for sx in range(0, kw_total, decomp_w)]
+    if len(subkernels) == 1 and not fmt.part_kernel_first:
+        # every IFM block has the same depth: all of them at once, IFM block outermost
+        return _piece(fmt, ofm_z0, ofm_block, ifm_starts, ifm_block, 0, 0)
     pieces = []
-    for ofm_z0 in range(0, o_total, fmt.ofm_block_depth):
-        ofm_block = min(fmt.ofm_block_depth, o_total - ofm_z0)
-        for ifm_z0 in range(0, 1 if fmt.depthwise else i_total, ifm_block):
-            if fmt.depthwise:
-                ifm_depth_here = iu
-            elif fmt.part_kernel_first:
-                ifm_depth_here = min(ifm_block, i_total - ifm_z0)
-            else:
-                ifm_depth_here = ifm_block
-            for sy in range(0, kh_total, decomp_h):
-                sub_h = min(kh_total - sy, decomp_h)
-                for sx in range(0, kw_total, decomp_w):
-                    sub_w = min(kw_total - sx, decomp_w)
-                    elements = sub_h * sub_w
-                    if fmt.part_kernel_first:
-                        align = 2 if fmt.ifm_bits == 16 else 4
-                        elements = -(-elements // align) * align
-                    elif fmt.depthwise:
-                        elements = -(-elements // 4) * 4
-                    outer = ifm_depth_here if fmt.part_kernel_first else 1
-                    inner = 1 if fmt.part_kernel_first else ifm_depth_here
-                    ifm_u = 1 if fmt.depthwise else iu
-                    # Loop nest, outermost first: ifm u-block (part-kernel), ofm u-block,
-                    # kernel element, ifm u-block (depth-first), ofm in u-block, ifm in u-block.
-                    a = np.arange(0, outer, iu)[:, None, None, None, None, None]
-                    b = np.arange(0, ofm_block, ou)[None, :, None, None, None, None]
-                    e = np.arange(elements)[None, None, :, None, None, None]
-                    d = np.arange(0, inner, iu)[None, None, None, :, None, None]
-                    oz = np.arange(ou)[None, None, None, None, :, None]
-                    iz = np.arange(ifm_u)[None, None, None, None, None, :]
-                    ky, kx = e // sub_w, e % sub_w
-                    ifm_z = ifm_z0 + a + d + iz
-                    ofm_z = ofm_z0 + b + oz
-                    wy, wx = sy + ky, sx + kx
-                    i_dim = 1 if fmt.depthwise else i_total
-                    ifm_idx = np.zeros_like(ifm_z) if fmt.depthwise else ifm_z
-                    valid = (ifm_z < i_dim) & (ofm_z < o_total) & (ky < sub_h)
-                    flat = ((ofm_z * kh_total + wy) * kw_total + wx) * i_dim + ifm_idx
-                    shape = np.broadcast_shapes(flat.shape, valid.shape)
-                    pieces.append(np.where(valid, flat, -1).reshape(-1) if flat.shape == shape
-                                  else np.where(np.broadcast_to(valid, shape),
-                                                np.broadcast_to(flat, shape), -1).reshape(-1))
-    return np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
+    for ifm_z0 in ifm_starts:
+        ifm_depth_here = (min(ifm_block, i_total - ifm_z0) if fmt.part_kernel_first
+                          else ifm_block)
+        for sy, sx in subkernels:
+            pieces.append(_piece(fmt, ofm_z0, ofm_block, ifm_z0[None], ifm_depth_here, sy, sx))
+    return np.concatenate(pieces)
+
+
+def _piece(fmt: WeightFormat, ofm_z0: int, ofm_block: int, ifm_z0: np.ndarray,
+           ifm_depth_here: int, sy: int, sx: int) -> np.ndarray:
+    """stream_order of one sub-kernel of one OFM block, for IFM blocks starting at ifm_z0."""
+    o_total, kh_total, kw_total = fmt.ofm_depth, fmt.kernel_height, fmt.kernel_width
+    iu, ou = fmt.ifm_ublock_depth, fmt.ofm_ublock_depth
+    sub_h = min(kh_total - sy, SUBKERNEL_MAX // fmt.dilation_y)
+    sub_w = min(kw_total - sx, SUBKERNEL_MAX // fmt.dilation_x)
+    elements = sub_h * sub_w
+    if fmt.part_kernel_first:
+        align = 2 if fmt.ifm_bits == 16 else 4
+        elements = -(-elements // align) * align
+    elif fmt.depthwise:
+        elements = -(-elements // 4) * 4
+        ifm_depth_here = iu
+    outer = ifm_depth_here if fmt.part_kernel_first else 1
+    inner = 1 if fmt.part_kernel_first else ifm_depth_here
+    ifm_u = 1 if fmt.depthwise else iu
+    # Loop nest, outermost first: IFM block, ifm u-block (part-kernel), ofm u-block, kernel
+    # element, ifm u-block (depth-first), ofm in u-block, ifm in u-block.
+    z = ifm_z0[:, None, None, None, None, None, None]
+    a = np.arange(0, outer, iu)[None, :, None, None, None, None, None]
+    b = np.arange(0, ofm_block, ou)[None, None, :, None, None, None, None]
+    e = np.arange(elements)[None, None, None, :, None, None, None]
+    d = np.arange(0, inner, iu)[None, None, None, None, :, None, None]
+    oz = np.arange(ou)[None, None, None, None, None, :, None]
+    iz = np.arange(ifm_u)[None, None, None, None, None, None, :]
+    ky, kx = e // sub_w, e % sub_w
+    ifm_z = z + a + d + iz
+    ofm_z = ofm_z0 + b + oz
+    wy, wx = sy + ky, sx + kx
+    if fmt.depthwise:
+        valid = (ifm_z < 1) & (ofm_z < o_total) & (ky < sub_h)
+        flat = (wy * kw_total + wx) * o_total + ofm_z
+    else:
+        i_total = fmt.ifm_depth
+        valid = (ifm_z < i_total) & (ofm_z < o_total) & (ky < sub_h)
+        flat = ((wy * kw_total + wx) * i_total + ifm_z) * o_total + ofm_z
+    shape = np.broadcast_shapes(flat.shape, valid.shape)
+    return np.where(np.broadcast_to(valid, shape), np.broadcast_to(flat, shape), -1).reshape(-1)
 
 
 @lru_cache(maxsize=256)
 def _matrix_index(fmt: WeightFormat) -> tuple[np.ndarray, np.ndarray]:
-    """(stream positions that hold a weight, where each goes in the flat matrix layout)."""
+    """(stream positions that hold a weight, where each goes in the flat weight matrix)."""
     order = stream_order(fmt)
     positions = np.flatnonzero(order >= 0)
-    o, kh, kw = fmt.ofm_depth, fmt.kernel_height, fmt.kernel_width
-    i_dim = 1 if fmt.depthwise else fmt.ifm_depth
-    ohwi = np.unravel_index(order[positions], (o, kh, kw, i_dim))
-    if fmt.depthwise:  # (KH, KW, O)
-        target = np.ravel_multi_index((ohwi[1], ohwi[2], ohwi[0]), (kh, kw, o))
-    else:  # (KH * KW * I, O)
-        target = np.ravel_multi_index((ohwi[1], ohwi[2], ohwi[3], ohwi[0]), (kh, kw, i_dim, o))
-    return positions, target
+    return positions, order[positions]
+
+
+@lru_cache(maxsize=1)
+def _codec() -> ctypes.CDLL:
+    """Vela's mlw codec library through its exported C API (mlw_decode.h), which hands back an
+    int16 buffer: mlw_codec.decode builds a Python list of ints, 4x slower on the ~200k weights
+    of a MobileNet."""
+    lib = ctypes.CDLL(mlw_codec.__file__)
+    lib.mlw_decode.argtypes = [ctypes.c_char_p, ctypes.c_int,
+                               ctypes.POINTER(ctypes.POINTER(ctypes.c_int16)), ctypes.c_int]
+    lib.mlw_decode.restype = ctypes.c_int
+    lib.mlw_free_outbuf.argtypes = [ctypes.c_void_p]
+    lib.mlw_free_outbuf.restype = None
+    return lib
+
+
+def mlw_decode(stream: bytes) -> np.ndarray:
+    """The int16 values of an mlw-compressed weight stream (the same as mlw_codec.decode)."""
+    lib = _codec()
+    buffer = ctypes.POINTER(ctypes.c_int16)()
+    count = lib.mlw_decode(stream, len(stream), ctypes.byref(buffer), 0)
+    try:
+        if count <= 0:
+            return np.zeros(0, dtype=np.int16)
+        return np.ctypeslib.as_array(buffer, (count,)).copy()
+    finally:
+        lib.mlw_free_outbuf(ctypes.cast(buffer, ctypes.c_void_p))
 
 
 def decode_matrix(stream: bytes, fmt: WeightFormat) -> np.ndarray:
     """The weights one stream holds, as float64 laid out for the convolution's matrix product:
     (KH * KW * I, O), or (KH, KW, O) for depthwise."""
-    try:
-        values = np.asarray(mlw_codec.decode(bytearray(stream)), dtype=np.float64)
-    except Exception as exc:  # the codec raises plain ValueError/RuntimeError on bad input
-        raise PayloadError(f"weight stream of {len(stream)} bytes does not decode: {exc}") from None
+    values = mlw_decode(stream)
     needed = len(stream_order(fmt))
     if len(values) < needed:
         raise PayloadError(f"weight stream decodes to {len(values)} weights, the operation "

@@ -1,0 +1,62 @@
+"""A program's weight streams are decoded once and kept with it; results stay bit-exact."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from ethosu import mlw_codec
+
+from toolkit.lower.tflite import compile_tflite
+from toolkit.lower.tflite_edit import without_final_softmax
+from toolkit.sim import forget_programs, load_payload, simulate, weights
+from toolkit.targets import load_target
+
+from .test_tflite_reference_exact import ACC, EXPECTED, FIXTURES
+from .tflite_builder import seeded_outputs
+
+NAME = "kws_ref_model"  # DS-CNN: 11 convolution and depthwise operations, each its own stream
+
+
+@pytest.fixture(scope="module")
+def kws_npz(tmp_path_factory):
+    out = tmp_path_factory.mktemp(NAME)
+    body = out / f"{NAME}_body.tflite"
+    body.write_bytes(without_final_softmax((FIXTURES / f"{NAME}.tflite").read_bytes(), NAME))
+    return compile_tflite(body, load_target("corstone-300").npu(ACC), out).delegates[0].vela_npz_path
+
+
+def test_weights_are_decoded_once_per_program(kws_npz, monkeypatch):
+    calls = []
+
+    def counting_decode(stream):
+        calls.append(stream)
+        return decode(stream)
+
+    decode = weights.mlw_decode
+    monkeypatch.setattr(weights, "mlw_decode", counting_decode)
+    forget_programs()
+    shape, expected = EXPECTED[NAME]
+    assert seeded_outputs(load_payload(kws_npz), shape, 2, ACC) == expected[:2]
+    streams = len(calls)
+    operations = simulate(load_payload(kws_npz), [np.zeros(shape, np.int8)], ACC).operations
+    assert streams == sum(op.kind in ("conv", "depthwise") for op in operations) == 11
+    assert len(set(calls)) == streams  # each stream once
+    # a program loaded again from the same bytes is the same program: nothing decoded again
+    assert seeded_outputs(load_payload(kws_npz), shape, 4, ACC) == expected
+    assert len(calls) == streams
+    forget_programs()  # a fresh start decodes again
+    assert seeded_outputs(load_payload(kws_npz), shape, 1, ACC) == expected[:1]
+    assert len(calls) == 2 * streams
+
+
+@pytest.mark.parametrize("values", [
+    [0] * 7 + [1, -1, 255, -255] * 30,  # zero runs
+    list(np.random.default_rng(0).integers(-255, 256, 5000)),
+    list(np.random.default_rng(1).integers(-3, 4, 20000)),  # a small palette
+])
+def test_mlw_decode_is_the_codec_s_decode(values):
+    stream = bytes(mlw_codec.encode([int(v) for v in values]))
+    ours = weights.mlw_decode(stream)
+    assert ours.dtype == np.int16
+    assert ours.tolist() == mlw_codec.decode(bytearray(stream))
+    assert ours[:len(values)].tolist() == [int(v) for v in values]
