@@ -8,10 +8,9 @@ from collections import OrderedDict
 import numpy as np
 import pytest
 
-import toolkit.sim.plan as plan
 from toolkit.runners.select import select_runner
 from toolkit.runners.sim import SimulatorRunner
-from toolkit.sim import UnsupportedError, load_payload
+from toolkit.sim import UnsupportedError, load_payload, plan
 from toolkit.sim.diff import operations
 from toolkit.sim.errors import at
 from toolkit.sim.layouts import ofm_map
@@ -85,7 +84,7 @@ def test_refusal_is_one_line_before_anything_runs(program, monkeypatch):
         SimulatorRunner().run(program.program, list(program.reference.inputs[0]))
     message = str(info.value)
     assert "\n" not in message
-    assert f"delegate 0: a test's pool is not implemented by the simulator (NPU_OP_POOL " in message
+    assert "delegate 0: a test's pool is not implemented by the simulator (NPU_OP_POOL " in message
     assert f"at command-stream offset {first_pool.offset:#x}) (Vela's Transpose for TOSA " in message
     assert message.endswith("; use --runner tosa-ref")
 
