@@ -1,0 +1,107 @@
+"""The simulator runner never disagrees silently: it refuses up front with one line, falls back to
+the TOSA reference under --runner auto, and checks its first run against the TOSA reference."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+
+from toolkit.runners.select import select_runner
+from toolkit.runners.sim import SimulatorRunner
+from toolkit.sim import UnsupportedError, load_payload, plan
+from toolkit.sim.diff import operations
+from toolkit.sim.errors import at
+from toolkit.sim.layouts import ofm_map
+from toolkit.sim.records import Step
+
+MODEL = ("MeanOnly", "1,3,16,16")
+
+
+@pytest.fixture
+def program(fixture_model, monkeypatch):
+    monkeypatch.setattr(plan, "_CACHE", OrderedDict())  # patched plans stay in this test
+    vr = fixture_model(*MODEL).variants["fused"]
+    return vr
+
+
+def _corrupt_convs(monkeypatch):
+    original = plan.prepare_conv
+
+    def prepare(regs, memory, accelerator, depthwise):
+        step = original(regs, memory, accelerator, depthwise)
+        ofm = ofm_map(regs)
+
+        def run(mem):
+            step.run(mem)
+            values = ofm.read(mem).copy()
+            values[..., 0] ^= 0x40  # channel 0 everywhere: the mean sees it
+            ofm.write(mem, values)
+
+        return Step(step.record, run)
+
+    monkeypatch.setattr(plan, "prepare_conv", prepare)
+
+
+def _refuse_pools(monkeypatch):
+    def prepare(regs, memory):
+        op = regs.op
+        raise UnsupportedError(f"a test's pool is not implemented by the simulator "
+                               f"({at(op.offset, op.name, op.param)})")
+
+    monkeypatch.setattr(plan, "prepare_pool", prepare)
+
+
+def test_self_check_on_the_first_run_only(program):
+    runner = SimulatorRunner()
+    sample = list(program.reference.inputs[0])
+    first, second = runner.run(program.program, sample), runner.run(program.program, sample)
+    assert first.details["self_check"] == ("every delegate equals the TOSA reference model on "
+                                           "the first sample")
+    assert "self_check" not in second.details
+
+
+def test_self_check_names_the_first_differing_operation(program, monkeypatch):
+    _corrupt_convs(monkeypatch)
+    (delegate,) = program.program.delegates
+    conv = next(op for op in operations(load_payload(delegate.payload))
+                if op.name == "NPU_OP_CONV")
+    result = SimulatorRunner().run(program.program, list(program.reference.inputs[0]))
+    message = result.details["self_check"]
+    assert message.startswith("delegate 0 differs from the TOSA reference model on the first "
+                              f"sample: first differing NPU operation: conv at command-stream "
+                              f"offset {conv.offset:#x} (Vela's Conv2D for TOSA tensor '")
+    assert message.endswith(f"): {16 * 16} of {16 * 16 * 16} values differ")
+
+
+def test_refusal_is_one_line_before_anything_runs(program, monkeypatch):
+    _refuse_pools(monkeypatch)
+    (delegate,) = program.program.delegates
+    first_pool = next(op for op in operations(load_payload(delegate.payload))
+                      if op.name == "NPU_OP_POOL")
+    with pytest.raises(UnsupportedError) as info:
+        SimulatorRunner().run(program.program, list(program.reference.inputs[0]))
+    message = str(info.value)
+    assert "\n" not in message
+    assert "delegate 0: a test's pool is not implemented by the simulator (NPU_OP_POOL " in message
+    assert f"at command-stream offset {first_pool.offset:#x}) (Vela's Transpose for TOSA " in message
+    assert message.endswith("; use --runner tosa-ref")
+
+
+def test_auto_falls_back_to_the_tosa_reference(program, monkeypatch, tmp_path):
+    from toolkit.targets import load_target
+
+    target = load_target("corstone-300")
+    runner, _ = select_runner("auto", target, program.program.npu)
+    if runner.name != "sim":
+        pytest.skip(f"auto picked {runner.name} here")
+    assert runner.fallback.name == "tosa-ref"
+    _refuse_pools(monkeypatch)
+    result = runner.run(program.program, list(program.reference.inputs[0]))
+    assert result.runner == "tosa-ref"
+    assert result.details["fallback"].startswith(
+        "the simulator cannot run it (delegate 0: a test's pool is not implemented")
+    assert result.details["fallback"].endswith("; ran tosa-ref instead")
+    for got, want in zip(result.outputs, program.reference.outputs[0]):
+        assert np.array_equal(got, want)
