@@ -79,6 +79,8 @@ def main() -> int:
                         "(default: the trained file of zoo:NAME@mlperf)")
     parser.add_argument("--calibration", type=int, default=200)
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="seeds FIRST..FIRST+SEEDS-1 (to spread the seeds over processes)")
     parser.add_argument("--target", default="corstone-300")
     parser.add_argument("--npu", default="ethos-u55-128")
     parser.add_argument("--out", type=Path, default=Path("bench-accuracy"))
@@ -107,7 +109,7 @@ def main() -> int:
     figures: dict[str, list[float]] = {"fused": [], "unfused": [], "float model": []}
     if reference is not None:
         figures[f"reference {reference_path.name}"] = []
-    for seed in range(args.seeds):
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
         order = np.random.default_rng(seed).permutation(len(data.y))
         calibration, held_out = np.sort(order[:args.calibration]), np.sort(order[args.calibration:])
         evaluation = data.subset(held_out, f"split seed {seed}")

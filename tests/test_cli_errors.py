@@ -33,6 +33,11 @@ def _run(capsys, *argv):
     (["compile", "zoo:conv2d_relu", "--npu", "ethos-u55-100"], "unknown NPU configuration 'ethos-u55-100'"),
     (["compile", "zoo:conv2d_relu", "--npu", "ethos-u85-256"], "target 'corstone-300' has no ethos-u85-256"),
     (["compile", "model.onnx"], "cannot tell what model 'model.onnx' is"),
+    (["compile", "zoo:conv2d_relu@mlperf"], "unknown zoo model 'conv2d_relu@mlperf'"),
+    (["compare", "zoo:conv2d_relu", "--seeds", "2"],
+     "--seeds repeats calibration to measure accuracy: pass --eval-data DIR too"),
+    (["compare", "zoo:conv2d_relu", "--seeds", "0"], "--seeds must be at least 1, got 0"),
+    (["compile", "zoo:conv2d_relu", "--eval-data", "nowhere"], "nowhere holds no x.npy"),
 ])
 def test_bad_input_is_one_line_exit_2(capsys, tmp_path, argv, expected):
     code, err = _run(capsys, *argv, "-o", str(tmp_path / "out"))

@@ -61,7 +61,9 @@ def rows(result: JobResult) -> tuple[list[str], list[list[str]]]:
             add("top-1 agreement with float", [v.reference.accuracy.top1_agreement for v in vs])
     if result.task is not None and all(n in result.task.variants for n in names):
         means = [float(np.mean([a.value for a in result.task.variants[n]])) for n in names]
-        add(f"{_METRIC[result.task.metric]} on eval data", means, both(means))
+        delta = both(means)
+        add(f"{_METRIC[result.task.metric]} on eval data", [f"{m:.4f}" for m in means],
+            None if delta is None else f"{delta:+.4f}")
     if all(v.device for v in vs):
         runs = [v.device.evaluation.runs[0] for v in vs]
         kind = runs[0].cycles.kind
@@ -97,19 +99,22 @@ def task_rows(task: TaskResult) -> tuple[list[str], list[list[str]]]:
     model and the reference file."""
     metric = _METRIC[task.metric]
     seeds = len(task.calibrations)
-    header = ["", metric + (f" (mean of {seeds})" if seeds > 1 else ""),
-              "spread (std; min..max)" if seeds > 1 else "", "runs on"]
+    spread = seeds > 1
+    header = ["", metric + (f" (mean of {seeds})" if spread else ""),
+              *(["spread (std; min..max)"] if spread else []), "runs on"]
     table = []
     for name, figures in task.variants.items():
         values = [a.value for a in figures]
-        spread = (f"{np.std(values):.4f}; {min(values):.4f}..{max(values):.4f}"
-                  if len(values) > 1 else "")
-        table.append([name, f"{np.mean(values):.4f}", spread, figures[0].runner])
+        table.append([name, f"{np.mean(values):.4f}",
+                      *([f"{np.std(values):.4f}; {min(values):.4f}..{max(values):.4f}"]
+                        if spread else []), figures[0].runner])
+    single = [""] if spread else []
     if task.float_model is not None:
-        table.append(["float model", f"{task.float_model.value:.4f}", "", task.float_model.runner])
+        table.append(["float model", f"{task.float_model.value:.4f}", *single,
+                      task.float_model.runner])
     if task.reference_file is not None:
         name, acc = task.reference_file
-        table.append([f"reference file {name}", f"{acc.value:.4f}", "", acc.runner])
+        table.append([f"reference file {name}", f"{acc.value:.4f}", *single, acc.runner])
     return header, table
 
 
@@ -173,7 +178,7 @@ def print_result(result: JobResult, console: Console | None = None) -> None:
         samples = next(iter(result.task.variants.values()))[0].samples
         task_table = Table(title=f"accuracy on {result.task.data} ({samples:,} samples)")
         for i, column in enumerate(header):
-            task_table.add_column(column, justify="left" if i in (0, 3) else "right")
+            task_table.add_column(column, justify="left" if i in (0, len(header) - 1) else "right")
         for row in table:
             task_table.add_row(*row)
         console.print(task_table)
