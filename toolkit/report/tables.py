@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from ..pipeline import JobResult
+from ..pipeline import JobResult, io_layout_hint
 
 
 def _fmt(value) -> str:
@@ -88,6 +88,9 @@ def notes(result: JobResult) -> list[str]:
                 lines.append(f"{name}: {d.activation} after {d.parent} ({d.source}) not fused: {d.reason}")
             if d.zero_point_raised:
                 lines.append(f"{name}: {d.activation} after {d.parent}: {d.reason}")
+    hint = io_layout_hint(result)
+    if hint is not None:
+        lines.append(hint["note"])
     if result.comparison:
         lines.extend(result.comparison.notes)
         for delta in result.comparison.layer_deltas:
