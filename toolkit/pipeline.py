@@ -51,6 +51,7 @@ from .report.json_report import (
     variant_entry,
     write_json_atomic,
 )
+from .report.layout_hint import layout_hint
 from .rewrites import resolve_rewrites
 from .runners.tosa_ref import TosaReferenceRunner
 from .sim.vela_tflite import is_vela_compiled
@@ -350,6 +351,9 @@ def report_dict(result: JobResult) -> dict[str, Any]:
         "evaluation_samples": job.eval_samples,
         "variants": variants,
     }
+    hint = io_layout_hint(result)
+    if hint is not None:
+        report["io_layout_hint"] = hint
     if result.runner_note:
         report["runner"] = result.runner_note
     if result.comparison is not None:
@@ -364,3 +368,12 @@ def report_dict(result: JobResult) -> dict[str, Any]:
                                               "runner": task.reference_file[1].runner}
                                              if task.reference_file else None)}
     return report
+
+
+def io_layout_hint(result: JobResult) -> dict | None:
+    """The --io-layout nhwc hint for models with a 4-D (image) input (report/layout_hint.py)."""
+    if result.model.module is None:  # a .tflite file: its layout is fixed
+        return None
+    image = any(getattr(x, "dim", lambda: 0)() == 4 for x in result.model.example_inputs)
+    return layout_hint({n: v.program for n, v in result.variants.items()}, result.job.io_layout,
+                       image)

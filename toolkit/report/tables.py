@@ -9,7 +9,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from ..pipeline import JobResult, TaskResult
+from ..pipeline import JobResult, TaskResult, io_layout_hint
 
 
 def _fmt(value) -> str:
@@ -147,6 +147,9 @@ def notes(result: JobResult, terse: bool = False) -> list[str]:
                 lines.append(f"{name}: {d.activation} after {d.parent} ({d.source}) not fused: {d.reason}")
             if d.zero_point_raised:
                 lines.append(f"{name}: {d.activation} after {d.parent}: {d.reason}")
+    hint = io_layout_hint(result)
+    if hint is not None:
+        lines.append(hint["note"])
     if result.comparison:
         lines.extend(result.comparison.notes)
         deltas = list(result.comparison.layer_deltas)
