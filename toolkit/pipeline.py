@@ -23,7 +23,7 @@ from .compare.evaluate import (
 )
 from .compare.metrics import exact_match_rate, max_abs_err_lsb
 from .compare.variants import VariantComparison, compare_variants
-from .lower.compile import compile_variant
+from .lower.parallel import compile_variants
 from .lower.tflite import compile_tflite
 from .lower.vela import vela_version
 from .models.layout import channels_last_io
@@ -61,6 +61,7 @@ class Job:
     rewrites: str = "default"  # "default", "none" or comma-separated names (toolkit/rewrites)
     io_layout: str = "nchw"  # "nhwc": channels-last model interface (models/layout.py)
     runner: str | None = None  # None: host reference only (compile, compare)
+    parallel_variants: bool = False  # compile the two variants at once (lower/parallel.py)
 
 
 @dataclass(frozen=True)
@@ -148,10 +149,11 @@ def run_job(job: Job, progress: Callable[[str], None] = lambda _: None, runner=N
     out_dir = Path(job.out_dir)
     host = TosaReferenceRunner()
     results = {}
+    progress(f"compiling {' and '.join(job.variants)} for {npu.accelerator}")
+    programs = compile_variants(model, calibration, job.variants, npu, out_dir, job.extra_vela,
+                                rewrites, job.parallel_variants)
     for variant in job.variants:
-        progress(f"compiling {variant} for {npu.accelerator}")
-        program = compile_variant(model, calibration, variant, npu, out_dir, job.extra_vela,
-                                  rewrites)
+        program = programs[variant]
         progress(f"host reference run of {variant}")
         reference = evaluate(program, host, inputs, floats)
         save_arrays(program.out_dir / "reference", "input", inputs)

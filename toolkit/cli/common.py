@@ -48,7 +48,7 @@ def job_from_args(args, variants, runner: str | None = None) -> Job:
                calibration_dir=args.calibration_data, seed=args.seed,
                eval_samples=args.eval_samples, out_dir=args.out,
                extra_vela=tuple(args.vela_option), rewrites=args.rewrites,
-               io_layout=args.io_layout, runner=runner)
+               io_layout=args.io_layout, runner=runner, parallel_variants=True)
 
 
 def show(result: JobResult, require_full_npu: bool = False) -> int:
