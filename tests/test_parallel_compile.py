@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-import toolkit.lower.parallel as parallel
 from toolkit.errors import UserError
+from toolkit.lower import parallel
 from toolkit.lower.compile import compile_variant
 from toolkit.models.loader import load_model
 from toolkit.quantize.calibration import random_calibration

@@ -32,7 +32,7 @@ def _child(connection, args) -> None:
     except BaseException as exc:  # noqa: BLE001 - re-raised in the parent
         try:
             connection.send(pickle.loads(pickle.dumps(exc)))
-        except Exception:  # an exception that does not pickle: its text
+        except Exception:  # noqa: BLE001 - one that does not pickle (any type): its text
             connection.send(ToolError(f"{type(exc).__name__}: {exc}"))
     finally:
         connection.close()
