@@ -12,10 +12,8 @@ from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
-import pytest
 import torch
 
-from toolkit.artifacts import LoadedModel
 from toolkit.lower.compile import compile_variant
 from toolkit.quantize.calibration import random_calibration
 from toolkit.rewrites import DEFAULT_REWRITES, apply_rewrites

@@ -37,6 +37,7 @@ from .errors import UserError
 from .lower.compile import compile_variant
 from .lower.compiled_tflite import load_compiled_program
 from .lower.staging import remove_stale_staging
+from .lower.parallel import compile_variants
 from .lower.tflite import compile_tflite
 from .lower.vela import vela_version
 from .models.layout import channels_last_io
@@ -81,6 +82,7 @@ class Job:
     eval_data: Path | None = None  # x.npy + y.npy: task accuracy (top-1 or ROC AUC)
     seeds: int = 1  # calibrations (seeds, or subsets of calibration_dir) to evaluate each variant
     calibration_subset: int | None = None  # samples per seed's subset of calibration_dir
+    parallel_variants: bool = False  # compile the two variants at once (lower/parallel.py)
 
 
 @dataclass(frozen=True)
@@ -238,10 +240,11 @@ def _run_job(job: Job, progress: Callable[[str], None], runner, runner_note: str
     out_dir = Path(job.out_dir)
     host = TosaReferenceRunner()
     results = {}
+    progress(f"compiling {' and '.join(job.variants)} for {npu.accelerator}")
+    programs = compile_variants(model, calibration, job.variants, npu, out_dir, job.extra_vela,
+                                rewrites, job.parallel_variants)
     for variant in job.variants:
-        progress(f"compiling {variant} for {npu.accelerator}")
-        program = compile_variant(model, calibration, variant, npu, out_dir, job.extra_vela,
-                                  rewrites)
+        program = programs[variant]
         progress(f"host reference run of {variant}")
         reference = evaluate(program, host, inputs, floats)
         save_arrays(program.out_dir / "reference", "input", inputs)

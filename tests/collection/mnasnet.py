@@ -44,7 +44,7 @@ class MNASNet(nn.Module):
     def __init__(self, alpha: float = 0.5, num_classes: int = 10):
         super().__init__()
         d = [_round_to_multiple_of(depth * alpha, 8) for depth in (32, 16, 24, 40, 80, 96, 192, 320)]
-        bn = lambda c: nn.BatchNorm2d(c, momentum=_BN_MOMENTUM)  # noqa: E731
+        bn = lambda c: nn.BatchNorm2d(c, momentum=_BN_MOMENTUM)
         self.layers = nn.Sequential(
             nn.Conv2d(3, d[0], 3, padding=1, stride=2, bias=False), bn(d[0]), nn.ReLU(inplace=True),
             nn.Conv2d(d[0], d[0], 3, padding=1, groups=d[0], bias=False), bn(d[0]),

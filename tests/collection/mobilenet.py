@@ -28,7 +28,7 @@ def conv_norm_act(cin, cout, kernel=3, stride=1, groups=1, act=nn.ReLU6, eps=1e-
 class InvertedResidualV2(nn.Module):
     def __init__(self, cin, cout, stride, expand_ratio):
         super().__init__()
-        hidden = int(round(cin * expand_ratio))
+        hidden = round(cin * expand_ratio)
         self.use_res_connect = stride == 1 and cin == cout
         layers = [conv_norm_act(cin, hidden, 1)] if expand_ratio != 1 else []
         layers += [conv_norm_act(hidden, hidden, 3, stride, groups=hidden),

@@ -31,7 +31,7 @@ class Fire(nn.Module):
 class SqueezeNet11(nn.Module):
     def __init__(self, num_classes: int = 10):
         super().__init__()
-        pool = lambda: nn.MaxPool2d(kernel_size=3, stride=2, ceil_mode=True)  # noqa: E731
+        pool = lambda: nn.MaxPool2d(kernel_size=3, stride=2, ceil_mode=True)
         self.features = nn.Sequential(
             nn.Conv2d(3, 64, kernel_size=3, stride=2), nn.ReLU(inplace=True), pool(),
             Fire(64, 16, 64, 64), Fire(128, 16, 64, 64), pool(),

@@ -68,7 +68,7 @@ def job_from_args(args, variants, runner: str | None = None) -> Job:
                calibration_subset=args.calibration_samples if args.calibration_data else None,
                eval_samples=args.eval_samples, out_dir=args.out,
                extra_vela=tuple(args.vela_option), rewrites=args.rewrites,
-               io_layout=args.io_layout, runner=runner)
+               io_layout=args.io_layout, runner=runner, parallel_variants=True)
 
 
 def show(result: JobResult, require_full_npu: bool = False) -> int:
