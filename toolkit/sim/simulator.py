@@ -10,8 +10,8 @@ import numpy as np
 
 from ..npu import npu_config
 from . import cycles as cycle_model
-from .fvp_timing import PmuPrediction, fvp_memory, predict_pmu
 from .errors import SimError
+from .fvp_timing import PmuPrediction, fvp_memory, predict_pmu
 from .memory import Memory
 from .payload import NpuProgram
 from .plan import Plan, new_memory, plan_for
