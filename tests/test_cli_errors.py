@@ -33,6 +33,8 @@ def _run(capsys, *argv):
     (["compile", "zoo:conv2d_relu", "--npu", "ethos-u55-100"], "unknown NPU configuration 'ethos-u55-100'"),
     (["compile", "zoo:conv2d_relu", "--npu", "ethos-u85-256"], "target 'corstone-300' has no ethos-u85-256"),
     (["compile", "model.onnx"], "cannot tell what model 'model.onnx' is"),
+    (["compile", "zoo:conv2d_relu", "--vela-config", "missing.ini"],
+     "Vela config missing.ini not found: give the path of a .ini file"),
 ])
 def test_bad_input_is_one_line_exit_2(capsys, tmp_path, argv, expected):
     code, err = _run(capsys, *argv, "-o", str(tmp_path / "out"))

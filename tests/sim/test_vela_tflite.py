@@ -3,6 +3,7 @@ and a .tflite whose float edges (QUANTIZE/DEQUANTIZE) Vela leaves to the CPU."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -108,3 +109,24 @@ def test_compiled_file_without_arena_plan_is_refused(tmp_path):
     source.write_bytes(_float_edged())
     with pytest.raises(PayloadError, match="no OfflineMemoryAllocation metadata"):
         load_compiled_tflite(source)
+
+
+@needs_anchors
+def test_deploy_runs_the_compiled_file_on_its_own_npu(tmp_path, capsys):
+    from toolkit.cli import main
+
+    ini = ANCHORS / "configs" / "himax_we2_vela.ini"
+    argv = ["deploy", str(HIMAX), "--runner", "sim", "--vela-config", str(ini),
+            "--system-config", "My_Sys_Cfg", "--memory-mode", "My_Mem_Mode_Parent",
+            "--eval-samples", "1", "-o", str(tmp_path / "out")]
+    assert main(argv) == 0
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["npu"] == "ethos-u55-64"
+    variant = report["variants"]["tflite"]
+    assert variant["npu_ops"] == 122  # 59 conv, 31 depthwise, 29 elementwise, 3 pool
+    cycles = variant["run"]["cycles"]
+    assert cycles["kind"] == "simulated" and cycles["total_cycles"] == 514_262
+    assert cycles["beats"] == {"axi0_read": 112_036, "axi0_write": 62_789, "axi1_read": 30_708}
+    assert main([*argv[:-2], "--npu", "ethos-u55-128", "-o", str(tmp_path / "bad")]) == 2
+    assert "compiled by Vela for ethos-u55-64, not ethos-u55-128: pass --npu ethos-u55-64" in \
+        capsys.readouterr().err
