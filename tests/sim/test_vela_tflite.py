@@ -14,6 +14,7 @@ from toolkit.npu import npu_config
 from toolkit.runners.sim import SimulatorRunner
 from toolkit.sim import simulate
 from toolkit.sim.errors import PayloadError
+from toolkit.sim.plan import new_memory, plan_for
 from toolkit.sim.vela_tflite import load_compiled_tflite, run_graph
 
 from .tflite_builder import unary_chain
@@ -64,6 +65,28 @@ def test_himax_prediction_pinned():
                                                         "axi0_write": 62_789,
                                                         "axi1_read": 30_708})
     assert abs(sim.pmu.total / 479_093 - 1) < 0.10
+
+
+# The same, on the source file without its final softmax (tflite_edit.without_final_softmax):
+# the logits the softmax reads.
+HIMAX_LOGITS = {0: [92, -91], 1: [82, -80], 2: [107, -105], 3: [99, -98]}
+
+
+@needs_anchors
+@pytest.mark.parametrize("seed", sorted(HIMAX_LOGITS))
+def test_himax_logits_equal_tflite_reference(seed):
+    """Everything before the softmax is bit-exact: the softmax's first operation (a max pool over
+    the two classes) reads the logits."""
+    (program,) = load_compiled_tflite(HIMAX).npu_programs
+    plan, memory = plan_for(program, "ethos-u55-64"), new_memory(program, "ethos-u55-64")
+    x = np.random.default_rng(seed).integers(-128, 128, (96 * 96,), dtype=np.int8)
+    memory.write_bytes(1, program.inputs[0].offset, x.view(np.uint8), "input")
+    for step in plan.steps:
+        if step.record.kind == "pool.max" and step.record.ifm_shape == (1, 2, 1):
+            break
+        step.run(memory)
+    base = dict(step.record.registers)["IFM_BASE0"]
+    assert memory.regions[1][base:base + 2].view(np.int8).tolist() == HIMAX_LOGITS[seed]
 
 
 @needs_anchors
