@@ -3,6 +3,7 @@ and a .tflite whose float edges (QUANTIZE/DEQUANTIZE) Vela leaves to the CPU."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,7 @@ from toolkit.npu import npu_config
 from toolkit.runners.sim import SimulatorRunner
 from toolkit.sim import simulate
 from toolkit.sim.errors import PayloadError
+from toolkit.sim.plan import new_memory, plan_for
 from toolkit.sim.vela_tflite import load_compiled_tflite, run_graph
 
 from .tflite_builder import unary_chain
@@ -65,6 +67,28 @@ def test_himax_prediction_pinned():
     assert abs(sim.pmu.total / 479_093 - 1) < 0.10
 
 
+# The same, on the source file without its final softmax (tflite_edit.without_final_softmax):
+# the logits the softmax reads.
+HIMAX_LOGITS = {0: [92, -91], 1: [82, -80], 2: [107, -105], 3: [99, -98]}
+
+
+@needs_anchors
+@pytest.mark.parametrize("seed", sorted(HIMAX_LOGITS))
+def test_himax_logits_equal_tflite_reference(seed):
+    """Everything before the softmax is bit-exact: the softmax's first operation (a max pool over
+    the two classes) reads the logits."""
+    (program,) = load_compiled_tflite(HIMAX).npu_programs
+    plan, memory = plan_for(program, "ethos-u55-64"), new_memory(program, "ethos-u55-64")
+    x = np.random.default_rng(seed).integers(-128, 128, (96 * 96,), dtype=np.int8)
+    memory.write_bytes(1, program.inputs[0].offset, x.view(np.uint8), "input")
+    for step in plan.steps:
+        if step.record.kind == "pool.max" and step.record.ifm_shape == (1, 2, 1):
+            break
+        step.run(memory)
+    base = dict(step.record.registers)["IFM_BASE0"]
+    assert memory.regions[1][base:base + 2].view(np.int8).tolist() == HIMAX_LOGITS[seed]
+
+
 @needs_anchors
 @pytest.mark.xfail(strict=True, reason="the Vela 3.x softmax tail of this stream: the logits "
                    "before it are bit-exact ([92, -91] for seed 0), the softmax gives [127, -102]")
@@ -108,3 +132,24 @@ def test_compiled_file_without_arena_plan_is_refused(tmp_path):
     source.write_bytes(_float_edged())
     with pytest.raises(PayloadError, match="no OfflineMemoryAllocation metadata"):
         load_compiled_tflite(source)
+
+
+@needs_anchors
+def test_deploy_runs_the_compiled_file_on_its_own_npu(tmp_path, capsys):
+    from toolkit.cli import main
+
+    ini = ANCHORS / "configs" / "himax_we2_vela.ini"
+    argv = ["deploy", str(HIMAX), "--runner", "sim", "--vela-config", str(ini),
+            "--system-config", "My_Sys_Cfg", "--memory-mode", "My_Mem_Mode_Parent",
+            "--eval-samples", "1", "-o", str(tmp_path / "out")]
+    assert main(argv) == 0
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["npu"] == "ethos-u55-64"
+    variant = report["variants"]["tflite"]
+    assert variant["npu_ops"] == 122  # 59 conv, 31 depthwise, 29 elementwise, 3 pool
+    cycles = variant["run"]["cycles"]
+    assert cycles["kind"] == "simulated" and cycles["total_cycles"] == 514_262
+    assert cycles["beats"] == {"axi0_read": 112_036, "axi0_write": 62_789, "axi1_read": 30_708}
+    assert main([*argv[:-2], "--npu", "ethos-u55-128", "-o", str(tmp_path / "bad")]) == 2
+    assert "compiled by Vela for ethos-u55-64, not ethos-u55-128: pass --npu ethos-u55-64" in \
+        capsys.readouterr().err

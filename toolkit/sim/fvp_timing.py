@@ -50,6 +50,7 @@ class TimingAdapter:
 # The ML Embedded Evaluation Kit's default timing-adapter settings for Ethos-U55 on Corstone-300
 # (scripts/cmake/timing_adapter/ta_config_u55_high_end.cmake; the FVP figures it publishes, and
 # the Himax WE2 FVP figures, ran with them). SRAM behind AXI0, external memory behind AXI1.
+# Ethos-U65 programs are timed with the same adapters (the kit's U65 settings are not checked).
 MLEK_U55_HIGH_END = {
     "axi0": TimingAdapter(8, 8, 32, 32, 3999, 1, 4000),
     "axi1": TimingAdapter(2, 0, 64, 0, 320, 80, 50),
@@ -180,5 +181,5 @@ def predict_pmu(command_stream: bytes, records: tuple[OpRecord, ...], memory: Fv
             kernel_ends.append(start + max(rec.compute_cycles, *ports.values()))
             cp = start
     end = max([cp, *dma_ends, *kernel_ends])
-    return PmuPrediction(int(round(end)), 0, counts["axi0_read"], counts["axi0_write"],
+    return PmuPrediction(round(end), 0, counts["axi0_read"], counts["axi0_write"],
                          counts["axi1_read"])

@@ -21,7 +21,7 @@ from ethosu.vela.tflite.BuiltinOperator import BuiltinOperator
 from ethosu.vela.tflite.Model import Model
 from ethosu.vela.tflite.TensorType import TensorType
 
-from .errors import PayloadError, UnsupportedError
+from .errors import PayloadError, SimError, UnsupportedError
 from .payload import IOTensor, NpuProgram, _strip_driver_header
 
 NPU_CUSTOM_CODE = "ethos-u"
@@ -204,8 +204,10 @@ RunNpu = Callable[[NpuProgram, list[np.ndarray]], list[np.ndarray]]
 def run_graph(graph: TfliteGraph, inputs: Sequence[np.ndarray], run_npu: RunNpu
               ) -> tuple[np.ndarray, ...]:
     """Execute the graph: ethos-u operators through `run_npu`, the rest on the host."""
+    if len(inputs) != len(graph.inputs):
+        raise SimError(f"{graph.source} takes {len(graph.inputs)} inputs, got {len(inputs)}")
     values = {}
-    for index, value in zip(graph.inputs, inputs, strict=True):
+    for index, value in zip(graph.inputs, inputs):
         t = graph.tensors[index]
         values[index] = np.asarray(value).astype(t.dtype, copy=False).reshape(t.shape)
     for op in graph.ops:
