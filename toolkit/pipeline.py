@@ -29,6 +29,7 @@ from .lower.tflite import compile_tflite
 from .lower.vela import vela_version
 from .models.layout import channels_last_io
 from .models.loader import file_hash, load_model
+from .errors import UserError
 from .npu import NpuConfig
 from .output_folder import locked_output_folder
 from .quantize.calibration import folder_calibration, random_calibration
@@ -93,6 +94,19 @@ class JobResult:
     report_path: Path = field(default=Path())
 
 
+def check_fits(program: Program, target: Target) -> None:
+    """UserError before anything runs when the program needs more SRAM than the target has."""
+    if target.sram_bytes is None:
+        return
+    for d in program.delegates:
+        if d.estimate is not None and d.estimate.sram_used_bytes > target.sram_bytes:
+            raise UserError(
+                f"{program.variant} needs {d.estimate.sram_used_bytes:,} bytes of SRAM (Vela's "
+                f"peak SRAM use, delegate {d.index}; arena {d.estimate.arena_bytes:,} bytes) but "
+                f"{target.name} has {target.sram_bytes:,} (memory.sram_bytes in "
+                f"{target.source.name}): use a smaller input or a target with more SRAM")
+
+
 def _device_run(program: Program, runner, target: Target, reference: Evaluation) -> DeviceRun:
     ev = evaluate(program, runner, reference.inputs, reference.float_outputs, target)
     quant = program.output_quant[0]
@@ -111,6 +125,7 @@ def _tflite_variant(job: Job, npu: NpuConfig, target: Target, runner,
     path = Path(job.model)
     progress(f"compiling {path.name} with Vela for {npu.accelerator}")
     program = compile_tflite(path, npu, Path(job.out_dir), job.extra_vela)
+    check_fits(program, target)
     generator = np.random.default_rng(job.seed + EVAL_SEED_OFFSET)
     inputs = tuple(tuple(generator.integers(q.qmin, q.qmax + 1, s.shape, dtype=s.dtype)
                          for s, q in zip(program.input_specs, program.input_quant))
@@ -161,6 +176,7 @@ def _run_job(job: Job, progress: Callable[[str], None], runner, runner_note: str
         progress(f"compiling {variant} for {npu.accelerator}")
         program = compile_variant(model, calibration, variant, npu, out_dir, job.extra_vela,
                                   rewrites)
+        check_fits(program, target)
         progress(f"host reference run of {variant}")
         reference = evaluate(program, host, inputs, floats)
         save_arrays(program.out_dir / "reference", "input", inputs)

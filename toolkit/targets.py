@@ -98,6 +98,7 @@ class Target:
     fvp: FvpSpec | None = None
     board: dict[str, Any] | None = field(default=None)
     board_spec: BoardSpec | None = None
+    sram_bytes: int | None = None  # SRAM the runtime image gives the NPU; None: not checked
 
     def npu(self, accelerator: str | None = None, system_config: str | None = None,
             memory_mode: str | None = None) -> NpuConfig:
@@ -235,9 +236,12 @@ def _parse_board(table: _Table) -> BoardSpec:
 
 def load_target_file(path: Path) -> Target:
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"target file {path} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"target file {path} is not UTF-8 text (byte {exc.start}): save it as "
+                        "UTF-8") from None
     top = _Table(data, path)
     npu = top.table("npu")
     supported = npu.str_list("supported")
@@ -257,6 +261,8 @@ def load_target_file(path: Path) -> Target:
             )
     fvp = top.table("fvp", required=False)
     board = top.get("board", dict, "a table", default=None)
+    memory = top.table("memory", required=False)
+    sram = memory.get("sram_bytes", int, "a size in bytes") if memory is not None else None
     return Target(
         name=top.get("name", str, "the target's name"),
         description=top.get("description", str, "a one-line description", default=""),
@@ -267,6 +273,7 @@ def load_target_file(path: Path) -> Target:
         fvp=_parse_fvp(fvp) if fvp is not None else None,
         board=board,
         board_spec=_parse_board(_Table(board, path, "board.")) if board is not None else None,
+        sram_bytes=sram,
     )
 
 

@@ -53,7 +53,7 @@ def test_tflite_model_is_one_run_per_config_whatever_the_fusion(tmp_path):
 
 def test_tflite_run_on_the_simulator_records_the_estimate(tflite_bench):
     suite, out, code = tflite_bench
-    assert code == 0
+    assert code == 1  # the tosa-ref run fails (test below): bench says so in its exit code
     assert len(load_suite(suite).runs()) == 2 and len(records(out)) == 2  # sim and tosa-ref
     r = _by_runner(out)["sim"]
     assert r["status"] == "ok", r["reason"]
