@@ -23,13 +23,14 @@ from .compare.evaluate import (
 )
 from .compare.metrics import exact_match_rate, max_abs_err_lsb
 from .compare.variants import VariantComparison, compare_variants
+from .errors import UserError
 from .lower.compile import compile_variant
 from .lower.staging import remove_stale_staging
 from .lower.tflite import compile_tflite
 from .lower.vela import vela_version
+from .lower.vela_options import check_vela_options
 from .models.layout import channels_last_io
 from .models.loader import file_hash, load_model
-from .errors import UserError
 from .npu import NpuConfig
 from .output_folder import locked_output_folder
 from .quantize.calibration import folder_calibration, random_calibration
@@ -150,9 +151,19 @@ def run_job(job: Job, progress: Callable[[str], None] = lambda _: None, runner=N
         return _run_job(job, progress, runner, runner_note)
 
 
+def check_job(job: Job) -> None:
+    """What can be checked before anything loads or compiles."""
+    for name, value in (("--eval-samples", job.eval_samples),
+                        ("--calibration-samples", job.calibration_samples)):
+        if value < 1:
+            raise UserError(f"{name} must be at least 1, got {value}")
+
+
 def _run_job(job: Job, progress: Callable[[str], None], runner, runner_note: str) -> JobResult:
+    check_job(job)
     target = load_target(job.target)
     npu = target.npu(job.npu, job.system_config, job.memory_mode)
+    check_vela_options(npu, job.extra_vela)
     if job.model.endswith(".tflite"):
         model, variant = _tflite_variant(job, npu, target, runner, progress)
         result = JobResult(job, model, target, npu, "none (a quantized .tflite file)",
