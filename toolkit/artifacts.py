@@ -103,10 +103,12 @@ class VelaEstimate:
 
     npu_cycles: int
     total_cycles: int
-    sram_bytes: int
+    sram_traffic_bytes: int  # bytes read and written in SRAM per inference
     off_chip_flash_bytes: int
     macs: int
     layers: tuple[LayerEstimate, ...] = ()
+    sram_used_bytes: int = 0  # peak SRAM the program occupies (Vela's "Total SRAM used")
+    arena_bytes: int = 0  # the scratch arena the runtime must provide (plus the fast scratch)
 
 
 @dataclass(frozen=True)

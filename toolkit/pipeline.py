@@ -36,10 +36,11 @@ from .compare.variants import VariantComparison, compare_variants
 from .errors import UserError
 from .lower.compile import compile_variant
 from .lower.compiled_tflite import load_compiled_program
-from .lower.staging import remove_stale_staging
 from .lower.parallel import compile_variants
+from .lower.staging import remove_stale_staging
 from .lower.tflite import compile_tflite
 from .lower.vela import vela_version
+from .lower.vela_options import check_vela_options
 from .models.layout import channels_last_io
 from .models.loader import file_hash, load_model
 from .npu import NpuConfig
@@ -126,6 +127,19 @@ class JobResult:
     task: TaskResult | None = None
 
 
+def check_fits(program: Program, target: Target) -> None:
+    """UserError before anything runs when the program needs more SRAM than the target has."""
+    if target.sram_bytes is None:
+        return
+    for d in program.delegates:
+        if d.estimate is not None and d.estimate.sram_used_bytes > target.sram_bytes:
+            raise UserError(
+                f"{program.variant} needs {d.estimate.sram_used_bytes:,} bytes of SRAM (Vela's "
+                f"peak SRAM use, delegate {d.index}; arena {d.estimate.arena_bytes:,} bytes) but "
+                f"{target.name} has {target.sram_bytes:,} (memory.sram_bytes in "
+                f"{target.source.name}): use a smaller input or a target with more SRAM")
+
+
 def _device_run(program: Program, runner, target: Target, reference: Evaluation) -> DeviceRun:
     ev = evaluate(program, runner, reference.inputs, reference.float_outputs, target)
     quant = program.output_quant[0]
@@ -148,6 +162,7 @@ def _tflite_variant(job: Job, npu: NpuConfig, target: Target, runner,
     else:
         progress(f"compiling {path.name} with Vela for {npu.accelerator}")
         program = compile_tflite(path, npu, Path(job.out_dir), job.extra_vela)
+    check_fits(program, target)
     generator = np.random.default_rng(job.seed + EVAL_SEED_OFFSET)
 
     def sample(spec, quant):
@@ -211,9 +226,19 @@ def run_job(job: Job, progress: Callable[[str], None] = lambda _: None, runner=N
         return _run_job(job, progress, runner, runner_note)
 
 
+def check_job(job: Job) -> None:
+    """What can be checked before anything loads or compiles."""
+    for name, value in (("--eval-samples", job.eval_samples),
+                        ("--calibration-samples", job.calibration_samples)):
+        if value < 1:
+            raise UserError(f"{name} must be at least 1, got {value}")
+
+
 def _run_job(job: Job, progress: Callable[[str], None], runner, runner_note: str) -> JobResult:
+    check_job(job)
     target = load_target(job.target)
     npu = target.npu(job.npu, job.system_config, job.memory_mode, job.vela_config)
+    check_vela_options(npu, job.extra_vela)
     if job.model.endswith(".tflite"):
         model, variant = _tflite_variant(job, npu, target, runner, progress)
         npu = variant.program.npu  # a compiled file's own NPU
@@ -245,6 +270,7 @@ def _run_job(job: Job, progress: Callable[[str], None], runner, runner_note: str
                                 rewrites, job.parallel_variants)
     for variant in job.variants:
         program = programs[variant]
+        check_fits(program, target)
         progress(f"host reference run of {variant}")
         reference = evaluate(program, host, inputs, floats)
         save_arrays(program.out_dir / "reference", "input", inputs)

@@ -103,6 +103,7 @@ class Target:
     board: dict[str, Any] | None = field(default=None)
     board_spec: BoardSpec | None = None
     vela_config: str | None = None  # [npu.vela] config: a vendor's Vela ini (else Vela's own)
+    sram_bytes: int | None = None  # SRAM the runtime image gives the NPU; None: not checked
 
     def npu(self, accelerator: str | None = None, system_config: str | None = None,
             memory_mode: str | None = None, vela_config: str | Path | None = None) -> NpuConfig:
@@ -251,9 +252,12 @@ def _parse_board(table: _Table) -> BoardSpec:
 
 def load_target_file(path: Path) -> Target:
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"target file {path} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"target file {path} is not UTF-8 text (byte {exc.start}): save it as "
+                        "UTF-8") from None
     top = _Table(data, path)
     npu = top.table("npu")
     supported = npu.str_list("supported")
@@ -275,6 +279,8 @@ def load_target_file(path: Path) -> Target:
             )
     fvp = top.table("fvp", required=False)
     board = top.get("board", dict, "a table", default=None)
+    memory = top.table("memory", required=False)
+    sram = memory.get("sram_bytes", int, "a size in bytes") if memory is not None else None
     return Target(
         name=top.get("name", str, "the target's name"),
         description=top.get("description", str, "a one-line description", default=""),
@@ -286,6 +292,7 @@ def load_target_file(path: Path) -> Target:
         board=board,
         board_spec=_parse_board(_Table(board, path, "board.")) if board is not None else None,
         vela_config=vela_config,
+        sram_bytes=sram,
     )
 
 

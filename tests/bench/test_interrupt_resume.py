@@ -96,7 +96,7 @@ def test_killed_worker_loses_nothing_and_its_run_is_retried(tmp_path):
     models = [f"{once}:net", "zoo:linear_relu6", f"{always}:net"]
     suite = write_suite(tmp_path / "s.toml", models=models, npus=["ethos-u55-128"], fusion=["on"])
     out = tmp_path / "out"
-    assert main(["bench", str(suite), "-j", "2", "--out", str(out)]) == 0
+    assert main(["bench", str(suite), "-j", "2", "--out", str(out)]) == 1  # a run failed
     recs = {r["spec"]["model"]: r for r in records(out)}
     assert len(records(out)) == 3 and set(recs) == set(models)
     assert recs[f"{once}:net"]["status"] == "ok"  # retried on a fresh worker
@@ -105,6 +105,6 @@ def test_killed_worker_loses_nothing_and_its_run_is_retried(tmp_path):
     assert "worker process died 2 times" in recs[f"{always}:net"]["reason"]
     assert f"exit code {-signal.SIGKILL}" in recs[f"{always}:net"]["reason"]
     # --resume runs the failed one again (and only it): its newest record wins
-    assert main(["bench", str(suite), "--out", str(out), "--resume"]) == 0
+    assert main(["bench", str(suite), "--out", str(out), "--resume"]) == 1  # and fails again
     assert [r["spec"]["model"] for r in records(out)][3:] == [f"{always}:net"]
     assert os.path.exists(tmp_path / "always.mark")

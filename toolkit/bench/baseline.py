@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,16 +57,48 @@ def baseline_from_records(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
 
 def load_baseline(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(Path(path).read_text())
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UserError(f"baseline {path} does not exist") from None
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise UserError(f"baseline {path} is not JSON: {exc}") from None
+    except OSError as exc:
+        raise UserError(f"baseline {path} cannot be read: {exc.strerror}") from None
     if not isinstance(data, dict) or data.get("schema") != BASELINE_SCHEMA or not isinstance(
             data.get("runs"), dict):
         raise UserError(f"baseline {path} is not an etk baseline (schema {BASELINE_SCHEMA} with "
                         "'runs'): make one with etk bench, it writes DIR/baseline.json")
+    for key, entry in data["runs"].items():
+        problem = _entry_problem(entry)
+        if problem:
+            raise UserError(f"baseline {path}: run {key} {problem}: make the baseline again "
+                            "with etk bench (it writes DIR/baseline.json)")
     return data
+
+
+def _entry_problem(entry: Any) -> str | None:
+    """What is wrong with one baseline run entry, or None."""
+    if not isinstance(entry, dict):
+        return "is not an object"
+    cycles = entry.get("cycles")
+    if not isinstance(entry.get("label"), str) or not isinstance(cycles, dict):
+        return "has no label or cycles"
+    for name in ("run", "estimate"):
+        figures = cycles.get(name)
+        if not isinstance(figures, dict) or not isinstance(figures.get("npu_cycles"),
+                                                           (int, type(None))):
+            return f"has no {name} cycles (an object with an integer npu_cycles)"
+    outputs = entry.get("outputs")
+    if not isinstance(outputs, list):
+        return "has no outputs list"
+    for output in outputs:
+        if not isinstance(output, dict) or not isinstance(output.get("codes"), str):
+            return "has an output without its codes (a base64 string)"
+        try:
+            decode_codes(output["codes"])
+        except (ValueError, zlib.error):
+            return "has output codes that do not decode"
+    return None
 
 
 def _cycles(key: str, label: str, name: str, base: dict, now: dict,

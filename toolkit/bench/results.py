@@ -62,6 +62,25 @@ def append_record(path: Path, record: dict[str, Any]) -> None:
         os.close(fd)
 
 
+def repair_torn_tail(path: Path) -> int:
+    """Move a torn last line (a run killed mid-write) to PATH.torn and cut it from path, so the
+    next record starts on a line of its own. Returns the bytes moved (0: nothing was torn)."""
+    if not path.is_file():
+        return 0
+    data = path.read_bytes()
+    if not data or data.endswith(b"\n"):
+        return 0
+    keep = data.rfind(b"\n") + 1
+    with open(path.with_name(path.name + ".torn"), "ab") as torn:
+        torn.write(data[keep:] + b"\n")
+        torn.flush()
+        os.fsync(torn.fileno())
+    with open(path, "r+b") as handle:
+        handle.truncate(keep)
+        os.fsync(handle.fileno())
+    return len(data) - keep
+
+
 def read_records(path: Path) -> list[dict[str, Any]]:
     """Every record in file order; a torn last line (power loss) is ignored."""
     if not path.exists():

@@ -9,6 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from ..errors import UserError
+from ..output_folder import locked_output_folder
 from ..report.json_report import write_json_atomic
 from .baseline import BASELINE_NAME, baseline_from_records
 from .progress import BenchProgress
@@ -18,6 +19,7 @@ from .results import (
     finished_keys,
     latest,
     read_records,
+    repair_torn_tail,
     run_key,
 )
 from .suite import Suite
@@ -35,9 +37,19 @@ class BenchOutcome:
 def run_suite(suite: Suite, out: Path, jobs: int = 1, resume: bool = False,
               scheduler: str | None = None, console: Console | None = None) -> BenchOutcome:
     console = console or Console(stderr=True)
+    with locked_output_folder(out, "bench folder"):
+        return _run_suite(suite, out, jobs, resume, scheduler, console)
+
+
+def _run_suite(suite: Suite, out: Path, jobs: int, resume: bool, scheduler: str | None,
+               console: Console) -> BenchOutcome:
     specs = suite.runs()
-    out.mkdir(parents=True, exist_ok=True)
     results = out / RESULTS_NAME
+    torn = repair_torn_tail(results)
+    if torn:
+        console.print(f"note: {results} ended in a torn line ({torn} bytes, from a run killed "
+                      f"while writing it): moved to {results.name}.torn; that run runs again",
+                      markup=False, highlight=False)
     previous = read_records(results)
     if previous and not resume:
         raise UserError(f"{results} already holds {len(previous)} runs: pass --resume to "

@@ -172,8 +172,23 @@ def _expand_models(models: tuple[str, ...], reader: _Reader) -> tuple[str, ...]:
                 raise reader.fail("models", f"pattern '{spec}' matches no zoo model")
             expanded += [m for m in matches if m not in expanded]
         elif spec not in expanded:
+            _check_model_exists(spec, names, reader)
             expanded.append(spec)
     return tuple(expanded)
+
+
+def _check_model_exists(spec: str, zoo: list[str], reader: _Reader) -> None:
+    from ..models.loader import model_file
+
+    if spec.startswith("zoo:"):
+        if spec[4:] not in zoo:
+            raise reader.fail("models", f"names '{spec}', which is not in the zoo: use one of "
+                                        f"{', '.join(sorted(zoo))}")
+        return
+    path = model_file(spec)
+    if path is None or not path.is_file():
+        raise reader.fail("models", f"names '{spec}', but {path} is not a file (paths are "
+                                    "relative to the current directory)")
 
 
 def _vela_options(reader: _Reader) -> tuple[VelaOptions, ...]:

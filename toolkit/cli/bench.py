@@ -44,8 +44,13 @@ def _bench(args) -> int:
         return 130
     console.print(f"{outcome.ran} runs made ({outcome.failed} failed), {outcome.skipped} already "
                   f"recorded; results in {outcome.results}", markup=False, highlight=False)
+    failed = 1 if outcome.failed else 0  # each failed run's reason is in its record
+    if failed:
+        console.print(f"etk: {outcome.failed} runs failed: their reasons are in "
+                      f"{outcome.results}; fix them and run again with --resume",
+                      markup=False, highlight=False)
     if baseline is None:
-        return 0
+        return failed
     keys = {run_key(s) for s in suite.runs()}
     records = [r for k, r in latest(read_records(outcome.results)).items() if k in keys]
     regressions = compare(records, baseline, cycle_tolerance, args.tolerance_lsb)
@@ -57,7 +62,7 @@ def _bench(args) -> int:
         return 1
     console.print(f"no regression against {args.baseline} (cycles +{cycle_tolerance:.1%}, "
                   f"outputs {args.tolerance_lsb} LSB)", markup=False)
-    return 0
+    return failed
 
 
 def _report(args) -> int:

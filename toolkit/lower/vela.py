@@ -10,6 +10,8 @@ import csv
 from importlib.metadata import version
 from pathlib import Path
 
+import numpy as np
+
 from ..artifacts import LayerEstimate, VelaEstimate
 from ..console_capture import capture_fds
 from ..errors import ToolError
@@ -76,8 +78,17 @@ def read_estimate(out_dir: Path, stem: str) -> tuple[VelaEstimate, int]:
     estimate = VelaEstimate(
         npu_cycles=int(_number(summary["cycles_npu"])),
         total_cycles=int(_number(summary["cycles_total"])),
-        sram_bytes=int(_number(summary["sram_total_bytes"])),
+        sram_traffic_bytes=int(_number(summary["sram_total_bytes"])),
         off_chip_flash_bytes=int(_number(summary["off_chip_flash_total_bytes"])),
         macs=int(_number(summary["nn_macs"])),
-        layers=layers)
+        layers=layers,
+        sram_used_bytes=round(_number(summary["sram_memory_used"]) * 1024),  # KiB in the CSV
+        arena_bytes=_arena_bytes(out_dir / f"{stem}_vela.npz"))
     return estimate, len(layers)
+
+
+def _arena_bytes(npz: Path) -> int:
+    """Scratch plus fast scratch, as Vela sized them for the runtime."""
+    with np.load(npz, allow_pickle=False) as data:
+        return sum(int(data[k][0]) for k in ("scratch_shape", "scratch_fast_shape")
+                   if k in data.files and len(data[k]))

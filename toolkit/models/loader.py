@@ -123,15 +123,34 @@ def _file_model(spec: str, shapes) -> LoadedModel:
     else:
         raise UserError(f"no input shape for {spec}: pass --input-shape 1,3,32,32 or define "
                         f"example_inputs() in {path.name}")
-    _check_runs(model, inputs, spec)
+    _check_interface(model, inputs, spec)
     return LoadedModel(spec, f"{path.stem}.{name}", model, inputs,
                        _model_hash(model, inputs, path.read_bytes()))
 
 
-def _check_runs(model: nn.Module, inputs: tuple, spec: str) -> None:
+def _check_interface(model: nn.Module, inputs: tuple, spec: str) -> None:
+    """Float tensors in, a tensor or a tuple/list of tensors out: what the toolkit can quantize
+    and compare."""
+    for index, x in enumerate(inputs):
+        if not isinstance(x, torch.Tensor):
+            raise UserError(f"{spec}: input {index} is a {type(x).__name__}, not a tensor: "
+                            "the model must take tensors")
+        if not x.is_floating_point():
+            raise UserError(f"{spec}: input {index} is {str(x.dtype).replace('torch.', '')}: "
+                            "etk quantizes float inputs to int8; an integer input (such as an "
+                            "embedding's indices) is not supported: give the model float inputs "
+                            "(do the lookup outside it)")
+    output = _check_runs(model, inputs, spec)
+    outputs = output if isinstance(output, (tuple, list)) else (output,)
+    if not outputs or not all(isinstance(o, torch.Tensor) for o in outputs):
+        raise UserError(f"{spec}: forward returns a {type(output).__name__}; return a tensor or a "
+                        "tuple of tensors")
+
+
+def _check_runs(model: nn.Module, inputs: tuple, spec: str):
     try:
         with torch.no_grad():
-            model(*inputs)
+            return model(*inputs)
     except Exception as exc:
         shapes = ", ".join(str(tuple(x.shape)) for x in inputs)
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -155,6 +174,7 @@ def _pt2_model(spec: str) -> LoadedModel:
         raise UserError(f"{path} holds no example inputs: save it with torch.export.save after "
                         "torch.export.export(model, example_inputs)")
     model = program.module(check_guards=False)
+    _check_interface(model, tuple(args), spec)
     return LoadedModel(spec, path.stem, model, tuple(args), file_hash(path))
 
 

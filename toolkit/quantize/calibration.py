@@ -41,6 +41,16 @@ def _load_file(path: Path, n_inputs: int) -> list[np.ndarray]:
         raise UserError(f"calibration file {path} could not be read: {exc}") from None
 
 
+def _check_values(array: np.ndarray, path: Path) -> None:
+    if array.dtype.kind not in "fiub":
+        raise UserError(f"calibration file {path.name} holds {array.dtype} data: give numbers "
+                        "(float32 inputs as the model takes them)")
+    if array.dtype.kind == "f" and not np.isfinite(array).all():
+        bad = int(np.size(array) - np.isfinite(array).sum())
+        raise UserError(f"calibration file {path.name} holds {bad} NaN or infinite values: "
+                        "calibration needs finite inputs")
+
+
 def folder_calibration(folder: Path, example_inputs: tuple) -> CalibrationSet:
     """One sample per .npy (single-input models) or .npz (one array per input, in order).
 
@@ -65,6 +75,7 @@ def folder_calibration(folder: Path, example_inputs: tuple) -> CalibrationSet:
                             f"the model takes {len(shapes)} inputs")
         batches = []
         for array, shape in zip(arrays, shapes):
+            _check_values(array, path)
             if tuple(array.shape) == shape:
                 batches.append(array[None])
             elif shape[:1] == (1,) and tuple(array.shape[1:]) == shape[1:]:

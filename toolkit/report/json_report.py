@@ -14,7 +14,7 @@ from ..artifacts import Program, RunResult
 from ..compare.evaluate import Evaluation
 from ..compare.variants import VariantComparison
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: estimate.sram_bytes (it was traffic) -> sram_used_bytes, arena_bytes, sram_traffic_bytes
 
 
 def _finite(value: float | None):
@@ -44,7 +44,10 @@ def variant_entry(program: Program, evaluation: Evaluation | None) -> dict[str, 
             "kind": "estimate", "source": "Vela",
             "npu_cycles": sum(e.npu_cycles for e in estimates),
             "total_cycles": sum(e.total_cycles for e in estimates),
-            "sram_bytes": sum(e.sram_bytes for e in estimates),
+            # delegates run one at a time: the largest is the program's peak
+            "sram_used_bytes": max((e.sram_used_bytes for e in estimates), default=0),
+            "arena_bytes": max((e.arena_bytes for e in estimates), default=0),
+            "sram_traffic_bytes": sum(e.sram_traffic_bytes for e in estimates),
             "off_chip_flash_bytes": sum(e.off_chip_flash_bytes for e in estimates),
             "macs": sum(e.macs for e in estimates),
             "layers": [dict(asdict(layer), delegate=d.index) for d in program.delegates
