@@ -1,5 +1,6 @@
-"""Pools keep their input's quantization (toolkit/quantize/shared_pools.py): an upstream lowering
-gap that broke every fused conv + ReLU followed by an average pool."""
+"""Pools keep their input's quantization (upstream's TOSAQuantizationConfig rule, which the TOSA
+lowering assumes): a copy of the config that lost it broke every fused conv + ReLU followed by an
+average pool."""
 
 from __future__ import annotations
 
