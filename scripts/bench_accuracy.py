@@ -51,8 +51,9 @@ def _windows(data: LabelledData, shape) -> np.ndarray:
 
 
 def _calibration(windows: np.ndarray, indices: np.ndarray, shape, seed: int) -> CalibrationSet:
-    samples = tuple((torch.from_numpy(w.reshape(shape).copy()),)
-                    for i in indices for w in windows[i])
+    samples = tuple(
+        (torch.from_numpy(w.reshape(shape).copy()),) for i in indices for w in windows[i]
+    )
     digest = hashlib.sha256(windows[indices].tobytes()).hexdigest()[:16]
     return CalibrationSet(samples, f"{len(indices)} samples, split seed {seed}", seed, digest)
 
@@ -60,27 +61,41 @@ def _calibration(windows: np.ndarray, indices: np.ndarray, shape, seed: int) -> 
 def _float_outputs(module, windows: np.ndarray, shape) -> np.ndarray:
     flat = torch.from_numpy(windows.reshape(-1, *shape[1:]))
     with torch.no_grad():
-        out = torch.cat([module(flat[i:i + 256]) for i in range(0, len(flat), 256)]).numpy()
+        out = torch.cat([module(flat[i : i + 256]) for i in range(0, len(flat), 256)]).numpy()
     return out.reshape(len(windows), windows.shape[1], -1)
 
 
 def _line(name: str, values: list[float]) -> str:
     v = np.asarray(values)
-    return (f"| {name} | {v.mean():.4f} | {v.std():.4f} | {v.min():.4f}..{v.max():.4f} | "
-            + " ".join(f"{x:.4f}" for x in v) + " |")
+    return (
+        f"| {name} | {v.mean():.4f} | {v.std():.4f} | {v.min():.4f}..{v.max():.4f} | "
+        + " ".join(f"{x:.4f}" for x in v)
+        + " |"
+    )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="zoo:ds_cnn@mlperf")
-    parser.add_argument("--data", type=Path, help="DIR with x.npy (float32, model layout) and "
-                        "y.npy (default: the KWS data in examples/data)")
-    parser.add_argument("--reference", type=Path, help="the int8 .tflite to compare with "
-                        "(default: the trained file of zoo:NAME@mlperf)")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        help="DIR with x.npy (float32, model layout) and "
+        "y.npy (default: the KWS data in examples/data)",
+    )
+    parser.add_argument(
+        "--reference",
+        type=Path,
+        help="the int8 .tflite to compare with (default: the trained file of zoo:NAME@mlperf)",
+    )
     parser.add_argument("--calibration", type=int, default=200)
     parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--first-seed", type=int, default=0,
-                        help="seeds FIRST..FIRST+SEEDS-1 (to spread the seeds over processes)")
+    parser.add_argument(
+        "--first-seed",
+        type=int,
+        default=0,
+        help="seeds FIRST..FIRST+SEEDS-1 (to spread the seeds over processes)",
+    )
     parser.add_argument("--target", default="corstone-300")
     parser.add_argument("--npu", default="ethos-u55-128")
     parser.add_argument("--out", type=Path, default=Path("bench-accuracy"))
@@ -104,37 +119,55 @@ def main() -> int:
     reference = None
     if reference_path is not None:
         program = compile_tflite(reference_path, npu, args.out / "reference")
-        reference = program_outputs(program, evaluation_runner(program), data, shape,
-                                    reference_path.name)
+        reference = program_outputs(
+            program, evaluation_runner(program), data, shape, reference_path.name
+        )
     figures: dict[str, list[float]] = {"fused": [], "unfused": [], "float model": []}
     if reference is not None:
         figures[f"reference {reference_path.name}"] = []
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         order = np.random.default_rng(seed).permutation(len(data.y))
-        calibration, held_out = np.sort(order[:args.calibration]), np.sort(order[args.calibration:])
+        calibration, held_out = (
+            np.sort(order[: args.calibration]),
+            np.sort(order[args.calibration :]),
+        )
         evaluation = data.subset(held_out, f"split seed {seed}")
         for variant in ("fused", "unfused"):
-            program = compile_variant(model, _calibration(windows, calibration, shape, seed),
-                                      variant, npu, args.out / f"seed_{seed}")
-            outputs = program_outputs(program, evaluation_runner(program), evaluation, shape,
-                                      f"{variant}, seed {seed}")
+            program = compile_variant(
+                model,
+                _calibration(windows, calibration, shape, seed),
+                variant,
+                npu,
+                args.out / f"seed_{seed}",
+            )
+            outputs = program_outputs(
+                program, evaluation_runner(program), evaluation, shape, f"{variant}, seed {seed}"
+            )
             figures[variant].append(_score(metric, windows[held_out], outputs, evaluation.y))
-        figures["float model"].append(_score(metric, windows[held_out], floats[held_out], evaluation.y))
+        figures["float model"].append(
+            _score(metric, windows[held_out], floats[held_out], evaluation.y)
+        )
         if reference is not None:
             figures[f"reference {reference_path.name}"].append(
-                _score(metric, windows[held_out], reference[held_out], evaluation.y))
-        print(f"seed {seed}: " + ", ".join(f"{k} {v[-1]:.4f}" for k, v in figures.items()),
-              flush=True)
+                _score(metric, windows[held_out], reference[held_out], evaluation.y)
+            )
+        print(
+            f"seed {seed}: " + ", ".join(f"{k} {v[-1]:.4f}" for k, v in figures.items()), flush=True
+        )
     name = {"top1": "top-1", "auc": "ROC AUC"}[metric]
-    print(f"\n{args.model}, {npu.accelerator}: {name} on {len(data.y) - args.calibration} held-out "
-          f"samples, calibrated on {args.calibration}, {args.seeds} seeded splits "
-          f"(simulator: Vela's command stream; {time.time() - started:.0f} s)\n")
+    print(
+        f"\n{args.model}, {npu.accelerator}: {name} on {len(data.y) - args.calibration} held-out "
+        f"samples, calibrated on {args.calibration}, {args.seeds} seeded splits "
+        f"(simulator: Vela's command stream; {time.time() - started:.0f} s)\n"
+    )
     print(f"| | {name} mean | std | min..max | per seed |\n|---|---|---|---|---|")
     for key, values in figures.items():
         print(_line(key, values))
     delta = np.asarray(figures["fused"]) - np.asarray(figures["unfused"])
-    print(f"\nfused - unfused: mean {delta.mean():+.4f}, per seed "
-          + " ".join(f"{d:+.4f}" for d in delta))
+    print(
+        f"\nfused - unfused: mean {delta.mean():+.4f}, per seed "
+        + " ".join(f"{d:+.4f}" for d in delta)
+    )
     return 0
 
 

@@ -1,6 +1,6 @@
 """Wall time of `etk compare MODEL` split by stage, and what a second compile in-process costs.
 
-    python scripts/bench_compile.py [zoo:ds_cnn]
+python scripts/bench_compile.py [zoo:ds_cnn]
 """
 
 from __future__ import annotations
@@ -42,9 +42,13 @@ def main(spec: str = "zoo:ds_cnn") -> None:
             t = time.perf_counter()
             compile_variant(model, calibration, variant, npu, Path(out))  # cache hit
             again_s = time.perf_counter() - t
-            table.add_row(variant, f"{load_s:.2f}", *(f"{program.timings.get(s, 0):.2f}"
-                                                     for s in stages[:3]),
-                          f"{host_s:.2f}", f"{again_s:.4f}")
+            table.add_row(
+                variant,
+                f"{load_s:.2f}",
+                *(f"{program.timings.get(s, 0):.2f}" for s in stages[:3]),
+                f"{host_s:.2f}",
+                f"{again_s:.4f}",
+            )
             load_s = 0.0
     Console().print(table)
 

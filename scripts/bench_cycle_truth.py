@@ -40,17 +40,50 @@ class Anchor:
 
 MLEK = ("mlek_default_vela_2021-12.ini", "Ethos_U55_High_End_Embedded", "Shared_Sram")
 ANCHORS = (  # ../shared/cycle-anchors/README.md
-    Anchor("kws_micronet_m.tflite", "ethos-u55-128", *MLEK, 414_172, (132_130, 48_252, 17_544),
-           "Vela 3.2.0"),
-    Anchor("ad_medium_int8.tflite", "ethos-u55-128", *MLEK, 968_172, (485_194, 138_111, 56_245),
-           "Vela 3.2.0"),
-    Anchor("mobilenet_v2_1.0_224_INT8.tflite", "ethos-u55-128", *MLEK, 7_346_172,
-           (2_468_259, 1_151_319, 432_351), "Vela 3.3.0"),
+    Anchor(
+        "kws_micronet_m.tflite",
+        "ethos-u55-128",
+        *MLEK,
+        414_172,
+        (132_130, 48_252, 17_544),
+        "Vela 3.2.0",
+    ),
+    Anchor(
+        "ad_medium_int8.tflite",
+        "ethos-u55-128",
+        *MLEK,
+        968_172,
+        (485_194, 138_111, 56_245),
+        "Vela 3.2.0",
+    ),
+    Anchor(
+        "mobilenet_v2_1.0_224_INT8.tflite",
+        "ethos-u55-128",
+        *MLEK,
+        7_346_172,
+        (2_468_259, 1_151_319, 432_351),
+        "Vela 3.3.0",
+    ),
     # Alif Ensemble board PMU (silicon, Alif's KWS, Vela 3.10): not the FVP's memory system
-    Anchor("kws_micronet_m.tflite", "ethos-u55-128", *MLEK, 405_608, (125_388, 48_254, 17_493),
-           "Vela 3.10 (Alif board)"),
-    Anchor("person_int8_model_vela_mac64.tflite", "ethos-u55-64", "himax_we2_vela.ini",
-           "My_Sys_Cfg", "My_Mem_Mode_Parent", 479_093, None, "published", 2_009_130),
+    Anchor(
+        "kws_micronet_m.tflite",
+        "ethos-u55-128",
+        *MLEK,
+        405_608,
+        (125_388, 48_254, 17_493),
+        "Vela 3.10 (Alif board)",
+    ),
+    Anchor(
+        "person_int8_model_vela_mac64.tflite",
+        "ethos-u55-64",
+        "himax_we2_vela.ini",
+        "My_Sys_Cfg",
+        "My_Mem_Mode_Parent",
+        479_093,
+        None,
+        "published",
+        2_009_130,
+    ),
 )
 
 
@@ -61,8 +94,9 @@ def _zeros(program) -> list[np.ndarray]:
 def predict(anchor: Anchor, anchors: Path, out: Path) -> tuple[int, int, dict]:
     """(our NPU TOTAL prediction, Vela's estimate, our beats)."""
     ini = anchors / "configs" / anchor.ini
-    npu = npu_config(anchor.accelerator, anchor.system_config,
-                     anchor.memory_mode).with_config_ini(ini)
+    npu = npu_config(anchor.accelerator, anchor.system_config, anchor.memory_mode).with_config_ini(
+        ini
+    )
     if anchor.stream == "published":
         programs = load_compiled_tflite(anchors / "models" / anchor.model).npu_programs
         vela = anchor.vela_total
@@ -70,24 +104,35 @@ def predict(anchor: Anchor, anchors: Path, out: Path) -> tuple[int, int, dict]:
         compiled = compile_tflite(anchors / "models" / anchor.model, npu, out / anchor.model)
         programs = [load_payload(d.vela_npz_path) for d in compiled.delegates]
         vela = sum(d.estimate.total_cycles for d in compiled.delegates)
-    runs = [simulate(p, _zeros(p), npu.accelerator, npu.system_config, npu.memory_mode,
-                     str(ini)) for p in programs]
+    runs = [
+        simulate(p, _zeros(p), npu.accelerator, npu.system_config, npu.memory_mode, str(ini))
+        for p in programs
+    ]
     beats = {k: sum(r.pmu.beats[k] for r in runs) for k in runs[0].pmu.beats}
     return sum(r.pmu.total for r in runs), vela, beats
 
 
 def main() -> None:
     repo = Path(__file__).resolve().parents[1]
-    found = [p / "shared" / "cycle-anchors" for p in (repo.parent, repo.parent.parent)
-             if (p / "shared" / "cycle-anchors").is_dir()]
+    found = [
+        p / "shared" / "cycle-anchors"
+        for p in (repo.parent, repo.parent.parent)
+        if (p / "shared" / "cycle-anchors").is_dir()
+    ]
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--anchors", type=Path, required=not found,
-                        default=found[0] if found else None,
-                        help="the cycle-anchors folder (default: shared/ beside the repository)")
+    parser.add_argument(
+        "--anchors",
+        type=Path,
+        required=not found,
+        default=found[0] if found else None,
+        help="the cycle-anchors folder (default: shared/ beside the repository)",
+    )
     parser.add_argument("--out", type=Path, default=Path("etk-cycle-truth"))
     args = parser.parse_args()
-    print("| model | stream | published NPU TOTAL | ours | Vela estimate | ours/published | "
-          "Vela/published | beats AXI0 rd / AXI0 wr / AXI1 rd: ours vs published |")
+    print(
+        "| model | stream | published NPU TOTAL | ours | Vela estimate | ours/published | "
+        "Vela/published | beats AXI0 rd / AXI0 wr / AXI1 rd: ours vs published |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     ours_log, vela_log = [], []
     for anchor in ANCHORS:
@@ -96,23 +141,33 @@ def main() -> None:
         vela_log.append(abs(math.log(vela / anchor.published_total)))
         mine = (beats["axi0_read"], beats["axi0_write"], beats["axi1_read"])
         if anchor.published_beats:
-            beat_text = " / ".join(f"{m:,} vs {p:,} ({m / p:.3f}x)"
-                                   for m, p in zip(mine, anchor.published_beats))
+            beat_text = " / ".join(
+                f"{m:,} vs {p:,} ({m / p:.3f}x)" for m, p in zip(mine, anchor.published_beats)
+            )
         else:
             beat_text = " / ".join(f"{m:,}" for m in mine) + " (none published)"
-        stream = "published" if anchor.stream == "published" else \
-            f"Vela 5.1 (published: {anchor.stream})"
-        print(f"| {anchor.model} | {stream} | {anchor.published_total:,} | {ours:,} | "
-              f"{vela:,} | {ours / anchor.published_total:.3f} | "
-              f"{vela / anchor.published_total:.3f} | {beat_text} |", flush=True)
+        stream = (
+            "published"
+            if anchor.stream == "published"
+            else f"Vela 5.1 (published: {anchor.stream})"
+        )
+        print(
+            f"| {anchor.model} | {stream} | {anchor.published_total:,} | {ours:,} | "
+            f"{vela:,} | {ours / anchor.published_total:.3f} | "
+            f"{vela / anchor.published_total:.3f} | {beat_text} |",
+            flush=True,
+        )
+
     def mean(logs, rows=None):
         logs = [v for v, a in zip(logs, ANCHORS) if rows is None or rows(a)]
         return math.exp(sum(logs) / len(logs)) - 1
 
-    print(f"\ngeometric mean |log ratio| to the published NPU TOTAL: ours "
-          f"{mean(ours_log):.1%}, Vela's estimate {mean(vela_log):.1%}; on the files Vela 5.1 "
-          f"compiles here alone: ours {mean(ours_log, _recompiled):.1%}, Vela's "
-          f"{mean(vela_log, _recompiled):.1%}")
+    print(
+        f"\ngeometric mean |log ratio| to the published NPU TOTAL: ours "
+        f"{mean(ours_log):.1%}, Vela's estimate {mean(vela_log):.1%}; on the files Vela 5.1 "
+        f"compiles here alone: ours {mean(ours_log, _recompiled):.1%}, Vela's "
+        f"{mean(vela_log, _recompiled):.1%}"
+    )
 
 
 def _recompiled(anchor: Anchor) -> bool:

@@ -38,8 +38,9 @@ def measure(spec: str, seeds: list[int], eval_samples: int, out: Path) -> dict:
         calibration = random_calibration(model.example_inputs, 8, seed)
         for variant in VARIANTS:
             program = compile_variant(model, calibration, variant, npu, out / f"{seed}")
-            sqnr[variant].append(evaluate(program, TosaReferenceRunner(), inputs, floats)
-                                 .accuracy.sqnr_db)
+            sqnr[variant].append(
+                evaluate(program, TosaReferenceRunner(), inputs, floats).accuracy.sqnr_db
+            )
             if variant == "fused":
                 blocks[seed] = [d for d in program.decisions if d.fused]
     return {"sqnr": sqnr, "blocks": blocks}
@@ -57,8 +58,10 @@ def main() -> None:
     args = parser.parse_args()
     models = args.models or [f"zoo:{name}" for name in zoo_names()]
     seeds = [int(s) for s in args.seeds.split(",")]
-    print(f"SQNR vs float, dB: mean (min..max) over calibration seeds {seeds}, "
-          f"{args.eval_samples} evaluation inputs, host reference, corstone-300 ethos-u55-128")
+    print(
+        f"SQNR vs float, dB: mean (min..max) over calibration seeds {seeds}, "
+        f"{args.eval_samples} evaluation inputs, host reference, corstone-300 ethos-u55-128"
+    )
     print(f"{'model':28} {'fused':>22} {'unfused':>22} {'fused-unfused':>14}")
     below = 0
     with tempfile.TemporaryDirectory() as tmp:
@@ -70,8 +73,11 @@ def main() -> None:
             if delta < 0:
                 below += 1
                 for d in result["blocks"][seeds[0]]:
-                    print(f"    block {d.parent} + {d.activation} ({d.source}): range [0, "
-                          f"{d.upper_bound:.4g}] ({d.upper_bound_from})", flush=True)
+                    print(
+                        f"    block {d.parent} + {d.activation} ({d.source}): range [0, "
+                        f"{d.upper_bound:.4g}] ({d.upper_bound_from})",
+                        flush=True,
+                    )
     print(f"fused below unfused on {below} of {len(models)} models")
 
 

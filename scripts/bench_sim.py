@@ -97,8 +97,13 @@ def _delegate_calls(program, inputs):
     return calls
 
 
-def _row(name: str, sim: tuple[float, float], ref: tuple[float, float] | None,
-         tfl: tuple[float, float] | None, exact: bool | None) -> str:
+def _row(
+    name: str,
+    sim: tuple[float, float],
+    ref: tuple[float, float] | None,
+    tfl: tuple[float, float] | None,
+    exact: bool | None,
+) -> str:
     def ms(pair):
         return ("" if pair is None else f"{pair[0] * 1e3:9.1f}{pair[1] * 1e3:9.1f}").rjust(18, " ")
 
@@ -112,17 +117,30 @@ def _row(name: str, sim: tuple[float, float], ref: tuple[float, float] | None,
 
 def bench_zoo(name: str, accelerator: str, timer: Timer, out_dir: Path):
     model = load_model(f"zoo:{name}")
-    program = compile_variant(model, random_calibration(model.example_inputs, samples=4),
-                              "fused", npu_config(accelerator), out_dir / name)
+    program = compile_variant(
+        model,
+        random_calibration(model.example_inputs, samples=4),
+        "fused",
+        npu_config(accelerator),
+        out_dir / name,
+    )
     inputs = [x.numpy() for x in model.example_inputs]
     calls = _delegate_calls(program, inputs)
-    exact = all(np.array_equal(s.reshape(-1), r.reshape(-1))
-                for d, arrays in calls
-                for s, r in zip(simulate(load_payload(d.payload), arrays, accelerator).outputs,
-                                run_tosa_delegate(d, arrays)))
-    exact = exact and all(np.array_equal(a, b) for a, b in zip(
-        SimulatorRunner().run(program, inputs).outputs,
-        TosaReferenceRunner().run(program, inputs).outputs))
+    exact = all(
+        np.array_equal(s.reshape(-1), r.reshape(-1))
+        for d, arrays in calls
+        for s, r in zip(
+            simulate(load_payload(d.payload), arrays, accelerator).outputs,
+            run_tosa_delegate(d, arrays),
+        )
+    )
+    exact = exact and all(
+        np.array_equal(a, b)
+        for a, b in zip(
+            SimulatorRunner().run(program, inputs).outputs,
+            TosaReferenceRunner().run(program, inputs).outputs,
+        )
+    )
 
     def run_sim():
         for d, arrays in calls:
@@ -177,18 +195,33 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=9, help="warm runs (median)")
     parser.add_argument("--cold-repeat", type=int, default=3, help="fresh starts (median)")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall")
-    parser.add_argument("--out", type=Path, help="keep compiled programs here (reused when the "
-                                                 "toolkit's code is unchanged)")
-    parser.add_argument("--no-tflite", action="store_true", help="skip the MLPerf Tiny .tflite files")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="keep compiled programs here (reused when the toolkit's code is unchanged)",
+    )
+    parser.add_argument(
+        "--no-tflite", action="store_true", help="skip the MLPerf Tiny .tflite files"
+    )
     args = parser.parse_args()
     timer = Timer(args.clock, args.repeat, args.cold_repeat)
     tflite, why_not = _tflite_interpreter()
-    print(f"{args.clock}-clock ms; cold = median of {args.cold_repeat} fresh starts, warm = median "
-          f"of {args.repeat}; ratios are simulator / reference (cold, warm)")
-    print(f"{'':<24}{'simulator':^18}{'TOSA reference':^18}{'sim/TOSA':^14}"
-          f"{'TFLite ref kernels':^18}{'sim/TFLite':^14}")
-    print(f"{'model':<24}" + f"{'cold':>9}{'warm':>9}" * 2 + f"{'cold':>7}{'warm':>7}"
-          + f"{'cold':>9}{'warm':>9}" + f"{'cold':>7}{'warm':>7}" + "  bit-exact")
+    print(
+        f"{args.clock}-clock ms; cold = median of {args.cold_repeat} fresh starts, warm = median "
+        f"of {args.repeat}; ratios are simulator / reference (cold, warm)"
+    )
+    print(
+        f"{'':<24}{'simulator':^18}{'TOSA reference':^18}{'sim/TOSA':^14}"
+        f"{'TFLite ref kernels':^18}{'sim/TFLite':^14}"
+    )
+    print(
+        f"{'model':<24}"
+        + f"{'cold':>9}{'warm':>9}" * 2
+        + f"{'cold':>7}{'warm':>7}"
+        + f"{'cold':>9}{'warm':>9}"
+        + f"{'cold':>7}{'warm':>7}"
+        + "  bit-exact"
+    )
     tosa_ratios, tflite_ratios = [], []
     with tempfile.TemporaryDirectory() as tmp:
         out_dir = args.out or Path(tmp)
@@ -205,10 +238,14 @@ def main() -> int:
     if tflite is None and not args.no_tflite:
         print(f"TFLite reference kernels: not timed ({why_not})")
     elif tflite_ratios:
-        print(f"worst sim/TFLite-ref warm ratio {max(r[1] for r in tflite_ratios):.2f} "
-              f"(MLPerf Tiny .tflite files)")
-    print(f"worst cold ratio {max(r[0] for r in tosa_ratios):.2f}, "
-          f"worst warm ratio {max(r[1] for r in tosa_ratios):.2f}")
+        print(
+            f"worst sim/TFLite-ref warm ratio {max(r[1] for r in tflite_ratios):.2f} "
+            f"(MLPerf Tiny .tflite files)"
+        )
+    print(
+        f"worst cold ratio {max(r[0] for r in tosa_ratios):.2f}, "
+        f"worst warm ratio {max(r[1] for r in tosa_ratios):.2f}"
+    )
     return 0
 
 

@@ -37,19 +37,35 @@ from toolkit.quantize.calibration import random_calibration
 from toolkit.runners.sim import SimulatorRunner
 from toolkit.targets import load_target
 
-REFERENCES = {"ds_cnn": "kws_ref_model.tflite", "mobilenet_v1_025": "vww_96_int8.tflite",
-              "resnet8": "pretrainedResnet_quant.tflite", "fc_autoencoder": "ad01_int8.tflite"}
-COLUMNS = ("model", "NPU cycles (Vela est.)", "total cycles (Vela est.)",
-           "NPU cycles (etk model)", "total cycles (etk model)", "NPU ops", "MACs",
-           "MAC-bound cycles", "delegates", "CPU ops")
+REFERENCES = {
+    "ds_cnn": "kws_ref_model.tflite",
+    "mobilenet_v1_025": "vww_96_int8.tflite",
+    "resnet8": "pretrainedResnet_quant.tflite",
+    "fc_autoencoder": "ad01_int8.tflite",
+}
+COLUMNS = (
+    "model",
+    "NPU cycles (Vela est.)",
+    "total cycles (Vela est.)",
+    "NPU cycles (etk model)",
+    "total cycles (etk model)",
+    "NPU ops",
+    "MACs",
+    "MAC-bound cycles",
+    "delegates",
+    "CPU ops",
+)
 
 
 def simulated_cycles(program, inputs) -> tuple[int | None, int | None, str]:
     try:
         cycles = SimulatorRunner().run(program, inputs).cycles
     except UserError as exc:  # the simulator names what it does not implement
-        return None, None, "n/a (unimplemented op)" if "not implemented" in str(exc) else \
-            f"n/a ({exc})"
+        return (
+            None,
+            None,
+            "n/a (unimplemented op)" if "not implemented" in str(exc) else f"n/a ({exc})",
+        )
     return cycles.npu_cycles, cycles.total_cycles, ""
 
 
@@ -57,12 +73,20 @@ def row(label, program, inputs, npu) -> tuple[list[str], int | None]:
     estimates = [d.estimate for d in program.delegates]
     macs = sum(e.macs for e in estimates)
     npu_cycles, total_cycles, why_not = simulated_cycles(program, inputs)
-    simulated = [f"{npu_cycles:,}", f"{total_cycles:,}"] if npu_cycles is not None else \
-        [why_not, ""]
-    cells = [label, f"{sum(e.npu_cycles for e in estimates):,}",
-             f"{sum(e.total_cycles for e in estimates):,}", *simulated,
-             str(program.npu_ops), f"{macs:,}", f"{macs // npu.macs:,}",
-             str(len(program.delegates)), str(len(program.cpu_ops))]
+    simulated = (
+        [f"{npu_cycles:,}", f"{total_cycles:,}"] if npu_cycles is not None else [why_not, ""]
+    )
+    cells = [
+        label,
+        f"{sum(e.npu_cycles for e in estimates):,}",
+        f"{sum(e.total_cycles for e in estimates):,}",
+        *simulated,
+        str(program.npu_ops),
+        f"{macs:,}",
+        f"{macs // npu.macs:,}",
+        str(len(program.delegates)),
+        str(len(program.cpu_ops)),
+    ]
     return cells, npu_cycles
 
 
@@ -87,8 +111,9 @@ def compare_part(table, name, part, model, reference, npu, out, generator):
         cells, cycles[variant] = row(label, program, inputs, npu)
         table.add_row(*cells)
     label, ref_program = reference
-    ref_inputs = [generator.integers(-128, 128, s.shape, dtype=np.int8)
-                  for s in ref_program.input_specs]
+    ref_inputs = [
+        generator.integers(-128, 128, s.shape, dtype=np.int8) for s in ref_program.input_specs
+    ]
     cells, ref_cycles = row(label, ref_program, ref_inputs, npu)
     table.add_row(*cells, end_section=part == "body")
     if cycles["fused"] is None or ref_cycles is None:
@@ -102,8 +127,10 @@ def main() -> None:
     parser.add_argument("--npu", default="ethos-u55-128")
     args = parser.parse_args()
     npu = load_target("corstone-300").npu(args.npu)
-    table = Table(title=f"PyTorch flow vs TFLite reference, {npu.accelerator}, "
-                        f"{npu.system_config}, {npu.memory_mode}")
+    table = Table(
+        title=f"PyTorch flow vs TFLite reference, {npu.accelerator}, "
+        f"{npu.system_config}, {npu.memory_mode}"
+    )
     for column in COLUMNS:
         table.add_column(column, justify="right")
     verdicts = []
@@ -119,8 +146,10 @@ def main() -> None:
                 if result is not None:
                     what = "body" if "whole" in references and part == "body" else "whole network"
                     ratio, ours, theirs = result
-                    verdicts.append(f"{name}, {what}: fused {ours:,} vs reference {theirs:,} "
-                                    f"NPU cycles by the etk cycle model ({ratio:.3f}x)")
+                    verdicts.append(
+                        f"{name}, {what}: fused {ours:,} vs reference {theirs:,} "
+                        f"NPU cycles by the etk cycle model ({ratio:.3f}x)"
+                    )
     console = Console(width=220)
     console.print(table)
     for line in verdicts:

@@ -35,7 +35,9 @@ def float_features(codes: np.ndarray, layout: str = "nchw") -> np.ndarray:
     return np.ascontiguousarray(x.transpose(0, 3, 1, 2) if layout == "nchw" else x)
 
 
-def write_split(out: Path, calibration: int = 200, split_seed: int = 0, layout: str = "nchw") -> None:
+def write_split(
+    out: Path, calibration: int = 200, split_seed: int = 0, layout: str = "nchw"
+) -> None:
     x = float_features(np.load(DATA / "kws_x_int8.npy"), layout)
     y = np.load(DATA / "kws_y.npy")
     order = np.random.default_rng(split_seed).permutation(len(y))
@@ -47,7 +49,8 @@ def write_split(out: Path, calibration: int = 200, split_seed: int = 0, layout: 
     (out / "ATTRIBUTION.txt").write_text(
         "Derived from Speech Commands v2, Pete Warden, Google, CC BY 4.0 "
         "(https://creativecommons.org/licenses/by/4.0/); MFCC features from the MLPerf Tiny "
-        "KWS evaluation set (EEMBC EnergyRunner datasets/kws01).\n")
+        "KWS evaluation set (EEMBC EnergyRunner datasets/kws01).\n"
+    )
 
 
 def main() -> None:
@@ -58,8 +61,10 @@ def main() -> None:
     parser.add_argument("--layout", choices=("nchw", "nhwc"), default="nchw")
     args = parser.parse_args()
     write_split(args.out, args.calibration, args.split_seed, args.layout)
-    print(f"wrote {args.out}/calibration ({args.calibration} samples) and {args.out}/eval "
-          f"({1000 - args.calibration}), {args.layout}")
+    print(
+        f"wrote {args.out}/calibration ({args.calibration} samples) and {args.out}/eval "
+        f"({1000 - args.calibration}), {args.layout}"
+    )
 
 
 if __name__ == "__main__":

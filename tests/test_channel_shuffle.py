@@ -51,7 +51,8 @@ def _min_max_config():
 
     base = get_symmetric_quantization_config(is_per_channel=True)
     act = base.input_activation.__class__(
-        **{**base.input_activation.__dict__, "observer_or_fake_quant_ctr": MinMaxObserver})
+        **{**base.input_activation.__dict__, "observer_or_fake_quant_ctr": MinMaxObserver}
+    )
     values = {f.name: getattr(base, f.name) for f in fields(base)}
     return EtkQuantizationConfig(**{**values, "input_activation": act, "output_activation": act})
 
@@ -60,14 +61,17 @@ def test_shuffle_unit_fewer_npu_operations_same_bits(tmp_path, monkeypatch):
     import toolkit.lower.compile as compile_module
     from toolkit.quantize.quantizer import quantize
 
-    monkeypatch.setattr(compile_module, "quantize",
-                        functools.partial(quantize, config=_min_max_config()))
+    monkeypatch.setattr(
+        compile_module, "quantize", functools.partial(quantize, config=_min_max_config())
+    )
     model = _unit()
     npu = load_target("corstone-300").npu(None, None, None)
     calibration = random_calibration(model.example_inputs, 4, 0)
     without = tuple(r for r in DEFAULT_REWRITES if r != "channel-shuffle-as-conv")
-    programs = {name: compile_variant(model, calibration, "fused", npu, tmp_path / name, (), rw)
-                for name, rw in (("with", DEFAULT_REWRITES), ("without", without))}
+    programs = {
+        name: compile_variant(model, calibration, "fused", npu, tmp_path / name, (), rw)
+        for name, rw in (("with", DEFAULT_REWRITES), ("without", without))
+    }
     assert [r.rewrite for r in programs["with"].rewrites].count("channel-shuffle-as-conv") == 1
     assert programs["without"].npu_ops == 301
     assert programs["with"].npu_ops == 46
@@ -76,5 +80,6 @@ def test_shuffle_unit_fewer_npu_operations_same_bits(tmp_path, monkeypatch):
         x = rng.standard_normal((1, 3, 16, 16)).astype(np.float32)
         ref = {k: TosaReferenceRunner().run(p, [x]).outputs for k, p in programs.items()}
         assert np.array_equal(ref["with"][0], ref["without"][0])
-        assert np.array_equal(SimulatorRunner().run(programs["with"], [x]).outputs[0],
-                              ref["with"][0])
+        assert np.array_equal(
+            SimulatorRunner().run(programs["with"], [x]).outputs[0], ref["with"][0]
+        )

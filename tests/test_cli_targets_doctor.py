@@ -32,25 +32,32 @@ def bare_machine(tmp_path, monkeypatch):
 def _install_fake_fvps(bin_dir: Path) -> None:
     """Executables named like the FVPs: these verbs only look for them, never run them."""
     bin_dir.mkdir()
-    for name in ("FVP_Corstone_SSE-300_Ethos-U55", "FVP_Corstone_SSE-300_Ethos-U65",
-                 "FVP_Corstone_SSE-320"):
+    for name in (
+        "FVP_Corstone_SSE-300_Ethos-U55",
+        "FVP_Corstone_SSE-300_Ethos-U65",
+        "FVP_Corstone_SSE-320",
+    ):
         (bin_dir / name).write_text("#!/bin/sh\nexit 1\n")
         (bin_dir / name).chmod(0o755)
 
 
 def _row(out: str, target: str, *cells: str) -> str:
     """The table row whose first cell is target and which holds cells."""
-    rows = [line for line in out.splitlines() if line.count("│") > 2
-            and line.split("│")[1].strip() == target and all(c in line for c in cells)]
+    rows = [
+        line
+        for line in out.splitlines()
+        if line.count("│") > 2
+        and line.split("│")[1].strip() == target
+        and all(c in line for c in cells)
+    ]
     assert len(rows) == 1, out
     return rows[0]
 
 
 def _notes(out: str, cell: str) -> list[str]:
     """The numbered notes a cell like 'no (3, 4)' points to."""
-    numbers = cell[cell.index("(") + 1:-1].split(", ")
-    return [next(line for line in out.splitlines() if line.startswith(f"({n}) "))
-            for n in numbers]
+    numbers = cell[cell.index("(") + 1 : -1].split(", ")
+    return [next(line for line in out.splitlines() if line.startswith(f"({n}) ")) for n in numbers]
 
 
 def test_targets_on_a_machine_without_fvp(bare_machine, capsys):
@@ -65,12 +72,15 @@ def test_targets_on_a_machine_without_fvp(bare_machine, capsys):
         "download the Corstone-300 Ecosystem FVP from "
         "https://developer.arm.com/downloads/-/arm-ecosystem-fvps (or run ExecuTorch's "
         "examples/arm/setup.sh --i-agree-to-the-contained-eula), then put the folder holding "
-        "FVP_Corstone_SSE-300_Ethos-U55 on PATH or in ETK_FVP_PATH")
-    assert (") no executor runner ELF (--runner-elf, ETK_RUNNER_ELF or fvp.runner_elf in the "
-            "target file): build it in an ExecuTorch checkout with "
-            "backends/arm/scripts/build_executor_runner.sh --pte=semihosting "
-            "--target=ethos-u55-128 --system_config=Ethos_U55_High_End_Embedded "
-            "--memory_mode=Shared_Sram") in elf_note
+        "FVP_Corstone_SSE-300_Ethos-U55 on PATH or in ETK_FVP_PATH"
+    )
+    assert (
+        ") no executor runner ELF (--runner-elf, ETK_RUNNER_ELF or fvp.runner_elf in the "
+        "target file): build it in an ExecuTorch checkout with "
+        "backends/arm/scripts/build_executor_runner.sh --pte=semihosting "
+        "--target=ethos-u55-128 --system_config=Ethos_U55_High_End_Embedded "
+        "--memory_mode=Shared_Sram"
+    ) in elf_note
     u85 = _row(out, "corstone-320", "ethos-u85: 128", "Ethos_U85_SYS_DRAM_Mid")
     sim_cell = u85.split("│")[-3].strip()  # the simulator has no U85: a note says so
     (note,) = _notes(out, sim_cell)
@@ -94,17 +104,28 @@ def test_doctor_reports_versions_and_what_is_missing(bare_machine, capsys):
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert lines[0].split() == ["python", sys.version.split()[0]]
-    for label, dist in (("torch", "torch"), ("executorch", "executorch"),
-                        ("ethos-u-vela", "ethos-u-vela"), ("tosa-tools", "tosa-tools"),
-                        ("toolkit", "ethos-u-toolkit")):
+    for label, dist in (
+        ("torch", "torch"),
+        ("executorch", "executorch"),
+        ("ethos-u-vela", "ethos-u-vela"),
+        ("tosa-tools", "tosa-tools"),
+        ("toolkit", "ethos-u-toolkit"),
+    ):
         assert f"{label:<14}{metadata.version(dist)}" in lines
-    assert ("  FVP_Corstone_SSE-300_Ethos-U65: missing; download the Corstone-300 Ecosystem FVP "
-            "from https://developer.arm.com/downloads/-/arm-ecosystem-fvps (or run ExecuTorch's "
-            "examples/arm/setup.sh --i-agree-to-the-contained-eula), then put the folder holding "
-            "FVP_Corstone_SSE-300_Ethos-U65 on PATH or in ETK_FVP_PATH") in lines
-    assert any(line.startswith("  corstone-320: missing; build it in an ExecuTorch checkout "
-                               "with backends/arm/scripts/build_executor_runner.sh "
-                               "--pte=semihosting --target=ethos-u85-256") for line in lines)
+    assert (
+        "  FVP_Corstone_SSE-300_Ethos-U65: missing; download the Corstone-300 Ecosystem FVP "
+        "from https://developer.arm.com/downloads/-/arm-ecosystem-fvps (or run ExecuTorch's "
+        "examples/arm/setup.sh --i-agree-to-the-contained-eula), then put the folder holding "
+        "FVP_Corstone_SSE-300_Ethos-U65 on PATH or in ETK_FVP_PATH"
+    ) in lines
+    assert any(
+        line.startswith(
+            "  corstone-320: missing; build it in an ExecuTorch checkout "
+            "with backends/arm/scripts/build_executor_runner.sh "
+            "--pte=semihosting --target=ethos-u85-256"
+        )
+        for line in lines
+    )
 
 
 def test_doctor_finds_fvp_and_elf(bare_machine, tmp_path, monkeypatch, capsys):

@@ -32,8 +32,10 @@ NETS = {
     "resnet18": ("resnet.py:resnet18", "1,3,64,64"),
     "efficientnet_b0": ("efficientnet.py:efficientnet_b0", "1,3,64,64"),
     "lcnet_050": ("timm_mobilenetv3.py:lcnet_050", "1,3,64,64"),
-    "tf_mobilenetv3_small_minimal_100": ("timm_mobilenetv3.py:tf_mobilenetv3_small_minimal_100",
-                                         "1,3,64,64"),
+    "tf_mobilenetv3_small_minimal_100": (
+        "timm_mobilenetv3.py:tf_mobilenetv3_small_minimal_100",
+        "1,3,64,64",
+    ),
     "leaky_conv_net": ("user_nets.py:leaky_conv_net", "1,3,32,32"),
     "mean_head_net": ("user_nets.py:mean_head_net", "1,3,32,32"),
     "kws_conv1d": ("user_nets.py:kws_conv1d", "1,40,49"),
@@ -44,11 +46,11 @@ U65_NETS = ("mobilenet_v2_035", "shufflenet_v2_x0_5", "leaky_conv_net", "mean_he
 # (net, variant or None for both) -> the known bug it trips today (fixed on other branches)
 KNOWN_BUGS: dict[tuple[str, str | None], str] = {
     ("mean_head_net", None): "simulator: x.mean((2, 3)) (Vela: reduce-sum pool + SUB) reads the "
-                             "NHWC int32 partial sums with STRIDE_C as channel stride (#12)",
+    "NHWC int32 partial sums with STRIDE_C as channel stride (#12)",
     ("conv_transpose_decoder", None): "quantizer: ConvTranspose2d's per-channel weight/bias "
-                                      "quantized on axis 0, not 1 (bias size 16 vs 32) (#12)",
+    "quantized on axis 0, not 1 (bias size 16 vs 32) (#12)",
     ("upsample_net", None): "simulator: IFM_UPSCALE (nearest upsample) not implemented, raised "
-                            "mid-run instead of refused up front (#12)",
+    "mid-run instead of refused up front (#12)",
 }
 # net -> what the one-line refusal must name, for nets the simulator refuses up front
 REFUSALS: dict[str, str] = {}
@@ -74,9 +76,17 @@ def collection(tmp_path_factory):
         spec, shape = NETS[net]
         out = tmp_path_factory.mktemp(f"{net}-{npu}")
         try:
-            return run_job(Job(model=f"{COLLECTION / spec}", input_shape=shape, npu=npu,
-                               calibration_samples=4, eval_samples=SAMPLES, out_dir=out,
-                               parallel_variants=True))
+            return run_job(
+                Job(
+                    model=f"{COLLECTION / spec}",
+                    input_shape=shape,
+                    npu=npu,
+                    calibration_samples=4,
+                    eval_samples=SAMPLES,
+                    out_dir=out,
+                    parallel_variants=True,
+                )
+            )
         except UserError as exc:
             return exc
 
@@ -110,4 +120,5 @@ def test_collection_simulator_matches_tosa_reference(collection, net, npu, varia
             differ = np.count_nonzero(g != w)
             assert differ == 0, (
                 f"{net} {npu} {variant} sample {i}: {differ}/{w.size} outputs differ, up to "
-                f"{np.max(np.abs(g.astype(np.int64) - w.astype(np.int64)))} LSB")
+                f"{np.max(np.abs(g.astype(np.int64) - w.astype(np.int64)))} LSB"
+            )

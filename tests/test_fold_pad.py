@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from executorch.backends.arm._passes import RewritePadPass
-from executorch.backends.arm._passes import arm_pass_manager
+from executorch.backends.arm._passes import RewritePadPass, arm_pass_manager
 from torch import nn
 from tosa.Conv2dAttribute import Conv2dAttribute
 from tosa.DepthwiseConv2dAttribute import DepthwiseConv2dAttribute
@@ -40,8 +39,9 @@ class PadConv(nn.Module):
     def __init__(self, depthwise: bool = False, value: float = 0.0):
         super().__init__()
         self.value = value
-        self.conv = nn.Conv2d(8, 8 if depthwise else 16, 3, stride=2, padding=0,
-                              groups=8 if depthwise else 1)
+        self.conv = nn.Conv2d(
+            8, 8 if depthwise else 16, 3, stride=2, padding=0, groups=8 if depthwise else 1
+        )
 
     def forward(self, x):
         return torch.relu(self.conv(F.pad(x, (0, 1, 0, 1), value=self.value)))
@@ -79,10 +79,14 @@ def _loaded(name: str, make, nhwc: bool) -> LoadedModel:
 
 
 def _compile(loaded: LoadedModel, out: Path, fold: bool = True, variant: str = "fused"):
-    return compile_variant(loaded, random_calibration(loaded.example_inputs, 4, 0), variant,
-                           load_target("corstone-300").npu(),
-                           out / f"{variant}-{'fold' if fold else 'nofold'}",
-                           rewrites=DEFAULT_REWRITES if fold else ())
+    return compile_variant(
+        loaded,
+        random_calibration(loaded.example_inputs, 4, 0),
+        variant,
+        load_target("corstone-300").npu(),
+        out / f"{variant}-{'fold' if fold else 'nofold'}",
+        rewrites=DEFAULT_REWRITES if fold else (),
+    )
 
 
 def _conv_pads(tosa_path: Path) -> list[list[int]]:
@@ -104,15 +108,22 @@ def _conv_pads(tosa_path: Path) -> list[list[int]]:
 
 def _samples(loaded: LoadedModel) -> list[np.ndarray]:
     shape = loaded.example_inputs[0].shape
-    return [torch.randn(shape, generator=torch.Generator().manual_seed(seed)).numpy()
-            for seed in range(3)]
+    return [
+        torch.randn(shape, generator=torch.Generator().manual_seed(seed)).numpy()
+        for seed in range(3)
+    ]
 
 
 # name: (module, NHWC interface, conv op, folded (NPU ops, NPU cycles), unfolded (ops, cycles))
 FOLDED = {
     "conv": (PadConv, True, "CONV2D", (1, 2_240), (4, 7_217)),
-    "depthwise": (lambda: PadConv(depthwise=True), True, "DEPTHWISE_CONV2D", (1, 1_280),
-                  (4, 6_257)),
+    "depthwise": (
+        lambda: PadConv(depthwise=True),
+        True,
+        "DEPTHWISE_CONV2D",
+        (1, 1_280),
+        (4, 6_257),
+    ),
     # NCHW interface: PAD -> NCHW-to-NHWC permute -> CONV2D; two TRANSPOSEs at the edges remain
     "conv-nchw": (PadConv, False, "CONV2D", (42, 3_520), (46, 11_063)),
 }
@@ -148,8 +159,10 @@ def test_zero_pad_folds_into_the_conv(folded_pair, name):
     # without the fold: a PAD, the conv unpadded, and Vela's extra operations for the PAD
     assert read_tosa(unfolded.delegates[0].tosa_path).histogram()["PAD"] == 1
     assert _conv_pads(unfolded.delegates[0].tosa_path) == [[0, 0, 0, 0]]
-    assert (unfolded.npu_ops, unfolded.delegates[0].estimate.npu_cycles) == (ops_before,
-                                                                             cycles_before)
+    assert (unfolded.npu_ops, unfolded.delegates[0].estimate.npu_cycles) == (
+        ops_before,
+        cycles_before,
+    )
 
 
 @pytest.mark.parametrize("name", FOLDED)
@@ -163,11 +176,14 @@ def test_folded_program_gives_the_same_result(folded_pair, name):
             assert sqnr_db(reference, out) > 30.0, runner.name
 
 
-@pytest.mark.parametrize("name, make", [
-    ("pad-value-1", lambda: PadConv(value=1.0)),  # pads with 1.0, not the conv's zero point
-    ("pad-two-users", PadConvAndPool),
-    ("pad-then-slice", PadSlicedConv),
-])
+@pytest.mark.parametrize(
+    "name, make",
+    [
+        ("pad-value-1", lambda: PadConv(value=1.0)),  # pads with 1.0, not the conv's zero point
+        ("pad-two-users", PadConvAndPool),
+        ("pad-then-slice", PadSlicedConv),
+    ],
+)
 def test_pad_that_is_not_the_convs_padding_stays(tmp_path, name, make):
     loaded = _loaded(name, make, nhwc=True)
     program = _compile(loaded, tmp_path)
@@ -180,8 +196,10 @@ def test_pad_that_is_not_the_convs_padding_stays(tmp_path, name, make):
 
 
 def _registry() -> dict:
-    return {target: (list(entry.before_passes), list(entry.after_passes))
-            for target, entry in arm_pass_manager._registered_pass_insertions.items()}
+    return {
+        target: (list(entry.before_passes), list(entry.after_passes))
+        for target, entry in arm_pass_manager._registered_pass_insertions.items()
+    }
 
 
 def test_registration_lasts_only_for_the_lowering(tmp_path):

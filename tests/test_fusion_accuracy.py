@@ -28,8 +28,10 @@ from toolkit.targets import load_target
 FIXTURES = Path(__file__).parent / "fixtures" / "fusion_accuracy_models.py"
 PIN_DB = 0.3
 # model -> (fused SQNR, unfused SQNR) in dB, and the fused blocks' upper bounds (calibrated)
-PINNED = {"SmallReLU6Chain": (34.5, 32.0, (2.419, 0.9294, 0.2941)),
-          "DilatedReLU6Net": (39.9, 38.6, (2.373, 0.9331))}
+PINNED = {
+    "SmallReLU6Chain": (34.5, 32.0, (2.419, 0.9294, 0.2941)),
+    "DilatedReLU6Net": (39.9, 38.6, (2.373, 0.9331)),
+}
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +39,10 @@ def job(tmp_path_factory):
     @functools.cache
     def build(name: str):
         out = tmp_path_factory.mktemp(name)
-        return run_job(Job(model=f"{FIXTURES}:{name}", input_shape="1,3,32,32", out_dir=out,
-                           eval_samples=8))
+        return run_job(
+            Job(model=f"{FIXTURES}:{name}", input_shape="1,3,32,32", out_dir=out, eval_samples=8)
+        )
+
     return build
 
 
@@ -84,8 +88,9 @@ class LoudReLU6(nn.Module):
 def test_saturated_relu6_block_is_bounded_by_6():
     x = torch.randn(1, 3, 8, 8)
     model = LoadedModel("test:loud", "loud", LoudReLU6().eval(), (x,), "loud-relu6")
-    quantized = quantize(model, random_calibration((x,), 4, 0), "fused",
-                         load_target("corstone-300").npu())
+    quantized = quantize(
+        model, random_calibration((x,), 4, 0), "fused", load_target("corstone-300").npu()
+    )
     (decision,) = quantized.decisions
     assert decision.fused and decision.upper_bound_from == "activation"
     assert decision.upper_bound == pytest.approx(6.0, abs=6.0 / 255 / 2)

@@ -122,7 +122,13 @@ def test_compare_names_the_registers_the_variants_differ_in(compiled):
     result = compiled("zoo:conv2d_relu")
     differences = result.comparison.register_differences
     assert "OFM_ZERO_POINT" in differences and "ACTIVATION_MIN" in differences
-    assert set(differences) <= {"OFM_ZERO_POINT", "IFM_ZERO_POINT", "ACTIVATION_MIN",
-                                "ACTIVATION_MAX", "OFM_SCALE", "WEIGHT_LENGTH"}
+    assert set(differences) <= {
+        "OFM_ZERO_POINT",
+        "IFM_ZERO_POINT",
+        "ACTIVATION_MIN",
+        "ACTIVATION_MAX",
+        "OFM_SCALE",
+        "WEIGHT_LENGTH",
+    }
     report = json.loads(result.report_path.read_text())
     assert report["comparison"]["register_differences"] == differences

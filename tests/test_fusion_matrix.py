@@ -66,8 +66,12 @@ def calibration_with(x: torch.Tensor) -> CalibrationSet:
     """Seeded random samples plus the evaluation input itself: the observers then cover the
     evaluated range, so saturation at a too-small calibrated range cannot hide in the tolerance."""
     random = random_calibration((x,), CALIBRATION_SAMPLES, seed=0)
-    return CalibrationSet(random.samples + ((x,),), random.source + " + evaluation input",
-                          random.seed, random.content_hash + "+x")
+    return CalibrationSet(
+        random.samples + ((x,),),
+        random.source + " + evaluation input",
+        random.seed,
+        random.content_hash + "+x",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -105,10 +109,14 @@ def weight_rounding_bound(block: am.Block, x: torch.Tensor) -> torch.Tensor:
     kernel = half_step.reshape(-1, *[1] * (folded.dim() - 1)).expand_as(folded)
     if isinstance(parent, torch.nn.Linear):
         return torch.nn.functional.linear(x.abs(), kernel)
-    conv = (torch.nn.functional.conv1d if isinstance(parent, torch.nn.Conv1d)
-            else torch.nn.functional.conv2d)
-    return conv(x.abs(), kernel, None, parent.stride, parent.padding, parent.dilation,
-                parent.groups)
+    conv = (
+        torch.nn.functional.conv1d
+        if isinstance(parent, torch.nn.Conv1d)
+        else torch.nn.functional.conv2d
+    )
+    return conv(
+        x.abs(), kernel, None, parent.stride, parent.padding, parent.dilation, parent.groups
+    )
 
 
 def block_error_steps(built, variant: str, index: int) -> float:
@@ -127,8 +135,9 @@ def block_error_steps(built, variant: str, index: int) -> float:
     scale = quant.scale
     # the observer (a histogram observer) may choose a range that clips the tails: saturation at
     # the representable range is quantization by design, not an error of the block
-    expected = np.clip(expected, (quant.qmin - quant.zero_point) * scale,
-                       (quant.qmax - quant.zero_point) * scale)
+    expected = np.clip(
+        expected, (quant.qmin - quant.zero_point) * scale, (quant.qmax - quant.zero_point) * scale
+    )
     error = np.abs(np.asarray(outputs[index]) - expected)
     excess = error - allowance
     return float(excess.max() / scale)
@@ -136,13 +145,13 @@ def block_error_steps(built, variant: str, index: int) -> float:
 
 def _block_decision(program, index: int):
     """The decision whose source names blocks.<index> (decisions carry the user's module path)."""
-    found = [d for d in program.decisions
-             if re.search(rf"\bblocks\.{index}\b", d.source)]
+    found = [d for d in program.decisions if re.search(rf"\bblocks\.{index}\b", d.source)]
     assert len(found) == 1, f"expected one decision for blocks.{index}, got {program.decisions}"
     return found[0]
 
 
 # --- whole-chain checks: one compile per (parent, bn) and variant --------------------------------
+
 
 @pytest.mark.parametrize("parent,bn", COMBOS, ids=[_combo_id(*c) for c in COMBOS])
 def test_fused_chain_is_one_delegate_without_clamp(chain, parent, bn):
@@ -166,7 +175,11 @@ def test_unfused_chain_keeps_one_clamp_per_block(chain, parent, bn):
     assert len(clamps) == len(am.ACTIVATIONS)
     for clamp in clamps:  # each CLAMP sits on a RESCALE and clips at real 0 of its quantization
         rescale = tosa.producer(clamp.inputs[0])
-        while rescale is not None and rescale.op in ("TRANSPOSE", "RESHAPE", "CONCAT"):  # layout / group concat
+        while rescale is not None and rescale.op in (
+            "TRANSPOSE",
+            "RESHAPE",
+            "CONCAT",
+        ):  # layout / group concat
             rescale = tosa.producer(rescale.inputs[0])
         assert rescale is not None and rescale.op == "RESCALE"
         assert clamp.clamp[0] == int(tosa.constants[rescale.inputs[4]][0])
@@ -214,6 +227,7 @@ def test_block_unfused_is_separate_and_matches_float(chain, parent, bn, index):
 
 # --- must not fuse --------------------------------------------------------------------------------
 
+
 def _compile_both(npu, tmp_path, module, name, config=None, monkeypatch=None):
     torch.manual_seed(7)
     module = module.eval()
@@ -222,6 +236,7 @@ def _compile_both(npu, tmp_path, module, name, config=None, monkeypatch=None):
     if config is not None:
         import toolkit.lower.compile as compile_module
         from toolkit.quantize.quantizer import quantize
+
         monkeypatch.setattr(compile_module, "quantize", functools.partial(quantize, config=config))
     built = {"model": module, "x": x}
     for variant in ("fused", "unfused"):
@@ -236,8 +251,10 @@ def _end_to_end_steps(built, variant):
     with torch.no_grad():
         expected = built["model"](built["x"])
     expected = expected if isinstance(expected, tuple) else (expected,)
-    return max(float(np.abs(np.asarray(o) - e.numpy()).max() / q.scale)
-               for o, e, q in zip(outputs, expected, program.output_quant))
+    return max(
+        float(np.abs(np.asarray(o) - e.numpy()).max() / q.scale)
+        for o, e, q in zip(outputs, expected, program.output_quant)
+    )
 
 
 # single conv on a quantized N(0,1) input: input rounding (half an input step over 36 taps) plus
@@ -245,8 +262,10 @@ def _end_to_end_steps(built, variant):
 END_TO_END_STEPS = 3.0
 
 
-@pytest.mark.parametrize("module,name", [(am.SharedParent, "relu_plus_parent"),
-                                         (am.SharedParentTwoOutputs, "relu_and_parent_out")])
+@pytest.mark.parametrize(
+    "module,name",
+    [(am.SharedParent, "relu_plus_parent"), (am.SharedParentTwoOutputs, "relu_and_parent_out")],
+)
 def test_parent_used_twice_is_not_fused(npu, tmp_path, module, name):
     built = _compile_both(npu, tmp_path, module(), name)
     program, _ = built["fused"]
@@ -293,11 +312,20 @@ def _forced_zero_point_config(scale: float):
             if node is None or node.target not in forced:
                 return super().get_output_act_qspec(node)
             observer = FixedQParamsObserver.with_args(
-                scale=scale, zero_point=FORCED_ZERO_POINT, dtype=torch.qint8, quant_min=-128,
-                quant_max=127, qscheme=torch.per_tensor_affine)
-            return QuantizationSpec(dtype=torch.int8, quant_min=-128, quant_max=127,
-                                    qscheme=torch.per_tensor_affine,
-                                    observer_or_fake_quant_ctr=observer)
+                scale=scale,
+                zero_point=FORCED_ZERO_POINT,
+                dtype=torch.qint8,
+                quant_min=-128,
+                quant_max=127,
+                qscheme=torch.per_tensor_affine,
+            )
+            return QuantizationSpec(
+                dtype=torch.int8,
+                quant_min=-128,
+                quant_max=127,
+                qscheme=torch.per_tensor_affine,
+                observer_or_fake_quant_ctr=observer,
+            )
 
     base = get_symmetric_quantization_config(is_per_channel=True)
     return ForcedZeroPoint(**{f.name: getattr(base, f.name) for f in fields(base)})
@@ -309,9 +337,14 @@ def test_zero_point_above_qmin_fuses_bit_identical_to_rescale_clamp(npu, tmp_pat
     x = am.example_input("conv2d")
     with torch.no_grad():
         top = float(module.conv(x).max())
-    built = _compile_both(npu, tmp_path, module, "zero_point_raised",
-                          config=_forced_zero_point_config(top / (127 - FORCED_ZERO_POINT)),
-                          monkeypatch=monkeypatch)
+    built = _compile_both(
+        npu,
+        tmp_path,
+        module,
+        "zero_point_raised",
+        config=_forced_zero_point_config(top / (127 - FORCED_ZERO_POINT)),
+        monkeypatch=monkeypatch,
+    )
     fused, fused_out = built["fused"]
     unfused, unfused_out = built["unfused"]
     assert fused.output_quant[0].zero_point == unfused.output_quant[0].zero_point == -120

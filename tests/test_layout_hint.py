@@ -18,8 +18,10 @@ def test_nchw_image_model_gets_the_nhwc_hint(compiled):
     assert hint["edge_transposes"] == {"fused": 2, "unfused": 2}
     assert hint["npu_ops"] == {name: p.npu_ops for name, p in programs.items()}
     fused_ops = programs["fused"].npu_ops
-    assert hint["note"].startswith(f"--io-layout nhwc would remove 2 TRANSPOSE(s) at the NPU's "
-                                   f"edges (fused: {fused_ops} NPU operations now")
+    assert hint["note"].startswith(
+        f"--io-layout nhwc would remove 2 TRANSPOSE(s) at the NPU's "
+        f"edges (fused: {fused_ops} NPU operations now"
+    )
     assert hint["note"] in notes(result)
     assert layout_hint(programs, "nhwc", True) is None
     assert layout_hint(programs, "nchw", False) is None

@@ -30,8 +30,22 @@ def test_sram_used_and_arena_are_vela_s_figures(compiled):
 
 def test_a_program_too_big_for_the_target_is_refused_before_it_runs(tmp_path, capsys):
     out = tmp_path / "out"
-    code = main(["compile", f"{USER}:SmallNet", "--input-shape", "1,3,600,600", "--io-layout",
-                 "nhwc", "--calibration-samples", "2", "--eval-samples", "1", "-o", str(out)])
+    code = main(
+        [
+            "compile",
+            f"{USER}:SmallNet",
+            "--input-shape",
+            "1,3,600,600",
+            "--io-layout",
+            "nhwc",
+            "--calibration-samples",
+            "2",
+            "--eval-samples",
+            "1",
+            "-o",
+            str(out),
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert code == 2
     # 600x600x3 input + 600x600x4 output, int8, both in SRAM (Shared_Sram): 2,520,000 and a
@@ -39,7 +53,9 @@ def test_a_program_too_big_for_the_target_is_refused_before_it_runs(tmp_path, ca
     found = re.fullmatch(
         r"etk: error: fused needs ([\d,]+) bytes of SRAM \(Vela's peak SRAM use, delegate 0; "
         r"arena ([\d,]+) bytes\) but corstone-300 has 2,097,152 \(memory.sram_bytes in "
-        r"corstone-300.toml\): use a smaller input or a target with more SRAM", err)
+        r"corstone-300.toml\): use a smaller input or a target with more SRAM",
+        err,
+    )
     assert found and found.group(1) == found.group(2)
     assert 2_520_000 <= int(found.group(1).replace(",", "")) < 2_521_000
     assert not (out / "fused" / "reference").exists() and not (out / "report.json").exists()

@@ -20,16 +20,20 @@ def test_a_held_folder_is_refused_with_the_holders_pid(tmp_path, capsys):
         code = main(["compile", "zoo:conv2d_relu", "-o", str(out), "--eval-samples", "1"])
     err = capsys.readouterr().err.strip()
     assert code == 2
-    assert err == (f"etk: error: output folder {out} is in use by pid {os.getpid()} (another etk "
-                   "run): wait for it to finish or choose another folder")
+    assert err == (
+        f"etk: error: output folder {out} is in use by pid {os.getpid()} (another etk "
+        "run): wait for it to finish or choose another folder"
+    )
     assert sorted(p.name for p in out.iterdir()) == [".etk.lock"]
 
 
 def test_two_concurrent_compiles_into_one_folder(tmp_path):
     out = tmp_path / "out"
     argv = [*ETK, "compile", "zoo:conv2d_relu", "-o", str(out), "--eval-samples", "1"]
-    procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(2)]
+    procs = [
+        subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
     results = [(p.wait(timeout=600), p.stderr.read().strip()) for p in procs]
     codes = sorted(code for code, _ in results)
     assert codes in ([0, 0], [0, 2]), results  # the second waits for nothing: it refuses
@@ -40,8 +44,12 @@ def test_two_concurrent_compiles_into_one_folder(tmp_path):
             assert "Traceback" not in err
     report = json.loads((out / "report.json").read_text())
     assert list(report["variants"]) == ["fused"]
-    assert sorted(p.name for p in out.iterdir()) == [".etk.lock", "fused", "report.json",
-                                                     "report.md"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".etk.lock",
+        "fused",
+        "report.json",
+        "report.md",
+    ]
     assert (out / "fused" / MARKER).is_file() and (out / "fused" / "model.pte").is_file()
 
 
@@ -53,8 +61,10 @@ def test_a_users_own_folder_is_never_deleted(tmp_path, capsys):
     code = main(["compile", "zoo:conv2d_relu", "-o", str(out), "--eval-samples", "1"])
     err = capsys.readouterr().err.strip()
     assert code == 2
-    assert err == (f"etk: error: {mine} exists and was not written by etk (no {MARKER} marker): "
-                   "move it away or choose another output folder; etk does not delete it")
+    assert err == (
+        f"etk: error: {mine} exists and was not written by etk (no {MARKER} marker): "
+        "move it away or choose another output folder; etk does not delete it"
+    )
     assert [p.name for p in mine.iterdir()] == ["notes.txt"]
     assert (mine / "notes.txt").read_text() == "my notes"
     assert not list(out.glob(".*partial*"))

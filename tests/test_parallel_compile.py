@@ -30,11 +30,20 @@ def test_parallel_programs_equal_serial_ones(tmp_path):
     model = load_model("zoo:conv2d_bn_relu")
     calibration = random_calibration(model.example_inputs, 4, 0)
     npu = load_target("corstone-300").npu(None, None, None)
-    programs = parallel.compile_variants(model, calibration, ("fused", "unfused"), npu,
-                                         tmp_path / "parallel", (), DEFAULT_REWRITES, True)
+    programs = parallel.compile_variants(
+        model,
+        calibration,
+        ("fused", "unfused"),
+        npu,
+        tmp_path / "parallel",
+        (),
+        DEFAULT_REWRITES,
+        True,
+    )
     assert (tmp_path / "parallel" / "unfused" / "program.json").is_file()
-    serial = compile_variant(model, calibration, "unfused", npu, tmp_path / "serial", (),
-                             DEFAULT_REWRITES)
+    serial = compile_variant(
+        model, calibration, "unfused", npu, tmp_path / "serial", (), DEFAULT_REWRITES
+    )
     child = programs["unfused"]
     assert [d.payload for d in child.delegates] == [d.payload for d in serial.delegates]
     assert child.npu_ops == serial.npu_ops and child.output_quant == serial.output_quant

@@ -26,10 +26,15 @@ def test_program_is_reloaded_from_disk_and_runs_identically(tmp_path, monkeypatc
     assert second.timings == {}
     assert second.delegates == first.delegates  # payload, ops, estimates, quantization
     assert (second.cpu_ops, second.decisions, second.output_quant) == (
-        first.cpu_ops, first.decisions, first.output_quant)
+        first.cpu_ops,
+        first.decisions,
+        first.output_quant,
+    )
     x = [model.example_inputs[0].numpy()]
-    assert np.array_equal(TosaReferenceRunner().run(first, x).outputs[0],
-                          TosaReferenceRunner().run(second, x).outputs[0])
+    assert np.array_equal(
+        TosaReferenceRunner().run(first, x).outputs[0],
+        TosaReferenceRunner().run(second, x).outputs[0],
+    )
 
 
 def test_changed_calibration_recompiles(tmp_path, monkeypatch):
@@ -37,8 +42,9 @@ def test_changed_calibration_recompiles(tmp_path, monkeypatch):
     npu = load_target("corstone-300").npu()
     compile_variant(model, random_calibration(model.example_inputs, 4, 0), "fused", npu, tmp_path)
     monkeypatch.setattr(compile_module, "_CACHE", {})
-    again = compile_variant(model, random_calibration(model.example_inputs, 4, 1), "fused", npu,
-                            tmp_path)
+    again = compile_variant(
+        model, random_calibration(model.example_inputs, 4, 1), "fused", npu, tmp_path
+    )
     assert "lower" in again.timings
 
 
@@ -62,11 +68,15 @@ def test_damaged_store_entries_are_compiled_again_with_a_note(tmp_path, monkeypa
     folder = tmp_path / "fused"
     damages = [
         (_flip_byte, "delegate0.bin does not match its checksum"),
-        (lambda f: (f / "vela_delegate0" / "delegate0_vela.npz").unlink(),
-         "vela_delegate0/delegate0_vela.npz is missing"),
+        (
+            lambda f: (f / "vela_delegate0" / "delegate0_vela.npz").unlink(),
+            "vela_delegate0/delegate0_vela.npz is missing",
+        ),
         (_drop_estimate, "program.json is incomplete (KeyError: 'estimate')"),
-        (lambda f: (f / "program.json").write_text('{"store_version": 2, "cach'),
-         "program.json is unreadable"),
+        (
+            lambda f: (f / "program.json").write_text('{"store_version": 2, "cach'),
+            "program.json is unreadable",
+        ),
     ]
     for damage, reason in damages:
         damage(folder)
@@ -77,5 +87,7 @@ def test_damaged_store_entries_are_compiled_again_with_a_note(tmp_path, monkeypa
         assert "lower" in again.timings
         # (Vela numbers unnamed layers per process: compare the program and totals, not names)
         assert (again.delegates[0].payload, again.delegates[0].estimate.total_cycles) == (
-            first.delegates[0].payload, first.delegates[0].estimate.total_cycles)
+            first.delegates[0].payload,
+            first.delegates[0].estimate.total_cycles,
+        )
         assert (folder / "delegate0.bin").read_bytes() == first.delegates[0].payload

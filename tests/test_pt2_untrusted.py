@@ -51,6 +51,7 @@ def _pickled_weight(tmp_path: Path, marker: Path) -> Path:
         if name.endswith("data/weights/weight_0"):
             return evil.read_bytes()
         return data
+
     return _rewrite(_saved(tmp_path), tmp_path / "evil.pt2", edit)
 
 
@@ -67,8 +68,11 @@ def test_the_crafted_file_runs_code_in_torch_export_load(tmp_path):
 def test_pickled_entry_refused_and_nothing_runs(tmp_path):
     marker = tmp_path / "MARKER"
     path = _pickled_weight(tmp_path, marker)
-    with pytest.raises(UserError, match=r"holds a pickled entry '0.weight' \(good/data/weights/"
-                                        r"model_weights_config.json\), which would run code"):
+    with pytest.raises(
+        UserError,
+        match=r"holds a pickled entry '0.weight' \(good/data/weights/"
+        r"model_weights_config.json\), which would run code",
+    ):
         load_model(str(path))
     assert not marker.exists()
 
@@ -78,8 +82,11 @@ def test_pickled_sample_inputs_are_loaded_weights_only(tmp_path):
     marker = tmp_path / "MARKER"
     evil = tmp_path / "evil.bin"
     torch.save(_Marker(str(marker)), evil)
-    path = _rewrite(_saved(tmp_path), tmp_path / "evil.pt2", lambda name, data: (
-        evil.read_bytes() if name.endswith("sample_inputs/model.pt") else data))
+    path = _rewrite(
+        _saved(tmp_path),
+        tmp_path / "evil.pt2",
+        lambda name, data: evil.read_bytes() if name.endswith("sample_inputs/model.pt") else data,
+    )
     with pytest.raises(UserError, match="is not a loadable torch.export .pt2 file"):
         load_model(str(path))
     assert not marker.exists()

@@ -24,9 +24,16 @@ def job(tmp_path_factory):
     @functools.cache
     def build(name: str, variants: tuple[str, ...]):
         out = tmp_path_factory.mktemp(name)
-        return run_job(Job(model=f"{FIXTURES / 'coverage_models.py'}:{name}",
-                           input_shape=coverage_models.INPUT_SHAPES[name], out_dir=out,
-                           eval_samples=4, variants=variants))
+        return run_job(
+            Job(
+                model=f"{FIXTURES / 'coverage_models.py'}:{name}",
+                input_shape=coverage_models.INPUT_SHAPES[name],
+                out_dir=out,
+                eval_samples=4,
+                variants=variants,
+            )
+        )
+
     return build
 
 
@@ -35,11 +42,13 @@ def job(tmp_path_factory):
 # UpsampleNet 43.3 / 42.2 (before: fused 33.2, the upsample had its own output scale),
 # KeywordSpotter 41.3 / 41.2 (before: the pool ran on the CPU, 2 delegates),
 # SpatialMeanHead 45.5, AdaptivePoolHead 42.1 (fused).
-CASES = {"ConvTransposeDecoder": (("fused", "unfused"), 35.0),
-         "UpsampleNet": (("fused", "unfused"), 39.0),
-         "KeywordSpotter": (("fused", "unfused"), 38.0),
-         "SpatialMeanHead": (("fused",), 42.0),
-         "AdaptivePoolHead": (("fused",), 39.0)}
+CASES = {
+    "ConvTransposeDecoder": (("fused", "unfused"), 35.0),
+    "UpsampleNet": (("fused", "unfused"), 39.0),
+    "KeywordSpotter": (("fused", "unfused"), 38.0),
+    "SpatialMeanHead": (("fused",), 42.0),
+    "AdaptivePoolHead": (("fused",), 39.0),
+}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -61,4 +70,3 @@ def test_keyword_spotting_pool_is_rewritten_to_a_mean(job):
     (record,) = [r for r in program.rewrites if r.rewrite == "global-pool-1d-as-mean"]
     assert "over 49 steps -> mean over the last axis" in record.change
     assert "pool" in record.source
-

@@ -27,19 +27,24 @@ class ConvReluPool(nn.Module):
         return self.pool(torch.relu(self.conv(x)))
 
 
-@pytest.mark.parametrize("pool", [nn.AvgPool2d(4, stride=1), nn.AvgPool2d(2), nn.MaxPool2d(2)],
-                         ids=["global-avg", "avg2x2", "max2x2"])
+@pytest.mark.parametrize(
+    "pool",
+    [nn.AvgPool2d(4, stride=1), nn.AvgPool2d(2), nn.MaxPool2d(2)],
+    ids=["global-avg", "avg2x2", "max2x2"],
+)
 @pytest.mark.parametrize("variant", ["fused", "unfused"])
 def test_pool_after_block_keeps_quantization_and_accuracy(tmp_path, pool, variant):
     torch.manual_seed(0)
     model = ConvReluPool(pool).eval()
     x = torch.randn(1, 8, 4, 4)
     loaded = LoadedModel("test:pool", "pool", model, (x,), f"pool-{pool}")
-    program = compile_variant(loaded, random_calibration((x,), 4, 0), variant,
-                              load_target("corstone-300").npu(), tmp_path)
+    program = compile_variant(
+        loaded, random_calibration((x,), 4, 0), variant, load_target("corstone-300").npu(), tmp_path
+    )
     assert len(program.delegates) == 1 and program.cpu_ops == ()
-    quantized = quantize(loaded, random_calibration((x,), 4, 0), variant,
-                         load_target("corstone-300").npu())
+    quantized = quantize(
+        loaded, random_calibration((x,), 4, 0), variant, load_target("corstone-300").npu()
+    )
     (pool_node,) = [n for n in quantized.graph_module.graph.nodes if "pool" in str(n.target)]
     dequant_in = pool_node.args[0]
     (quant_out,) = pool_node.users

@@ -10,7 +10,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.fx import Node
-from torchao.quantization.pt2e.quantize_pt2e import prepare_pt2e
 from torchao.quantization.pt2e.quantizer import (
     DerivedQuantizationSpec,
     QuantizationSpec,
@@ -60,12 +59,24 @@ def _describe(spec, names) -> tuple:
         edge = spec.edge_or_node
         return ("shared", tuple(names(n) for n in edge) if isinstance(edge, tuple) else names(edge))
     if isinstance(spec, DerivedQuantizationSpec):
-        return ("derived", spec.dtype, spec.qscheme, spec.ch_axis,
-                tuple(tuple(names(n) for n in pair) for pair in spec.derived_from))
+        return (
+            "derived",
+            spec.dtype,
+            spec.qscheme,
+            spec.ch_axis,
+            tuple(tuple(names(n) for n in pair) for pair in spec.derived_from),
+        )
     if isinstance(spec, QuantizationSpec):
         observer = getattr(spec.observer_or_fake_quant_ctr, "p", None)
-        return ("own", spec.dtype, spec.qscheme, spec.ch_axis, spec.quant_min, spec.quant_max,
-                getattr(observer, "func", observer))
+        return (
+            "own",
+            spec.dtype,
+            spec.qscheme,
+            spec.ch_axis,
+            spec.quant_min,
+            spec.quant_max,
+            getattr(observer, "func", observer),
+        )
     return (type(spec).__name__,)
 
 
@@ -83,9 +94,13 @@ def _annotations(variant: str) -> dict[str, tuple]:
         if node.op != "call_function" or annotation is None:
             continue
         result[node.name] = (
-            tuple(sorted((names(k), _describe(v, names))
-                         for k, v in annotation.input_qspec_map.items())),
-            _describe(annotation.output_qspec, names))
+            tuple(
+                sorted(
+                    (names(k), _describe(v, names)) for k, v in annotation.input_qspec_map.items()
+                )
+            ),
+            _describe(annotation.output_qspec, names),
+        )
     return result
 
 
@@ -96,8 +111,9 @@ def test_variants_annotate_every_non_block_operator_identically():
     assert set(unfused) - BLOCK == others
     assert {n: fused[n] for n in others} == {n: unfused[n] for n in others}
     inputs, output = fused["conv_transpose2d"]
-    (weight,) = [spec for _, spec in inputs if spec[:3] == ("own", torch.int8,
-                                                            torch.per_channel_symmetric)]
+    (weight,) = [
+        spec for _, spec in inputs if spec[:3] == ("own", torch.int8, torch.per_channel_symmetric)
+    ]
     assert weight[3] == 1  # the IOHW weight's output channels
     (bias,) = [spec for _, spec in inputs if spec[0] == "derived"]
     assert bias[3] == 0  # the bias is 1-D
@@ -108,15 +124,21 @@ def test_variants_annotate_every_non_block_operator_identically():
 
 def _qparams(graph, node: Node) -> tuple:
     """(inputs' dequantize params, outputs' quantize params) of node, per-channel tensors as lists."""
+
     def value(arg):
         if isinstance(arg, Node) and arg.op == "get_attr":
             return getattr(graph, arg.target).tolist()
         return arg.name if isinstance(arg, Node) else arg
-    ins = tuple(tuple(value(a) for a in arg.args[1:]) for arg in node.args
-                if isinstance(arg, Node) and (arg.target in DEQUANTIZE
-                                              or arg.target == qd.dequantize_per_channel.default))
-    outs = tuple(tuple(value(a) for a in user.args[1:]) for user in node.users
-                 if user.target in QUANTIZE)
+
+    ins = tuple(
+        tuple(value(a) for a in arg.args[1:])
+        for arg in node.args
+        if isinstance(arg, Node)
+        and (arg.target in DEQUANTIZE or arg.target == qd.dequantize_per_channel.default)
+    )
+    outs = tuple(
+        tuple(value(a) for a in user.args[1:]) for user in node.users if user.target in QUANTIZE
+    )
     return ins, outs
 
 
@@ -127,10 +149,14 @@ def test_variants_quantize_every_operator_before_the_block_identically():
     params = {}
     for variant in ("fused", "unfused"):
         graph = quantize(model, random_calibration(x, 4, 0), variant, npu).graph_module
-        params[variant] = {n.name: _qparams(graph, n) for n in graph.graph.nodes
-                           if n.op == "call_function" and n.target not in QUANTIZE
-                           and n.target not in DEQUANTIZE
-                           and "quantized_decomposed" not in str(n.target)}
+        params[variant] = {
+            n.name: _qparams(graph, n)
+            for n in graph.graph.nodes
+            if n.op == "call_function"
+            and n.target not in QUANTIZE
+            and n.target not in DEQUANTIZE
+            and "quantized_decomposed" not in str(n.target)
+        }
     compared = set(params["fused"]) - BLOCK - AFTER_BLOCK
     assert compared >= {"conv_transpose2d", "upsample_nearest2d", "sum_1", "mul", "lt", "mul_1"}
     for name in sorted(compared):

@@ -31,9 +31,14 @@ class WideGlobalPool(nn.Module):
 
 def _compile(model, x, tmp_path, rewrites):
     loaded = LoadedModel("test:pool", "pool", model, (x,), "rewrite-test")
-    return compile_variant(loaded, random_calibration((x,), 4, 0), "fused",
-                           load_target("corstone-300").npu(), tmp_path / "-".join(rewrites),
-                           rewrites=rewrites)
+    return compile_variant(
+        loaded,
+        random_calibration((x,), 4, 0),
+        "fused",
+        load_target("corstone-300").npu(),
+        tmp_path / "-".join(rewrites),
+        rewrites=rewrites,
+    )
 
 
 def test_global_pool_stride_keeps_the_model_on_the_npu(tmp_path):
@@ -52,8 +57,9 @@ def test_global_pool_stride_keeps_the_model_on_the_npu(tmp_path):
 
 
 def test_unknown_rewrite_is_named():
-    with pytest.raises(UserError, match="unknown rewrite nope: use default, none or a list of "
-                                        "global-pool-stride"):
+    with pytest.raises(
+        UserError, match="unknown rewrite nope: use default, none or a list of global-pool-stride"
+    ):
         resolve_rewrites("global-pool-stride,nope")
 
 
@@ -63,9 +69,13 @@ def test_nhwc_interface_removes_the_transposes(tmp_path):
     assert tuple(nhwc.example_inputs[0].shape) == (1, 16, 16, 3)
     programs = {}
     for name, model in (("nchw", nchw), ("nhwc", nhwc)):
-        programs[name] = compile_variant(model, random_calibration(model.example_inputs, 4, 0),
-                                         "fused", load_target("corstone-300").npu(),
-                                         tmp_path / name)
+        programs[name] = compile_variant(
+            model,
+            random_calibration(model.example_inputs, 4, 0),
+            "fused",
+            load_target("corstone-300").npu(),
+            tmp_path / name,
+        )
     assert read_tosa(programs["nchw"].delegates[0].tosa_path).histogram().get("TRANSPOSE") == 2
     assert "TRANSPOSE" not in read_tosa(programs["nhwc"].delegates[0].tosa_path).histogram()
     assert (programs["nchw"].npu_ops, programs["nhwc"].npu_ops) == (42, 1)
@@ -106,23 +116,36 @@ def test_residual_branch_order_runs_the_long_branch_first_with_the_same_result(t
     loaded = LoadedModel("test:residual", "residual", model, (x,), "branch-order-test")
     calibration = random_calibration((x,), 4, 0)
     programs = {
-        rewrites: compile_variant(loaded, calibration, "fused", load_target("corstone-300").npu(),
-                                  tmp_path / (rewrites[0] if rewrites else "none"),
-                                  rewrites=rewrites)
-        for rewrites in ((), ("residual-branch-order",))}
+        rewrites: compile_variant(
+            loaded,
+            calibration,
+            "fused",
+            load_target("corstone-300").npu(),
+            tmp_path / (rewrites[0] if rewrites else "none"),
+            rewrites=rewrites,
+        )
+        for rewrites in ((), ("residual-branch-order",))
+    }
     before, after = programs[()], programs[("residual-branch-order",)]
     # Vela schedules an add's last operand first: that must be the conv1 -> conv2 branch
-    assert _add_operands(before) == ("aten_convolution_default_1_weight_ohwi",
-                                     "aten_convolution_default_2_weight_ohwi")
-    assert _add_operands(after) == ("aten_convolution_default_2_weight_ohwi",
-                                    "aten_convolution_default_1_weight_ohwi")
+    assert _add_operands(before) == (
+        "aten_convolution_default_1_weight_ohwi",
+        "aten_convolution_default_2_weight_ohwi",
+    )
+    assert _add_operands(after) == (
+        "aten_convolution_default_2_weight_ohwi",
+        "aten_convolution_default_1_weight_ohwi",
+    )
     (record,) = after.rewrites
     assert record.rewrite == "residual-branch-order"
-    assert record.change == ("add operands swapped: the 3-op branch (conv2d_1) now runs before the "
-                             "1-op one (conv2d_2), whose output is no longer held in SRAM "
-                             "meanwhile (same result)")
+    assert record.change == (
+        "add operands swapped: the 3-op branch (conv2d_1) now runs before the "
+        "1-op one (conv2d_2), whose output is no longer held in SRAM "
+        "meanwhile (same result)"
+    )
     runner = TosaReferenceRunner()
     for seed in range(3):
         sample = torch.randn(1, 8, 8, 8, generator=torch.Generator().manual_seed(seed)).numpy()
-        assert (runner.run(before, [sample]).outputs[0] ==
-                runner.run(after, [sample]).outputs[0]).all()
+        assert (
+            runner.run(before, [sample]).outputs[0] == runner.run(after, [sample]).outputs[0]
+        ).all()

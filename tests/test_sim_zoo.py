@@ -14,14 +14,31 @@ from toolkit.sim import load_payload
 from toolkit.sim.diff import diff_programs
 
 # Register values that change results but not timing.
-NON_TIMING = frozenset({"IFM_ZERO_POINT", "IFM2_ZERO_POINT", "OFM_ZERO_POINT", "ACTIVATION_MIN",
-                        "ACTIVATION_MAX", "OFM_SCALE", "OPA_SCALE", "OPB_SCALE"})
+NON_TIMING = frozenset(
+    {
+        "IFM_ZERO_POINT",
+        "IFM2_ZERO_POINT",
+        "OFM_ZERO_POINT",
+        "ACTIVATION_MIN",
+        "ACTIVATION_MAX",
+        "OFM_SCALE",
+        "OPA_SCALE",
+        "OPB_SCALE",
+    }
+)
 SLOW = [pytest.mark.slow]
 # All but resnet8 (residual ADDs) have no elementwise operations. mobilenet's and resnet8's two
 # compiles take 20-40 s each: CI-only cases.
-MODELS = ["zoo:conv2d_bn_relu6", "zoo:depthwise_relu", "zoo:conv1d_relu", "zoo:linear_bn_relu6",
-          "zoo:ds_cnn", "zoo:fc_autoencoder", pytest.param("zoo:mobilenet_v1_025", marks=SLOW),
-          pytest.param("zoo:resnet8", marks=SLOW)]
+MODELS = [
+    "zoo:conv2d_bn_relu6",
+    "zoo:depthwise_relu",
+    "zoo:conv1d_relu",
+    "zoo:linear_bn_relu6",
+    "zoo:ds_cnn",
+    "zoo:fc_autoencoder",
+    pytest.param("zoo:mobilenet_v1_025", marks=SLOW),
+    pytest.param("zoo:resnet8", marks=SLOW),
+]
 # Which operand an ADD's 32-bit scale applies to (IFM_PRECISION bits 8-9) costs the same.
 _OPERAND_SCALE_MODE = 0x300
 
@@ -42,9 +59,13 @@ def _changed_registers(result) -> set[str]:
         for row in diff_programs(load_payload(a.payload), load_payload(b.payload)):
             if row.a is None or row.b is None:
                 changed.add("an unaligned operation")
-            changed |= {name.split(".")[0] for name, a_value, b_value in row.changed
-                        if name != "IFM_PRECISION" or None in (a_value, b_value)
-                        or (a_value ^ b_value) & ~_OPERAND_SCALE_MODE}
+            changed |= {
+                name.split(".")[0]
+                for name, a_value, b_value in row.changed
+                if name != "IFM_PRECISION"
+                or None in (a_value, b_value)
+                or (a_value ^ b_value) & ~_OPERAND_SCALE_MODE
+            }
     return changed
 
 
@@ -60,7 +81,8 @@ def test_zoo_bit_exact_fused_and_unfused(compiled, model):
             assert len(got) == len(want)
             for g, w in zip(got, want):
                 assert g.dtype == w.dtype and np.array_equal(g, w), (
-                    f"{model} {variant} sample {i}: {np.count_nonzero(g != w)}/{w.size} differ")
+                    f"{model} {variant} sample {i}: {np.count_nonzero(g != w)}/{w.size} differ"
+                )
     changed = _changed_registers(result)
     assert changed <= NON_TIMING, f"{model}: the variants differ in {sorted(changed - NON_TIMING)}"
     assert cycles["fused"] == cycles["unfused"] > 0

@@ -1,9 +1,9 @@
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 import pytest
-import tomllib
 
 from toolkit.errors import UserError
 from toolkit.targets import list_targets, load_target
@@ -20,14 +20,17 @@ def test_builtin_targets():
     assert c300.npu("ethos-u65-256").memory_mode == "Sram_Only"  # build_executor_runner.sh
     assert c300.fvp.binary_for("ethos-u65-256") == "FVP_Corstone_SSE-300_Ethos-U65"
     c320 = load_target("corstone-320")
-    assert (c320.npu().accelerator, c320.npu().memory_mode) == ("ethos-u85-256",
-                                                                "Dedicated_Sram_384KB")
+    assert (c320.npu().accelerator, c320.npu().memory_mode) == (
+        "ethos-u85-256",
+        "Dedicated_Sram_384KB",
+    )
     assert c320.fvp.config_file.name == "corstone-320.txt"
 
 
 def test_user_target_folder(tmp_path, monkeypatch):
     (tmp_path / "mine.toml").write_text(
-        'name = "mine"\n[npu]\ndefault = "ethos-u55-64"\nsupported = ["ethos-u55-64"]\n')
+        'name = "mine"\n[npu]\ndefault = "ethos-u55-64"\nsupported = ["ethos-u55-64"]\n'
+    )
     monkeypatch.setenv("ETK_TARGETS_PATH", str(tmp_path))
     assert load_target("mine").npu().accelerator == "ethos-u55-64"
 
@@ -35,11 +38,17 @@ def test_user_target_folder(tmp_path, monkeypatch):
 def test_missing_key_is_named(tmp_path):
     bad = tmp_path / "t.toml"
     bad.write_text('name = "t"\n[npu]\nsupported = ["ethos-u55-64"]\n')
-    with pytest.raises(UserError, match=r"key 'npu.default' missing, expected an NPU configuration"):
+    with pytest.raises(
+        UserError, match=r"key 'npu.default' missing, expected an NPU configuration"
+    ):
         load_target(str(bad))
 
 
 def test_every_subpackage_is_listed_in_pyproject():
-    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
-    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "toolkit").rglob("__init__.py")}
+    listed = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    found = {
+        ".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "toolkit").rglob("__init__.py")
+    }
     assert found <= listed

@@ -19,17 +19,29 @@ def _float_input(data: bytes) -> bytes:
     graph = Model.GetRootAs(data, 0).Subgraphs(0)
     tensor = graph.Tensors(int(graph.InputsAsNumpy()[0]))
     position = tensor._tab.Pos + tensor._tab.Offset(_TENSOR_TYPE_SLOT)
-    return data[:position] + b"\x00" + data[position + 1:]
+    return data[:position] + b"\x00" + data[position + 1 :]
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda d: d[:len(d) * 6 // 10], "is truncated or damaged ("),
-    (lambda d: d[:-1], "is truncated or damaged ("),
-    (lambda d: b"", "is not a TFLite file (no TFL3 flatbuffer identifier): give an int8 .tflite"),
-    (lambda d: b"PK\x03\x04" + bytes(200), "is not a TFLite file (no TFL3 flatbuffer identifier)"),
-    (_float_input, "is not an int8 model: input tensor 0 is FLOAT32 (Vela compiles int8/int16 "
-                   "models: quantize it fully, inputs and outputs too)"),
-])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda d: d[: len(d) * 6 // 10], "is truncated or damaged ("),
+        (lambda d: d[:-1], "is truncated or damaged ("),
+        (
+            lambda d: b"",
+            "is not a TFLite file (no TFL3 flatbuffer identifier): give an int8 .tflite",
+        ),
+        (
+            lambda d: b"PK\x03\x04" + bytes(200),
+            "is not a TFLite file (no TFL3 flatbuffer identifier)",
+        ),
+        (
+            _float_input,
+            "is not an int8 model: input tensor 0 is FLOAT32 (Vela compiles int8/int16 "
+            "models: quantize it fully, inputs and outputs too)",
+        ),
+    ],
+)
 def test_bad_tflite_is_one_line_exit_2(tmp_path, capsys, make, message):
     path = tmp_path / "model.tflite"
     path.write_bytes(make(KWS.read_bytes()))

@@ -45,15 +45,15 @@ BODY = {  # ours (logits) vs the reference without its softmax
 
 
 def _simulated(program) -> tuple[int, int]:
-    inputs = [np.zeros(s.shape, np.int8 if s.dtype == "int8" else np.float32)
-              for s in program.input_specs]
+    inputs = [
+        np.zeros(s.shape, np.int8 if s.dtype == "int8" else np.float32) for s in program.input_specs
+    ]
     cycles = SimulatorRunner().run(program, inputs).cycles
     return cycles.npu_cycles, cycles.total_cycles
 
 
 def _ours(model, out: Path):
-    return compile_variant(model, random_calibration(model.example_inputs, 8, 0), "fused", NPU,
-                           out)
+    return compile_variant(model, random_calibration(model.example_inputs, 8, 0), "fused", NPU, out)
 
 
 def _macs(program) -> int:

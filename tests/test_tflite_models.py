@@ -52,8 +52,10 @@ def test_reference_without_its_softmax_is_the_network_body(tmp_path):
     assert (full.npu_ops, body.npu_ops) == (39, 12)  # the softmax is 27 small NPU operations
     assert body.output_specs[0].shape == (1, 12) and body.output_quant[0].zero_point == 14
     # Vela 5.1.0: the softmax rows of the full model's per-layer report add up to 786 cycles
-    assert (full.delegates[0].estimate.npu_cycles, body.delegates[0].estimate.npu_cycles) == \
-        (88_889, 88_103)
+    assert (full.delegates[0].estimate.npu_cycles, body.delegates[0].estimate.npu_cycles) == (
+        88_889,
+        88_103,
+    )
 
 
 def test_dropping_a_softmax_that_is_not_there_is_refused():

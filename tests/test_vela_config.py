@@ -37,10 +37,12 @@ cache_mem_area=Axi0
 def vendor_target(tmp_path, config_line: str) -> str:
     (tmp_path / "ensemble_vela.ini").write_text(ALIF_INI)
     path = tmp_path / "vendor.toml"
-    path.write_text(f'name = "vendor"\n[npu]\ndefault = "ethos-u55-256"\n'
-                    f'supported = ["ethos-u55-256"]\n[npu.vela]\n{config_line}\n'
-                    f'[npu.vela.ethos-u55]\nsystem_config = "RTSS_HP_SRAM_MRAM"\n'
-                    f'memory_mode = "Shared_Sram"\n')
+    path.write_text(
+        f'name = "vendor"\n[npu]\ndefault = "ethos-u55-256"\n'
+        f'supported = ["ethos-u55-256"]\n[npu.vela]\n{config_line}\n'
+        f'[npu.vela.ethos-u55]\nsystem_config = "RTSS_HP_SRAM_MRAM"\n'
+        f'memory_mode = "Shared_Sram"\n'
+    )
     return str(path)
 
 
@@ -57,17 +59,22 @@ def test_command_line_ini_wins_and_must_hold_the_system_config(tmp_path):
     (tmp_path / "ensemble_vela.ini").write_text(ALIF_INI)
     with pytest.raises(UserError) as err:
         target.npu(vela_config=tmp_path / "ensemble_vela.ini")
-    assert str(err.value) == (f"Vela config {tmp_path / 'ensemble_vela.ini'} (--vela-config) has "
-                              f"no System_Config 'Ethos_U55_High_End_Embedded': pass "
-                              f"--system-config with one of RTSS_HP_SRAM_MRAM")
-    npu = target.npu("ethos-u55-256", "RTSS_HP_SRAM_MRAM", vela_config=tmp_path / "ensemble_vela.ini")
+    assert str(err.value) == (
+        f"Vela config {tmp_path / 'ensemble_vela.ini'} (--vela-config) has "
+        f"no System_Config 'Ethos_U55_High_End_Embedded': pass "
+        f"--system-config with one of RTSS_HP_SRAM_MRAM"
+    )
+    npu = target.npu(
+        "ethos-u55-256", "RTSS_HP_SRAM_MRAM", vela_config=tmp_path / "ensemble_vela.ini"
+    )
     assert npu.config_ini == str(tmp_path / "ensemble_vela.ini")
 
 
 def test_cycle_model_reads_the_vendor_memory_system(tmp_path):
     (tmp_path / "ensemble_vela.ini").write_text(ALIF_INI)
-    memory = cycle_model.memory_system("ethos-u55-256", "RTSS_HP_SRAM_MRAM", "Shared_Sram",
-                                       str(tmp_path / "ensemble_vela.ini"))
+    memory = cycle_model.memory_system(
+        "ethos-u55-256", "RTSS_HP_SRAM_MRAM", "Shared_Sram", str(tmp_path / "ensemble_vela.ini")
+    )
     weights, arena = memory.port(0), memory.port(1)
     assert (weights.name, weights.read_latency, weights.burst) == ("OffChipFlash", 60, 16)
     assert (arena.name, arena.read_latency, arena.burst) == ("Sram", 29, 8)
@@ -80,9 +87,20 @@ def test_etk_compile_passes_the_ini_to_vela(tmp_path, capsys):
     from toolkit.cli import main
 
     (tmp_path / "ensemble_vela.ini").write_text(ALIF_INI)
-    code = main(["compile", "zoo:conv2d_relu", "--npu", "ethos-u55-256",
-                 "--vela-config", str(tmp_path / "ensemble_vela.ini"),
-                 "--system-config", "RTSS_HP_SRAM_MRAM", "-o", str(tmp_path / "out")])
+    code = main(
+        [
+            "compile",
+            "zoo:conv2d_relu",
+            "--npu",
+            "ethos-u55-256",
+            "--vela-config",
+            str(tmp_path / "ensemble_vela.ini"),
+            "--system-config",
+            "RTSS_HP_SRAM_MRAM",
+            "-o",
+            str(tmp_path / "out"),
+        ]
+    )
     assert code == 0
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["vela"]["config"] == str(tmp_path / "ensemble_vela.ini")

@@ -12,17 +12,33 @@ def _same_run(program) -> None:
     assert delegate.payload in program.pte_path.read_bytes()
     shipped, kept = load_payload(delegate.payload), load_payload(delegate.vela_npz_path)
     assert (shipped.command_stream, shipped.weights, shipped.scratch_size) == (
-        kept.command_stream, kept.weights, kept.scratch_size)
+        kept.command_stream,
+        kept.weights,
+        kept.scratch_size,
+    )
 
 
 def test_vela_options_change_the_shipped_payload_and_its_estimate(compiled, tmp_path):
     default = compiled("zoo:ds_cnn", eval_samples=2).variants["fused"].program
-    size = run_job(Job(model="zoo:ds_cnn", variants=("fused",), eval_samples=1,
-                       extra_vela=("--optimise=Size",), out_dir=tmp_path)).variants["fused"].program
+    size = (
+        run_job(
+            Job(
+                model="zoo:ds_cnn",
+                variants=("fused",),
+                eval_samples=1,
+                extra_vela=("--optimise=Size",),
+                out_dir=tmp_path,
+            )
+        )
+        .variants["fused"]
+        .program
+    )
     assert "--optimise=Size" in size.vela_flags
     assert size.delegates[0].payload != default.delegates[0].payload
     for program in (default, size):
         _same_run(program)
     # DS-CNN's weights stream from flash: Size buffers less of them (Vela 5.1.0, ethos-u55-128)
-    assert (default.delegates[0].estimate.total_cycles,
-            size.delegates[0].estimate.total_cycles) == (107_389, 127_261)
+    assert (
+        default.delegates[0].estimate.total_cycles,
+        size.delegates[0].estimate.total_cycles,
+    ) == (107_389, 127_261)

@@ -19,8 +19,10 @@ PINNED = {
 
 
 # ds_cnn is compiled for other tests anyway; the other three take ~2 minutes: a CI-only sweep
-@pytest.mark.parametrize("model", [pytest.param(m, marks=[] if m == "zoo:ds_cnn" else
-                                                [pytest.mark.slow]) for m in PINNED])
+@pytest.mark.parametrize(
+    "model",
+    [pytest.param(m, marks=[] if m == "zoo:ds_cnn" else [pytest.mark.slow]) for m in PINNED],
+)
 def test_whole_model_on_the_npu_with_pinned_cost(compiled, model):
     result = compiled(model, eval_samples=2)
     npu_ops, fused_cycles, unfused_cycles = PINNED[model]

@@ -26,8 +26,10 @@ def test_ds_cnn_fusion_keeps_cycles(etk_deploy):
     # Fused and unfused execute the same NPU operations; only Vela's estimator tells them apart
     # (facts: the activation-cost artifact), so an estimate cannot answer this question.
     if fused.cycles.kind == "estimate":
-        pytest.skip("the runner gives only Vela's estimate: cycles of the two variants need a "
-                    "simulated or measured figure")
+        pytest.skip(
+            "the runner gives only Vela's estimate: cycles of the two variants need a "
+            "simulated or measured figure"
+        )
     assert fused.cycles.npu_cycles <= unfused.cycles.npu_cycles * 1.02
 
 

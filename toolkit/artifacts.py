@@ -153,7 +153,9 @@ class Program:
     output_quant: tuple[TensorQuant | None, ...]  # per model output
     decisions: tuple[FusionDecision, ...] = ()
     rewrites: tuple[RewriteRecord, ...] = ()
-    graph_module: Any = field(default=None, repr=False, compare=False)  # edge graph, delegates as calls
+    graph_module: Any = field(
+        default=None, repr=False, compare=False
+    )  # edge graph, delegates as calls
     timings: dict[str, float] = field(default_factory=dict, compare=False)  # stage -> seconds
 
     @property
@@ -177,7 +179,9 @@ class CycleFigures:
     """Cycle counts with what they are: an FVP/board measurement, our simulator, or Vela's estimate."""
 
     kind: CycleKind
-    source: str  # "FVP PMU (ethosu_pmu_cycle_cntr)", "etk simulator cycle model", "Vela 5.1.0 estimate"
+    source: (
+        str  # "FVP PMU (ethosu_pmu_cycle_cntr)", "etk simulator cycle model", "Vela 5.1.0 estimate"
+    )
     npu_cycles: int | None = None
     total_cycles: int | None = None
     cpu_cycles: int | None = None

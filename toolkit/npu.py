@@ -12,9 +12,17 @@ ARM_VELA_INI = "Arm/vela.ini"  # Vela's own configurations, in its config_files 
 
 # Accelerator configurations Vela 5.1 accepts (`vela --help`).
 KNOWN_ACCELERATORS = (
-    "ethos-u55-32", "ethos-u55-64", "ethos-u55-128", "ethos-u55-256",
-    "ethos-u65-256", "ethos-u65-512",
-    "ethos-u85-128", "ethos-u85-256", "ethos-u85-512", "ethos-u85-1024", "ethos-u85-2048",
+    "ethos-u55-32",
+    "ethos-u55-64",
+    "ethos-u55-128",
+    "ethos-u55-256",
+    "ethos-u65-256",
+    "ethos-u65-512",
+    "ethos-u85-128",
+    "ethos-u85-256",
+    "ethos-u85-512",
+    "ethos-u85-1024",
+    "ethos-u85-2048",
 )
 
 # ExecuTorch's EthosUCompileSpec defaults per family (system config, memory mode).
@@ -70,8 +78,9 @@ def check_accelerator(name: str) -> str:
     return name
 
 
-def npu_config(accelerator: str, system_config: str | None = None,
-               memory_mode: str | None = None) -> NpuConfig:
+def npu_config(
+    accelerator: str, system_config: str | None = None, memory_mode: str | None = None
+) -> NpuConfig:
     """An NpuConfig with the family's Vela defaults for whatever is not given."""
     check_accelerator(accelerator)
     family = accelerator.rsplit("-", 1)[0]
@@ -93,19 +102,26 @@ def vendor_npu_config(npu: NpuConfig, ini: Path, what: str) -> NpuConfig:
     npu's system config and memory mode. what names where the file came from."""
     ini = Path(ini).expanduser()
     if not ini.is_file():
-        raise UserError(f"Vela config {ini} ({what}) not found: give the path of an existing "
-                        f".ini file (e.g. Alif's ensemble_vela.ini from "
-                        f"alifsemi/alif_ml-embedded-evaluation-kit scripts/vela/)")
+        raise UserError(
+            f"Vela config {ini} ({what}) not found: give the path of an existing "
+            f".ini file (e.g. Alif's ensemble_vela.ini from "
+            f"alifsemi/alif_ml-embedded-evaluation-kit scripts/vela/)"
+        )
     parser = configparser.ConfigParser()
     try:
         parser.read(ini)
     except configparser.Error as exc:
-        raise UserError(f"Vela config {ini} ({what}) is not a valid ini file: "
-                        f"{str(exc).splitlines()[0]}") from None
-    for kind, name, flag in (("System_Config", npu.system_config, "--system-config"),
-                             ("Memory_Mode", npu.memory_mode, "--memory-mode")):
+        raise UserError(
+            f"Vela config {ini} ({what}) is not a valid ini file: {str(exc).splitlines()[0]}"
+        ) from None
+    for kind, name, flag in (
+        ("System_Config", npu.system_config, "--system-config"),
+        ("Memory_Mode", npu.memory_mode, "--memory-mode"),
+    ):
         if f"{kind}.{name}" not in parser:
             known = [s.split(".", 1)[1] for s in parser.sections() if s.startswith(f"{kind}.")]
-            raise UserError(f"Vela config {ini} ({what}) has no {kind} '{name}': pass {flag} "
-                            f"with one of {', '.join(known) or 'none'}")
+            raise UserError(
+                f"Vela config {ini} ({what}) has no {kind} '{name}': pass {flag} "
+                f"with one of {', '.join(known) or 'none'}"
+            )
     return NpuConfig(npu.accelerator, npu.system_config, npu.memory_mode, str(ini.resolve()))

@@ -21,11 +21,13 @@ def make_output_folder(folder: Path, what: str = "output folder") -> Path:
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
-        raise UserError(f"{what} {folder} cannot be created: part of its path is a file; "
-                        "choose another folder") from None
+        raise UserError(
+            f"{what} {folder} cannot be created: part of its path is a file; choose another folder"
+        ) from None
     except OSError as exc:
-        raise UserError(f"{what} {folder} cannot be created: {exc.strerror}; choose a "
-                        "writable folder") from None
+        raise UserError(
+            f"{what} {folder} cannot be created: {exc.strerror}; choose a writable folder"
+        ) from None
     if not os.access(folder, os.W_OK | os.X_OK):
         raise UserError(f"{what} {folder} is not writable: choose a writable folder")
     return folder
@@ -39,15 +41,18 @@ def locked_output_folder(folder: Path, what: str = "output folder"):
     try:
         fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as exc:
-        raise UserError(f"{what} {folder} is not writable ({exc.strerror}): choose a writable "
-                        "folder") from None
+        raise UserError(
+            f"{what} {folder} is not writable ({exc.strerror}): choose a writable folder"
+        ) from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
-            raise UserError(f"{what} {folder} is in use by pid {holder} (another etk run): "
-                            "wait for it to finish or choose another folder") from None
+            raise UserError(
+                f"{what} {folder} is in use by pid {holder} (another etk run): "
+                "wait for it to finish or choose another folder"
+            ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         yield folder

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from .artifacts import LoadedModel, Program, Variant
+from .compare.eval_data import LabelledData, load_labelled
 from .compare.evaluate import (
     EVAL_SEED_OFFSET,
     Evaluation,
@@ -23,7 +24,6 @@ from .compare.evaluate import (
     ones_inputs,
     save_arrays,
 )
-from .compare.eval_data import LabelledData, load_labelled
 from .compare.metrics import exact_match_rate, max_abs_err_lsb
 from .compare.task_eval import (
     TaskAccuracy,
@@ -137,7 +137,8 @@ def check_fits(program: Program, target: Target) -> None:
                 f"{program.variant} needs {d.estimate.sram_used_bytes:,} bytes of SRAM (Vela's "
                 f"peak SRAM use, delegate {d.index}; arena {d.estimate.arena_bytes:,} bytes) but "
                 f"{target.name} has {target.sram_bytes:,} (memory.sram_bytes in "
-                f"{target.source.name}): use a smaller input or a target with more SRAM")
+                f"{target.source.name}): use a smaller input or a target with more SRAM"
+            )
 
 
 def _device_run(program: Program, runner, target: Target, reference: Evaluation) -> DeviceRun:
@@ -146,14 +147,16 @@ def _device_run(program: Program, runner, target: Target, reference: Evaluation)
     worst, matches = 0.0, []
     for ref_sample, dev_sample in zip(reference.outputs, ev.outputs):
         for r, d in zip(ref_sample, dev_sample):
-            worst = max(worst, max_abs_err_lsb(r, d, quant.scale) if quant else
-                        float(np.max(np.abs(r - d))))
+            worst = max(
+                worst, max_abs_err_lsb(r, d, quant.scale) if quant else float(np.max(np.abs(r - d)))
+            )
             matches.append(exact_match_rate(r, d))
     return DeviceRun(ev, worst == 0.0, worst, float(np.mean(matches)))
 
 
-def _tflite_variant(job: Job, npu: NpuConfig, target: Target, runner,
-                    progress: Callable[[str], None]) -> tuple[LoadedModel, VariantResult]:
+def _tflite_variant(
+    job: Job, npu: NpuConfig, target: Target, runner, progress: Callable[[str], None]
+) -> tuple[LoadedModel, VariantResult]:
     """A .tflite file: Vela compiles it as it is; seeded int8 inputs; no reference to compare."""
     path = Path(job.model)
     if path.is_file() and is_vela_compiled(path):
@@ -170,8 +173,10 @@ def _tflite_variant(job: Job, npu: NpuConfig, target: Target, runner,
             return generator.standard_normal(spec.shape).astype(spec.dtype)
         return generator.integers(quant.qmin, quant.qmax + 1, spec.shape, dtype=spec.dtype)
 
-    inputs = tuple(tuple(sample(s, q) for s, q in zip(program.input_specs, program.input_quant))
-                   for _ in range(job.eval_samples))
+    inputs = tuple(
+        tuple(sample(s, q) for s, q in zip(program.input_specs, program.input_quant))
+        for _ in range(job.eval_samples)
+    )
     save_arrays(program.out_dir / "reference", "input", inputs)
     device = None
     if runner is not None:
@@ -199,7 +204,11 @@ def _reference_file(spec: str) -> Path | None:
     """The trained .tflite file behind zoo:NAME@mlperf."""
     from .models.zoo.trained import TRAINED_FILES, trained_file
 
-    name = spec[4:].removesuffix("@mlperf") if spec.startswith("zoo:") and spec.endswith("@mlperf") else ""
+    name = (
+        spec[4:].removesuffix("@mlperf")
+        if spec.startswith("zoo:") and spec.endswith("@mlperf")
+        else ""
+    )
     return trained_file(name) if name in TRAINED_FILES else None
 
 
@@ -209,8 +218,10 @@ def _calibrations(job: Job, model: LoadedModel):
     if job.seeds > 1 and job.eval_data is None:
         raise UserError("--seeds repeats calibration to measure accuracy: pass --eval-data DIR too")
     if job.calibration_dir is None:
-        return [random_calibration(model.example_inputs, job.calibration_samples, job.seed + k)
-                for k in range(job.seeds)]
+        return [
+            random_calibration(model.example_inputs, job.calibration_samples, job.seed + k)
+            for k in range(job.seeds)
+        ]
     full = folder_calibration(job.calibration_dir, model.example_inputs)
     if job.seeds == 1 and job.calibration_subset is None:
         return [full]
@@ -218,8 +229,9 @@ def _calibrations(job: Job, model: LoadedModel):
     return [calibration_subset(full, size, job.seed + k) for k in range(job.seeds)]
 
 
-def run_job(job: Job, progress: Callable[[str], None] = lambda _: None, runner=None,
-            runner_note: str = "") -> JobResult:
+def run_job(
+    job: Job, progress: Callable[[str], None] = lambda _: None, runner=None, runner_note: str = ""
+) -> JobResult:
     """Run job with its output folder held: a second run into the same folder is refused."""
     with locked_output_folder(Path(job.out_dir)) as out_dir:
         remove_stale_staging(out_dir)
@@ -228,8 +240,10 @@ def run_job(job: Job, progress: Callable[[str], None] = lambda _: None, runner=N
 
 def check_job(job: Job) -> None:
     """What can be checked before anything loads or compiles."""
-    for name, value in (("--eval-samples", job.eval_samples),
-                        ("--calibration-samples", job.calibration_samples)):
+    for name, value in (
+        ("--eval-samples", job.eval_samples),
+        ("--calibration-samples", job.calibration_samples),
+    ):
         if value < 1:
             raise UserError(f"{name} must be at least 1, got {value}")
 
@@ -242,9 +256,18 @@ def _run_job(job: Job, progress: Callable[[str], None], runner, runner_note: str
     if job.model.endswith(".tflite"):
         model, variant = _tflite_variant(job, npu, target, runner, progress)
         npu = variant.program.npu  # a compiled file's own NPU
-        result = JobResult(job, model, target, npu, "none (a quantized .tflite file)",
-                           {"tflite": variant}, None, runner_note, Path(job.out_dir) / "report.json",
-                           _tflite_task(job, variant.program, progress))
+        result = JobResult(
+            job,
+            model,
+            target,
+            npu,
+            "none (a quantized .tflite file)",
+            {"tflite": variant},
+            None,
+            runner_note,
+            Path(job.out_dir) / "report.json",
+            _tflite_task(job, variant.program, progress),
+        )
         write_json_atomic(result.report_path, report_dict(result))
         return result
     progress(f"loading {job.model}")
@@ -266,8 +289,16 @@ def _run_job(job: Job, progress: Callable[[str], None], runner, runner_note: str
     host = TosaReferenceRunner()
     results = {}
     progress(f"compiling {' and '.join(job.variants)} for {npu.accelerator}")
-    programs = compile_variants(model, calibration, job.variants, npu, out_dir, job.extra_vela,
-                                rewrites, job.parallel_variants)
+    programs = compile_variants(
+        model,
+        calibration,
+        job.variants,
+        npu,
+        out_dir,
+        job.extra_vela,
+        rewrites,
+        job.parallel_variants,
+    )
     for variant in job.variants:
         program = programs[variant]
         check_fits(program, target)
@@ -282,20 +313,49 @@ def _run_job(job: Job, progress: Callable[[str], None], runner, runner_note: str
             device = _device_run(program, runner, target, reference)
             save_arrays(program.out_dir / f"run_{runner.name}", "output", device.evaluation.outputs)
         results[variant] = VariantResult(program, reference, device)
-    comparison = (compare_variants(results["fused"].program, results["unfused"].program)
-                  if {"fused", "unfused"} <= set(results) else None)
+    comparison = (
+        compare_variants(results["fused"].program, results["unfused"].program)
+        if {"fused", "unfused"} <= set(results)
+        else None
+    )
     task = None
     if data is not None:
-        task = _task(job, model, data, calibrations, {v: r.program for v, r in results.items()},
-                     npu, rewrites, progress)
-    result = JobResult(job, model, target, npu, calibration.source, results, comparison,
-                       runner_note, out_dir / "report.json", task)
+        task = _task(
+            job,
+            model,
+            data,
+            calibrations,
+            {v: r.program for v, r in results.items()},
+            npu,
+            rewrites,
+            progress,
+        )
+    result = JobResult(
+        job,
+        model,
+        target,
+        npu,
+        calibration.source,
+        results,
+        comparison,
+        runner_note,
+        out_dir / "report.json",
+        task,
+    )
     write_json_atomic(result.report_path, report_dict(result))
     return result
 
 
-def _task(job: Job, model: LoadedModel, data: LabelledData, calibrations, programs: dict[str, Program],
-          npu: NpuConfig, rewrites, progress) -> TaskResult:
+def _task(
+    job: Job,
+    model: LoadedModel,
+    data: LabelledData,
+    calibrations,
+    programs: dict[str, Program],
+    npu: NpuConfig,
+    rewrites,
+    progress,
+) -> TaskResult:
     """Each variant's accuracy on the labelled data, once per calibration (the first calibration's
     programs are the job's; the others compile into OUT/seeds/seed_K/)."""
     out_dir = Path(job.out_dir)
@@ -308,36 +368,59 @@ def _task(job: Job, model: LoadedModel, data: LabelledData, calibrations, progra
     for variant, first in programs.items():
         figures = []
         for k, calibration in enumerate(calibrations):
-            program = first if k == 0 else compile_variant(
-                model, calibration, variant, npu, out_dir / "seeds" / f"seed_{job.seed + k}",
-                job.extra_vela, rewrites)
+            program = (
+                first
+                if k == 0
+                else compile_variant(
+                    model,
+                    calibration,
+                    variant,
+                    npu,
+                    out_dir / "seeds" / f"seed_{job.seed + k}",
+                    job.extra_vela,
+                    rewrites,
+                )
+            )
             label = variant if len(calibrations) == 1 else f"{variant}, seed {job.seed + k}"
             progress(f"evaluating {label} on {data.source}")
-            figures.append(program_accuracy(program, evaluation_runner(program), data, shape,
-                                            metric, label))
+            figures.append(
+                program_accuracy(program, evaluation_runner(program), data, shape, metric, label)
+            )
         variants[variant] = tuple(figures)
     reference = None
     path = _reference_file(job.model)
     if path is not None:
         progress(f"evaluating the reference file {path.name}")
         program = compile_tflite(path, npu, out_dir / "reference_file", job.extra_vela)
-        reference = (path.name, program_accuracy(program, evaluation_runner(program), data, shape,
-                                                 metric, path.name))
-    return TaskResult(data.source, metric, floats, variants,
-                      tuple(c.source for c in calibrations), reference)
+        reference = (
+            path.name,
+            program_accuracy(program, evaluation_runner(program), data, shape, metric, path.name),
+        )
+    return TaskResult(
+        data.source, metric, floats, variants, tuple(c.source for c in calibrations), reference
+    )
 
 
 def task_entry(task: TaskResult, variant: str) -> dict[str, Any]:
     """report.json variants.<v>.accuracy keys: top1 (or auc) = mean over the calibrations."""
     values = [a.value for a in task.variants[variant]]
-    entry: dict[str, Any] = {task.metric: float(np.mean(values)),
-                             "eval_data": task.data, "eval_samples": task.variants[variant][0].samples,
-                             "eval_runner": task.variants[variant][0].runner}
+    entry: dict[str, Any] = {
+        task.metric: float(np.mean(values)),
+        "eval_data": task.data,
+        "eval_samples": task.variants[variant][0].samples,
+        "eval_runner": task.variants[variant][0].runner,
+    }
     if task.float_model is not None:
         entry[f"float_{task.metric}"] = task.float_model.value
     if len(values) > 1:
-        entry.update({f"{task.metric}_seeds": values, f"{task.metric}_std": float(np.std(values)),
-                      f"{task.metric}_min": min(values), f"{task.metric}_max": max(values)})
+        entry.update(
+            {
+                f"{task.metric}_seeds": values,
+                f"{task.metric}_std": float(np.std(values)),
+                f"{task.metric}_min": min(values),
+                f"{task.metric}_max": max(values),
+            }
+        )
     return entry
 
 
@@ -351,15 +434,23 @@ def report_dict(result: JobResult) -> dict[str, Any]:
             cycles = cycles_entry(run)
             estimate = entry["estimate"]["total_cycles"]
             # the run's figure (measured or simulated) over Vela's estimate of the same program
-            cycles["total_over_vela_estimate"] = (round(run.cycles.total_cycles / estimate, 4)
-                                                  if estimate and run.cycles.total_cycles
-                                                  else None)
-            entry["run"] = {"runner": run.runner, "cycles": cycles,
-                            "outputs_match_reference": vr.device.outputs_match_reference,
-                            "max_diff_lsb": vr.device.max_diff_lsb,
-                            "exact_match_rate": vr.device.exact_match_rate,
-                            "details": {k: v for k, v in run.details.items()
-                                        if isinstance(v, (str, int, float, bool, list, dict))}}
+            cycles["total_over_vela_estimate"] = (
+                round(run.cycles.total_cycles / estimate, 4)
+                if estimate and run.cycles.total_cycles
+                else None
+            )
+            entry["run"] = {
+                "runner": run.runner,
+                "cycles": cycles,
+                "outputs_match_reference": vr.device.outputs_match_reference,
+                "max_diff_lsb": vr.device.max_diff_lsb,
+                "exact_match_rate": vr.device.exact_match_rate,
+                "details": {
+                    k: v
+                    for k, v in run.details.items()
+                    if isinstance(v, (str, int, float, bool, list, dict))
+                },
+            }
         if result.task is not None and name in result.task.variants:
             entry.setdefault("accuracy", {}).update(task_entry(result.task, name))
         variants[name] = entry
@@ -369,9 +460,13 @@ def report_dict(result: JobResult) -> dict[str, Any]:
         "model_hash": result.model.content_hash,
         "target": result.target.name,
         "npu": result.npu.accelerator,
-        "vela": {"version": vela_version(), "system_config": result.npu.system_config,
-                 "memory_mode": result.npu.memory_mode, "config": result.npu.config_ini,
-                 "flags": list(next(iter(result.variants.values())).program.vela_flags)},
+        "vela": {
+            "version": vela_version(),
+            "system_config": result.npu.system_config,
+            "memory_mode": result.npu.memory_mode,
+            "config": result.npu.config_ini,
+            "flags": list(next(iter(result.variants.values())).program.vela_flags),
+        },
         "versions": tool_versions(),
         "seeds": {"calibration": job.seed, "evaluation": job.seed + EVAL_SEED_OFFSET},
         "calibration": result.calibration_source,
@@ -389,13 +484,22 @@ def report_dict(result: JobResult) -> dict[str, Any]:
         report["comparison"] = comparison_entry(result.comparison)
     if result.task is not None:
         task = result.task
-        report["eval"] = {"data": task.data, "metric": task.metric, "seeds": job.seeds,
-                          "calibrations": list(task.calibrations),
-                          "float": task.float_model.value if task.float_model else None,
-                          "reference_file": ({"file": task.reference_file[0],
-                                              task.metric: task.reference_file[1].value,
-                                              "runner": task.reference_file[1].runner}
-                                             if task.reference_file else None)}
+        report["eval"] = {
+            "data": task.data,
+            "metric": task.metric,
+            "seeds": job.seeds,
+            "calibrations": list(task.calibrations),
+            "float": task.float_model.value if task.float_model else None,
+            "reference_file": (
+                {
+                    "file": task.reference_file[0],
+                    task.metric: task.reference_file[1].value,
+                    "runner": task.reference_file[1].runner,
+                }
+                if task.reference_file
+                else None
+            ),
+        }
     return report
 
 
@@ -404,5 +508,6 @@ def io_layout_hint(result: JobResult) -> dict | None:
     if result.model.module is None:  # a .tflite file: its layout is fixed
         return None
     image = any(getattr(x, "dim", lambda: 0)() == 4 for x in result.model.example_inputs)
-    return layout_hint({n: v.program for n, v in result.variants.items()}, result.job.io_layout,
-                       image)
+    return layout_hint(
+        {n: v.program for n, v in result.variants.items()}, result.job.io_layout, image
+    )

@@ -43,10 +43,17 @@ class DeviceResult:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("etk", "ethos-u-toolkit on-device tests")
-    group.addoption("--etk-target", help="target to deploy to (corstone-300, a .toml file); "
-                                         "tests using etk fixtures skip without it")
-    group.addoption("--etk-runner", default="auto", choices=RUNNERS,
-                    help="runner (default auto: FVP, else simulator, else TOSA reference)")
+    group.addoption(
+        "--etk-target",
+        help="target to deploy to (corstone-300, a .toml file); "
+        "tests using etk fixtures skip without it",
+    )
+    group.addoption(
+        "--etk-runner",
+        default="auto",
+        choices=RUNNERS,
+        help="runner (default auto: FVP, else simulator, else TOSA reference)",
+    )
     group.addoption("--etk-npu", help="NPU configuration (default: the target's)")
     group.addoption("--etk-port", help="serial port of the board (--etk-runner serial)")
     group.addoption("--etk-baud", type=int, help="baud rate of the board's UART")
@@ -54,8 +61,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "etk_tolerance(lsb=0, sqnr_db=None): allowed difference of device outputs "
-                   "from the host reference (LSB) and least SQNR vs the float model (dB)")
+        "markers",
+        "etk_tolerance(lsb=0, sqnr_db=None): allowed difference of device outputs "
+        "from the host reference (LSB) and least SQNR vs the float model (dB)",
+    )
 
 
 class _Deployer:
@@ -82,12 +91,28 @@ class _Deployer:
         npu = target.npu(self.npu)
         runner, note = select_runner(self.runner, target, npu, port=self.port, baud=self.baud)
         out = self.out / f"{model.replace(':', '_').replace('/', '_')}_{variant}"
-        result = run_job(Job(model=model, target=self.target, variants=(variant,),
-                             npu=npu.accelerator, out_dir=out, runner=runner.name),
-                         runner=runner, runner_note=note)
+        result = run_job(
+            Job(
+                model=model,
+                target=self.target,
+                variants=(variant,),
+                npu=npu.accelerator,
+                out_dir=out,
+                runner=runner.name,
+            ),
+            runner=runner,
+            runner_note=note,
+        )
         device = result.variants[variant].device
-        return DeviceResult(model, variant, runner.name, device.evaluation.runs[0].cycles,
-                            device.max_diff_lsb, device.evaluation.accuracy.sqnr_db, result)
+        return DeviceResult(
+            model,
+            variant,
+            runner.name,
+            device.evaluation.runs[0].cycles,
+            device.max_diff_lsb,
+            device.evaluation.accuracy.sqnr_db,
+            result,
+        )
 
 
 @pytest.fixture(scope="session")
@@ -106,32 +131,40 @@ def etk_tolerance(request: pytest.FixtureRequest) -> Tolerance:
 def out_of_tolerance(result: DeviceResult, tolerance: Tolerance) -> list[str]:
     problems = []
     if result.max_diff_lsb > tolerance.lsb:
-        problems.append(f"outputs differ from the host reference by {result.max_diff_lsb:g} LSB "
-                        f"(allowed {tolerance.lsb:g})")
+        problems.append(
+            f"outputs differ from the host reference by {result.max_diff_lsb:g} LSB "
+            f"(allowed {tolerance.lsb:g})"
+        )
     if tolerance.sqnr_db is not None and not result.sqnr_db >= tolerance.sqnr_db:
-        problems.append(f"SQNR vs the float model is {result.sqnr_db:.2f} dB "
-                        f"(at least {tolerance.sqnr_db:g} dB required)")
+        problems.append(
+            f"SQNR vs the float model is {result.sqnr_db:.2f} dB "
+            f"(at least {tolerance.sqnr_db:g} dB required)"
+        )
     return problems
 
 
 @pytest.fixture
-def etk_deploy(request: pytest.FixtureRequest, etk_deployer: _Deployer,
-               etk_tolerance: Tolerance) -> Callable[..., DeviceResult]:
+def etk_deploy(
+    request: pytest.FixtureRequest, etk_deployer: _Deployer, etk_tolerance: Tolerance
+) -> Callable[..., DeviceResult]:
     """etk_deploy(model, fusion="on") -> DeviceResult; fails the test when out of tolerance."""
 
     def deploy(model: str, fusion: str = "on") -> DeviceResult:
         variant = {"on": "fused", "off": "unfused"}[fusion]
         result = etk_deployer.deploy(model, variant)
         prefix = f"etk {model} {variant}"
-        for name, value in ((f"{prefix} runner", result.runner),
-                            (f"{prefix} npu_cycles ({result.cycles.kind})", result.cycles.npu_cycles),
-                            (f"{prefix} max_diff_lsb", result.max_diff_lsb),
-                            (f"{prefix} sqnr_db", round(result.sqnr_db, 3))):
+        for name, value in (
+            (f"{prefix} runner", result.runner),
+            (f"{prefix} npu_cycles ({result.cycles.kind})", result.cycles.npu_cycles),
+            (f"{prefix} max_diff_lsb", result.max_diff_lsb),
+            (f"{prefix} sqnr_db", round(result.sqnr_db, 3)),
+        ):
             request.node.user_properties.append((name, value))
         problems = out_of_tolerance(result, etk_tolerance)
         if problems:
-            pytest.fail(f"{model} {variant} on {result.runner}: " + "; ".join(problems),
-                        pytrace=False)
+            pytest.fail(
+                f"{model} {variant} on {result.runner}: " + "; ".join(problems), pytrace=False
+            )
         return result
 
     return deploy

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import os
 import string
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
-
-import tomllib
 
 from .errors import UserError
 from .npu import DEFAULT_VELA_SYSTEM, NpuConfig, check_accelerator, vendor_npu_config
@@ -51,8 +50,10 @@ class FvpSpec:
         try:
             return self.binaries[family]
         except KeyError:
-            raise UserError(f"this target's FVP has no {family} model; "
-                            f"it has {', '.join(sorted(self.binaries))}") from None
+            raise UserError(
+                f"this target's FVP has no {family} model; "
+                f"it has {', '.join(sorted(self.binaries))}"
+            ) from None
 
 
 ResetMethod = Literal["flash", "command", "manual"]
@@ -105,8 +106,13 @@ class Target:
     vela_config: str | None = None  # [npu.vela] config: a vendor's Vela ini (else Vela's own)
     sram_bytes: int | None = None  # SRAM the runtime image gives the NPU; None: not checked
 
-    def npu(self, accelerator: str | None = None, system_config: str | None = None,
-            memory_mode: str | None = None, vela_config: str | Path | None = None) -> NpuConfig:
+    def npu(
+        self,
+        accelerator: str | None = None,
+        system_config: str | None = None,
+        memory_mode: str | None = None,
+        vela_config: str | Path | None = None,
+    ) -> NpuConfig:
         """The NPU configuration to compile for, with user overrides applied (--vela-config
         wins over the target's [npu.vela] config)."""
         accelerator = accelerator or self.default_npu
@@ -114,7 +120,8 @@ class Target:
         if accelerator not in self.supported_npus:
             raise UserError(
                 f"target '{self.name}' has no {accelerator}: use one of "
-                f"{', '.join(self.supported_npus)} (or add a target file in targets/)")
+                f"{', '.join(self.supported_npus)} (or add a target file in targets/)"
+            )
         family = accelerator.rsplit("-", 1)[0]
         default_system, default_memory = self.vela_system.get(family, DEFAULT_VELA_SYSTEM[family])
         npu = NpuConfig(accelerator, system_config or default_system, memory_mode or default_memory)
@@ -135,11 +142,11 @@ class _Table:
 
     def _fail(self, key: str, expected: str, got: Any = None) -> UserError:
         what = "missing" if got is None else f"is {type(got).__name__} {got!r}"
-        return UserError(f"target file {self.path}: key '{self.prefix}{key}' {what}, "
-                         f"expected {expected}")
+        return UserError(
+            f"target file {self.path}: key '{self.prefix}{key}' {what}, expected {expected}"
+        )
 
-    def get(self, key: str, typ: type | tuple[type, ...], expected: str,
-            default: Any = ...) -> Any:
+    def get(self, key: str, typ: type | tuple[type, ...], expected: str, default: Any = ...) -> Any:
         if key not in self.data:
             if default is ...:
                 raise self._fail(key, expected)
@@ -174,8 +181,10 @@ def _parse_fvp(table: _Table) -> FvpSpec:
         if not config_file.is_file():
             config_file = table.path.parent / config_name
         if not config_file.is_file():
-            raise UserError(f"target file {table.path}: fvp.config_file '{config_name}' "
-                            f"not found in fvp_configs/ or next to the target file")
+            raise UserError(
+                f"target file {table.path}: fvp.config_file '{config_name}' "
+                f"not found in fvp_configs/ or next to the target file"
+            )
     params = table.get("parameters", dict, "a table of FVP parameters", default={})
     return FvpSpec(
         binaries=table.str_dict("binaries") or {},
@@ -185,14 +194,14 @@ def _parse_fvp(table: _Table) -> FvpSpec:
         config_file=config_file,
         parameters=dict(params),
         time_limit_s=table.get("time_limit_s", int, "an integer number of seconds", default=600),
-        runner_elf=table.get("runner_elf", str, "a path to the executor runner ELF",
-                             default=None),
+        runner_elf=table.get("runner_elf", str, "a path to the executor runner ELF", default=None),
     )
 
 
 def _commands(table: _Table, key: str, required: bool) -> tuple[str, ...]:
-    value = table.get(key, (str, list), "a command template or a list of them",
-                      default=... if required else [])
+    value = table.get(
+        key, (str, list), "a command template or a list of them", default=... if required else []
+    )
     steps = [value] if isinstance(value, str) else value
     if not all(isinstance(step, str) and step.strip() for step in steps):
         raise table._fail(key, "a command template or a list of them", value)
@@ -200,13 +209,16 @@ def _commands(table: _Table, key: str, required: bool) -> tuple[str, ...]:
         try:
             fields = {name for _, name, _, _ in string.Formatter().parse(step) if name is not None}
         except ValueError as exc:
-            raise UserError(f"target file {table.path}: key '{table.prefix}{key}': {exc} "
-                            f"in {step!r}") from None
+            raise UserError(
+                f"target file {table.path}: key '{table.prefix}{key}': {exc} in {step!r}"
+            ) from None
         unknown = sorted(fields - set(BOARD_PLACEHOLDERS))
         if unknown:
-            raise UserError(f"target file {table.path}: key '{table.prefix}{key}' uses "
-                            f"{{{unknown[0]}}}; the placeholders are "
-                            f"{', '.join('{' + p + '}' for p in BOARD_PLACEHOLDERS)}")
+            raise UserError(
+                f"target file {table.path}: key '{table.prefix}{key}' uses "
+                f"{{{unknown[0]}}}; the placeholders are "
+                f"{', '.join('{' + p + '}' for p in BOARD_PLACEHOLDERS)}"
+            )
     return tuple(steps)
 
 
@@ -219,8 +231,9 @@ def _parse_board(table: _Table) -> BoardSpec:
     usb_ids = table.str_list("usb_ids") if "usb_ids" in table.data else ()
     for usb_id in usb_ids:
         vid, sep, pid = usb_id.partition(":")
-        if not (sep and len(vid) == len(pid) == 4
-                and all(c in string.hexdigits for c in vid + pid)):
+        if not (
+            sep and len(vid) == len(pid) == 4 and all(c in string.hexdigits for c in vid + pid)
+        ):
             raise table._fail("usb_ids", "a list of 'VID:PID' in hex, like '0403:6011'", usb_id)
     retries = table.get("retries", int, "a whole number of re-runs", default=2)
     inputs = table.get("inputs", str, "bundled or ones", default="bundled")
@@ -240,11 +253,11 @@ def _parse_board(table: _Table) -> BoardSpec:
         usb_ids=tuple(u.lower() for u in usb_ids),
         build_time_limit_s=table.get("build_time_limit_s", int, "whole seconds", default=1800),
         flash_time_limit_s=table.get("flash_time_limit_s", int, "whole seconds", default=300),
-        banner_time_limit_s=float(table.get("banner_time_limit_s", seconds, "seconds",
-                                            default=30)),
+        banner_time_limit_s=float(table.get("banner_time_limit_s", seconds, "seconds", default=30)),
         run_time_limit_s=float(table.get("run_time_limit_s", seconds, "seconds", default=300)),
-        reconnect_time_limit_s=float(table.get("reconnect_time_limit_s", seconds, "seconds",
-                                               default=10)),
+        reconnect_time_limit_s=float(
+            table.get("reconnect_time_limit_s", seconds, "seconds", default=10)
+        ),
         retries=retries,
         inputs=inputs,
     )
@@ -256,8 +269,9 @@ def load_target_file(path: Path) -> Target:
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"target file {path} is not valid TOML: {exc}") from None
     except UnicodeDecodeError as exc:
-        raise UserError(f"target file {path} is not UTF-8 text (byte {exc.start}): save it as "
-                        "UTF-8") from None
+        raise UserError(
+            f"target file {path} is not UTF-8 text (byte {exc.start}): save it as UTF-8"
+        ) from None
     top = _Table(data, path)
     npu = top.table("npu")
     supported = npu.str_list("supported")

@@ -11,8 +11,13 @@ from pathlib import Path
 
 def tool_versions() -> dict[str, str]:
     versions = {"python": platform.python_version()}
-    for key, dist in (("torch", "torch"), ("executorch", "executorch"), ("vela", "ethos-u-vela"),
-                      ("tosa_tools", "tosa-tools"), ("toolkit", "ethos-u-toolkit")):
+    for key, dist in (
+        ("torch", "torch"),
+        ("executorch", "executorch"),
+        ("vela", "ethos-u-vela"),
+        ("tosa_tools", "tosa-tools"),
+        ("toolkit", "ethos-u-toolkit"),
+    ):
         try:
             versions[key] = version(dist)
         except PackageNotFoundError:

@@ -15,28 +15,55 @@ def _doctor(out, tmp_path, change) -> tuple[str, dict]:
     change(baseline["runs"][key])
     path = tmp_path / "BASELINE.json"
     path.write_text(json.dumps(baseline))
-    return str(path), {"label": original["label"], "before": original,
-                       "after": baseline["runs"][key]}
+    return str(path), {
+        "label": original["label"],
+        "before": original,
+        "after": baseline["runs"][key],
+    }
 
 
 def _scale_cycles(factor):
     def change(run):
         run["cycles"]["run"]["npu_cycles"] = round(run["cycles"]["run"]["npu_cycles"] * factor)
+
     return change
 
 
 def test_own_baseline_passes(tiny_bench, capsys):
     suite, out, _ = tiny_bench
-    assert main(["bench", str(suite), "--out", str(out), "--resume",
-                 "--baseline", str(out / "baseline.json")]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                str(suite),
+                "--out",
+                str(out),
+                "--resume",
+                "--baseline",
+                str(out / "baseline.json"),
+            ]
+        )
+        == 0
+    )
     assert "no regression" in capsys.readouterr().err
 
 
 def test_cycles_raised_beyond_tolerance_exit_1_and_named(tiny_bench, tmp_path, capsys):
     suite, out, _ = tiny_bench
     baseline, run = _doctor(out, tmp_path, _scale_cycles(1 / 1.10))  # now looks 10% slower
-    code = main(["bench", str(suite), "--out", str(out), "--resume", "--baseline", baseline,
-                 "--tolerance-cycles", "2%"])
+    code = main(
+        [
+            "bench",
+            str(suite),
+            "--out",
+            str(out),
+            "--resume",
+            "--baseline",
+            baseline,
+            "--tolerance-cycles",
+            "2%",
+        ]
+    )
     table = capsys.readouterr().out
     now, doctored = (r["cycles"]["run"]["npu_cycles"] for r in (run["before"], run["after"]))
     assert code == 1
@@ -49,8 +76,22 @@ def test_cycles_raised_beyond_tolerance_exit_1_and_named(tiny_bench, tmp_path, c
 def test_cycles_within_tolerance_pass(tiny_bench, tmp_path):
     suite, out, _ = tiny_bench
     baseline, _ = _doctor(out, tmp_path, _scale_cycles(1 / 1.01))
-    assert main(["bench", str(suite), "--out", str(out), "--resume", "--baseline", baseline,
-                 "--tolerance-cycles", "2%"]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                str(suite),
+                "--out",
+                str(out),
+                "--resume",
+                "--baseline",
+                baseline,
+                "--tolerance-cycles",
+                "2%",
+            ]
+        )
+        == 0
+    )
 
 
 def test_output_codes_checked_in_lsb(tiny_bench, tmp_path, capsys):

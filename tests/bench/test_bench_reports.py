@@ -38,13 +38,18 @@ def test_every_run_recorded_once_with_its_figures(tiny_bench):
         assert r["runner"]["name"] == "sim"
         assert r["cycles"]["run"]["kind"] == "simulated" and r["cycles"]["run"]["npu_cycles"] > 0
         assert r["cycles"]["estimate"]["kind"] == "estimate"
-        assert sum(row["npu_cycles"] for row in r["layers"]["rows"]) == \
-            r["cycles"]["estimate"]["npu_cycles"]
+        assert (
+            sum(row["npu_cycles"] for row in r["layers"]["rows"])
+            == r["cycles"]["estimate"]["npu_cycles"]
+        )
         assert r["outputs"]["outputs_match_reference"] is True
         assert r["outputs"]["sqnr_db"] > 15 and r["outputs"]["quantized"]
         assert f"--accelerator-config={r['spec']['npu']}" in r["vela"]["flags"]
-    big = {r["spec"]["npu"]: r["cycles"]["run"]["npu_cycles"] for r in recs
-           if r["spec"]["model"] == "zoo:conv2d_relu" and r["spec"]["variant"] == "fused"}
+    big = {
+        r["spec"]["npu"]: r["cycles"]["run"]["npu_cycles"]
+        for r in recs
+        if r["spec"]["model"] == "zoo:conv2d_relu" and r["spec"]["variant"] == "fused"
+    }
     assert big["ethos-u65-256"] < big["ethos-u55-128"]  # twice the MACs per cycle
 
 
@@ -52,18 +57,23 @@ def test_markdown_numbers_match_the_jsonl(tiny_bench):
     _, out, _ = tiny_bench
     text = (out / "report.md").read_text()
     assert f"{len(records(out))} runs, {len(records(out))} ok, 0 failed" in text
-    by_label = {(r["spec"]["model"], r["spec"]["npu"], r["spec"]["variant"]): r
-                for r in records(out)}
+    by_label = {
+        (r["spec"]["model"], r["spec"]["npu"], r["spec"]["variant"]): r for r in records(out)
+    }
     rows = _md_rows(text, "Runs")
     assert len(rows) == len(by_label)
     for row in rows:
         r = by_label[(row[0], row[2], row[3])]
-        assert row[7:12] == [str(r["cycles"]["estimate"]["npu_cycles"]),
-                             str(r["cycles"]["run"]["npu_cycles"]), "simulated",
-                             _fmt(r["outputs"]["sqnr_db"]), _fmt(r["outputs"]["max_abs_err_lsb"])]
+        assert row[7:12] == [
+            str(r["cycles"]["estimate"]["npu_cycles"]),
+            str(r["cycles"]["run"]["npu_cycles"]),
+            "simulated",
+            _fmt(r["outputs"]["sqnr_db"]),
+            _fmt(r["outputs"]["max_abs_err_lsb"]),
+        ]
     pairs = _md_rows(text, "Fused vs unfused")
     assert len(pairs) == len(TINY_MODELS) * len(TINY_NPUS)
-    for model, npu, _vela, _runner, kind, fused, unfused, delta, *_ in pairs:
+    for model, npu, _vela, _runner, _kind, fused, unfused, delta, *_ in pairs:
         assert fused == str(by_label[(model, npu, "fused")]["cycles"]["run"]["npu_cycles"])
         assert unfused == str(by_label[(model, npu, "unfused")]["cycles"]["run"]["npu_cycles"])
         assert int(delta) == int(unfused) - int(fused)
@@ -74,9 +84,11 @@ def test_html_is_self_contained_with_four_plots_and_the_numbers(tiny_bench):
     page = (out / "report.html").read_text()
     images = re.findall(r'<img alt="([^"]+)" src="data:image/png;base64,([^"]+)"', page)
     assert [alt.split(",")[0] for alt, _ in images] == [
-        "Cycles per model", "Estimated vs simulated NPU cycles",
+        "Cycles per model",
+        "Estimated vs simulated NPU cycles",
         "Per-layer NPU cycles of zoo:conv2d_relu on ethos-u55-128",
-        "Accuracy (SQNR vs the float model) per model and variant"]
+        "Accuracy (SQNR vs the float model) per model and variant",
+    ]
     for _, data in images:
         assert base64.b64decode(data)[:8] == b"\x89PNG\r\n\x1a\n"
     assert not re.search(r'(src|href)="(?!data:)', page)  # nothing fetched from elsewhere
@@ -93,9 +105,22 @@ def test_html_renders_in_headless_chromium_with_the_plots(tiny_bench, tmp_path):
     _, out, _ = tiny_bench
     shot = tmp_path / "shot.png"
     run = subprocess.run(
-        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-         "--window-size=1200,1400", f"--screenshot={shot}", "--enable-logging=stderr", "--v=0",
-         (out / "report.html").as_uri()], capture_output=True, text=True, timeout=60)
+        [
+            "chromium",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=1200,1400",
+            f"--screenshot={shot}",
+            "--enable-logging=stderr",
+            "--v=0",
+            (out / "report.html").as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     console = [line for line in run.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
     assert not console

@@ -25,7 +25,7 @@ def _wait_for_records(path, count, process, timeout_s=240):
     raise AssertionError(f"no {count} records in {timeout_s} s")
 
 
-GATED = '''
+GATED = """
 import time
 from pathlib import Path
 import torch
@@ -38,21 +38,28 @@ def net():
     while not Path({gate!r}).exists() and time.monotonic() < deadline:
         time.sleep(0.1)  # held until the test opens the gate: the suite is surely unfinished
     return torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.ReLU())
-'''
+"""
 
 
 def test_sigint_then_resume_keeps_each_finished_run_once(tmp_path):
     gate, gated = tmp_path / "gate", tmp_path / "gated.py"
     gated.write_text(GATED.format(gate=str(gate)))
-    suite = write_suite(tmp_path / "s.toml", models=["zoo:linear_relu6", f"{gated}:net"],
-                        npus=["ethos-u55-128", "ethos-u55-256"], fusion=["on"])
+    suite = write_suite(
+        tmp_path / "s.toml",
+        models=["zoo:linear_relu6", f"{gated}:net"],
+        npus=["ethos-u55-128", "ethos-u55-256"],
+        fusion=["on"],
+    )
     out = tmp_path / "out"
     # A shell starts background jobs with SIGINT ignored, and a child inherits that: give the
     # bench Python's own Ctrl-C handling, as in a terminal.
     process = subprocess.Popen(
         [sys.executable, "-m", "toolkit.cli", "bench", str(suite), "-j", "2", "--out", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     _wait_for_records(out / "results.jsonl", 1, process)
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=60)
@@ -65,13 +72,13 @@ def test_sigint_then_resume_keeps_each_finished_run_once(tmp_path):
     gate.touch()
     assert main(["bench", str(suite), "-j", "2", "--out", str(out), "--resume"]) == 0
     after = (out / "results.jsonl").read_text().splitlines()
-    assert after[:len(before)] == before  # finished runs untouched
+    assert after[: len(before)] == before  # finished runs untouched
     keys = [r["key"] for r in records(out)]
     assert sorted(keys) == sorted(expected)  # each run exactly once, the rest completed
     assert all(r["status"] == "ok" for r in records(out))
 
 
-KILLER = '''
+KILLER = """
 import os, signal
 from pathlib import Path
 import torch
@@ -86,7 +93,7 @@ def {name}():
         MARK.touch()
         os.kill(os.getpid(), signal.SIGKILL)  # the worker dies in the middle of this run
     return torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.ReLU())
-'''
+"""
 
 
 def test_killed_worker_loses_nothing_and_its_run_is_retried(tmp_path):

@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 
 pytest_plugins = ["pytester"]
 
-SUITE = '''
+SUITE = """
 import pytest
 
 @pytest.mark.etk_tolerance(lsb=0, sqnr_db=10)
@@ -21,13 +21,21 @@ def test_within(etk_deploy):
 @pytest.mark.etk_tolerance(sqnr_db=200)
 def test_demands_too_much(etk_deploy):
     etk_deploy("zoo:linear_relu6")
-'''
+"""
 
 
 def test_deploy_fixture_marker_and_junit(pytester):
     pytester.makepyfile(test_device=SUITE)
-    result = pytester.runpytest("--etk-target", "corstone-300", "--etk-runner", "sim",
-                                "--junitxml", "device.xml", "-p", "no:cacheprovider")
+    result = pytester.runpytest(
+        "--etk-target",
+        "corstone-300",
+        "--etk-runner",
+        "sim",
+        "--junitxml",
+        "device.xml",
+        "-p",
+        "no:cacheprovider",
+    )
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*SQNR vs the float model is * dB (at least 200 dB required)*"])
     cases = {c.get("name"): c for c in ET.parse(pytester.path / "device.xml").iter("testcase")}
@@ -45,7 +53,9 @@ def test_without_target_the_device_tests_skip(pytester):
 
 
 def test_plugin_import_is_light():
-    code = ("import sys, toolkit.pytest_plugin; "
-            "heavy = [m for m in ('torch', 'executorch', 'toolkit.pipeline') if m in sys.modules]; "
-            "assert not heavy, heavy")
+    code = (
+        "import sys, toolkit.pytest_plugin; "
+        "heavy = [m for m in ('torch', 'executorch', 'toolkit.pipeline') if m in sys.modules]; "
+        "assert not heavy, heavy"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

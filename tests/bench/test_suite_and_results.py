@@ -38,43 +38,55 @@ def test_run_key_is_stable_and_covers_every_option():
     run = load_suite(REPO / "examples/suites/zoo.toml").runs()[0]
     assert run_key(run) == run_key(replace(run))
     assert run_key(run) == "85fd135e16adeeb8"  # a change here invalidates everyone's --resume
-    changed = [replace(run, npu="ethos-u55-256"), replace(run, variant="unfused"),
-               replace(run, runner="tosa-ref"),
-               replace(run, vela=replace(run.vela, optimise="Size")),
-               replace(run, settings=replace(run.settings, seed=1))]
+    changed = [
+        replace(run, npu="ethos-u55-256"),
+        replace(run, variant="unfused"),
+        replace(run, runner="tosa-ref"),
+        replace(run, vela=replace(run.vela, optimise="Size")),
+        replace(run, settings=replace(run.settings, seed=1)),
+    ]
     assert len({run_key(r) for r in [run, *changed]}) == 6
 
 
 def test_vela_option_sets_multiply_the_runs(tmp_path):
     path = tmp_path / "s.toml"
-    path.write_text('models = ["zoo:conv2d_*"]\nnpus = ["ethos-u55-128"]\n'
-                    'runners = ["sim", "tosa-ref"]\n'
-                    '[[vela]]\nname = "perf"\noptimise = "Performance"\n'
-                    '[[vela]]\nname = "size"\noptimise = "Size"\nmemory_mode = "Sram_Only"\n')
+    path.write_text(
+        'models = ["zoo:conv2d_*"]\nnpus = ["ethos-u55-128"]\n'
+        'runners = ["sim", "tosa-ref"]\n'
+        '[[vela]]\nname = "perf"\noptimise = "Performance"\n'
+        '[[vela]]\nname = "size"\noptimise = "Size"\nmemory_mode = "Sram_Only"\n'
+    )
     suite = load_suite(path)
-    assert suite.models == ("zoo:conv2d_bn_relu", "zoo:conv2d_bn_relu6", "zoo:conv2d_relu",
-                            "zoo:conv2d_relu6")
+    assert suite.models == (
+        "zoo:conv2d_bn_relu",
+        "zoo:conv2d_bn_relu6",
+        "zoo:conv2d_relu",
+        "zoo:conv2d_relu6",
+    )
     assert len(suite.runs()) == 4 * 2 * 2 * 2
     assert suite.vela[1].extra_flags() == ("--optimise=Size",)
     assert suite.vela[1].memory_mode == "Sram_Only"
 
 
-@pytest.mark.parametrize("text, key", [
-    ('models = "zoo:ds_cnn"', "models"),
-    ('models = []', "models"),
-    ('models = ["zoo:nothing_*"]', "models"),
-    ('models = ["zoo:ds_cnnn"]', "models"),
-    ('models = ["missing_model.py:Net"]', "models"),
-    ('models = ["missing.tflite"]', "models"),
-    ('models = ["zoo:ds_cnn"]\nnpus = ["ethos-u85-256"]', "npus"),
-    ('models = ["zoo:ds_cnn"]\nfusion = ["maybe"]', "fusion"),
-    ('models = ["zoo:ds_cnn"]\nrunners = ["fvp", "fvp"]', "runners"),
-    ('models = ["zoo:ds_cnn"]\ntargets = ["corstone-999"]', "targets"),
-    ('models = ["zoo:ds_cnn"]\n[settings]\neval_samples = 0', "settings.eval_samples"),
-    ('models = ["zoo:ds_cnn"]\n[[vela]]\noptimise = "Fast"', "vela[0].optimise"),
-    ('models = ["zoo:ds_cnn"]\n[[vela]]\nspeed = 1', "vela[0].speed"),
-    ('models = ["zoo:ds_cnn"]\nmodel = ["x"]', "model"),
-])
+@pytest.mark.parametrize(
+    "text, key",
+    [
+        ('models = "zoo:ds_cnn"', "models"),
+        ("models = []", "models"),
+        ('models = ["zoo:nothing_*"]', "models"),
+        ('models = ["zoo:ds_cnnn"]', "models"),
+        ('models = ["missing_model.py:Net"]', "models"),
+        ('models = ["missing.tflite"]', "models"),
+        ('models = ["zoo:ds_cnn"]\nnpus = ["ethos-u85-256"]', "npus"),
+        ('models = ["zoo:ds_cnn"]\nfusion = ["maybe"]', "fusion"),
+        ('models = ["zoo:ds_cnn"]\nrunners = ["fvp", "fvp"]', "runners"),
+        ('models = ["zoo:ds_cnn"]\ntargets = ["corstone-999"]', "targets"),
+        ('models = ["zoo:ds_cnn"]\n[settings]\neval_samples = 0', "settings.eval_samples"),
+        ('models = ["zoo:ds_cnn"]\n[[vela]]\noptimise = "Fast"', "vela[0].optimise"),
+        ('models = ["zoo:ds_cnn"]\n[[vela]]\nspeed = 1', "vela[0].speed"),
+        ('models = ["zoo:ds_cnn"]\nmodel = ["x"]', "model"),
+    ],
+)
 def test_bad_suite_names_file_and_key(tmp_path, text, key):
     path = tmp_path / "bad.toml"
     path.write_text(text + "\n")
@@ -104,8 +116,9 @@ def test_concurrent_appends_never_interleave(tmp_path):
         p.join()
     lines = path.read_text().splitlines()
     assert len(lines) == 200
-    assert {json.loads(line)["key"] for line in lines} == {f"{w}-{i}" for w in range(4)
-                                                           for i in range(50)}
+    assert {json.loads(line)["key"] for line in lines} == {
+        f"{w}-{i}" for w in range(4) for i in range(50)
+    }
 
 
 def test_torn_last_line_is_ignored_and_newest_record_wins(tmp_path):

@@ -29,8 +29,9 @@ def tflite_bench(tmp_path_factory):
     """`etk bench` of ad01_int8.tflite with fusion on and off, on the simulator and tosa-ref."""
     root = tmp_path_factory.mktemp("tflite_bench")
     suite = write_suite(root / "tflite.toml", models=[str(AD01)], npus=["ethos-u55-128"])
-    suite.write_text(suite.read_text().replace('runners = ["sim"]',
-                                               'runners = ["sim", "tosa-ref"]'))
+    suite.write_text(
+        suite.read_text().replace('runners = ["sim"]', 'runners = ["sim", "tosa-ref"]')
+    )
     out = root / "out"
     code = main(["bench", str(suite), "--out", str(out)])
     return suite, out, code
@@ -41,8 +42,13 @@ def _by_runner(out) -> dict[str, dict]:
 
 
 def test_tflite_model_is_one_run_per_config_whatever_the_fusion(tmp_path):
-    suite = load_suite(write_suite(tmp_path / "s.toml", models=[str(AD01), "zoo:linear_relu6"],
-                                   npus=["ethos-u55-128", "ethos-u65-256"]))
+    suite = load_suite(
+        write_suite(
+            tmp_path / "s.toml",
+            models=[str(AD01), "zoo:linear_relu6"],
+            npus=["ethos-u55-128", "ethos-u65-256"],
+        )
+    )
     runs = [r for r in suite.runs() if r.model == str(AD01)]
     assert [r.variant for r in runs] == ["tflite", "tflite"]  # one per NPU, not one per fusion
     assert {r.npu for r in runs} == {"ethos-u55-128", "ethos-u65-256"}
@@ -59,9 +65,12 @@ def test_tflite_run_on_the_simulator_records_the_estimate(tflite_bench):
     r = _by_runner(out)["sim"]
     assert r["status"] == "ok", r["reason"]
     assert r["spec"]["variant"] == "tflite" and r["runner"]["name"] == "sim"
-    assert r["cycles"]["estimate"] == {"kind": "estimate", "source": "Vela",
-                                       "npu_cycles": AD01_NPU_CYCLES,
-                                       "total_cycles": AD01_TOTAL_CYCLES}
+    assert r["cycles"]["estimate"] == {
+        "kind": "estimate",
+        "source": "Vela",
+        "npu_cycles": AD01_NPU_CYCLES,
+        "total_cycles": AD01_TOTAL_CYCLES,
+    }
     assert r["npu_ops"] == AD01_NPU_OPS
     assert r["vela"]["memory_mode"] == "Shared_Sram"
     assert sum(row["npu_cycles"] for row in r["layers"]["rows"]) == AD01_NPU_CYCLES
@@ -72,8 +81,7 @@ def test_tflite_run_on_the_simulator_records_the_estimate(tflite_bench):
     assert r["outputs"]["max_diff_lsb"] is None and r["outputs"]["exact_match_rate"] is None
     # the output codes are the simulator's int8 outputs as they are
     (output,) = r["outputs"]["quantized"]
-    saved = np.stack([np.load(f"{r['out_dir']}/tflite/run_sim/output_{k}_0.npy")
-                      for k in range(2)])
+    saved = np.stack([np.load(f"{r['out_dir']}/tflite/run_sim/output_{k}_0.npy") for k in range(2)])
     assert output["shape"] == list(saved.shape) == [2, 1, 640]
     assert np.array_equal(decode_codes(output["codes"]), saved.ravel())
 
@@ -98,14 +106,18 @@ def test_report_with_a_tflite_record(tflite_bench, tiny_bench, tmp_path, capsys)
     text = (folder / "report.md").read_text()
     total = len(zoo.splitlines()) + 2
     assert f"{total} runs, {total - 1} ok, 1 failed" in text
-    runs = [line for line in text.split("## Runs")[1].split("## Fused")[0].splitlines()
-            if line.startswith(f"| {AD01} ")]
+    runs = [
+        line
+        for line in text.split("## Runs")[1].split("## Fused")[0].splitlines()
+        if line.startswith(f"| {AD01} ")
+    ]
     assert runs == [
         f"| {AD01} | corstone-300 | ethos-u55-128 | tflite | default | sim | ok | "
         f"{AD01_NPU_CYCLES} | {_by_runner(out)['sim']['cycles']['run']['npu_cycles']} | "
         "simulated | - | - | - |",
         f"| {AD01} | corstone-300 | ethos-u55-128 | tflite | default | tosa-ref | failed | "
-        "- | - | - | - | - | - |"]
+        "- | - | - | - | - | - |",
+    ]
     pairs = text.split("## Fused vs unfused")[1].split("## Failed")[0]
     assert str(AD01) not in pairs and pairs.count("| zoo:") == 4
     assert f"{AD01} tflite ethos-u55-128 default tosa-ref: " in text.split("## Failed runs")[1]
@@ -140,14 +152,14 @@ def test_baseline_of_a_tflite_run(tflite_bench, tmp_path, capsys):
     assert len([r for r in records(folder) if r["status"] == "ok"]) == 1  # never re-run
 
 
-MODEL_PY = '''import torch
+MODEL_PY = """import torch
 
 def example_inputs():
     return (torch.randn(1, 16),)
 
 def net():
     return torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.ReLU{act})
-'''
+"""
 
 
 def _keys(suite_path) -> list[str]:
@@ -165,8 +177,12 @@ def test_run_key_covers_the_file_models_bytes(tmp_path, kind):
     path = tmp_path / f"model.{kind}"
     model = f"{path}:net" if kind == "py" else str(path)
     path.write_bytes(_contents(kind, 0))
-    suite = write_suite(tmp_path / "s.toml", models=[model, "zoo:linear_relu6"],
-                        npus=["ethos-u55-128"], fusion=["on"])
+    suite = write_suite(
+        tmp_path / "s.toml",
+        models=[model, "zoo:linear_relu6"],
+        npus=["ethos-u55-128"],
+        fusion=["on"],
+    )
     before = _keys(suite)
     assert _keys(suite) == before  # same bytes, same keys
     path.write_bytes(_contents(kind, 1))

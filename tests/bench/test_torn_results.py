@@ -23,12 +23,13 @@ def test_repair_moves_the_torn_line_aside_and_the_next_record_is_whole(tmp_path)
 
 
 def test_resume_after_a_torn_line_records_the_run_once(tmp_path, capsys):
-    suite = write_suite(tmp_path / "s.toml", models=["zoo:linear_relu6"],
-                        npus=["ethos-u55-128"], fusion=["on"])
+    suite = write_suite(
+        tmp_path / "s.toml", models=["zoo:linear_relu6"], npus=["ethos-u55-128"], fusion=["on"]
+    )
     out = tmp_path / "out"
     assert main(["bench", str(suite), "--out", str(out)]) == 0
     whole = (out / "results.jsonl").read_text()
-    (out / "results.jsonl").write_text(whole[:len(whole) // 2])  # killed mid-write
+    (out / "results.jsonl").write_text(whole[: len(whole) // 2])  # killed mid-write
     capsys.readouterr()
     assert main(["bench", str(suite), "--out", str(out), "--resume"]) == 0
     err = capsys.readouterr().err

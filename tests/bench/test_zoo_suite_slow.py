@@ -26,16 +26,21 @@ def test_full_zoo_suite(tmp_path):
     ok = [r for r in recs if r["status"] == "ok"]
     # Simulator coverage is tested in tests/sim; here a run may only fail on an operation the
     # simulator does not implement (resnet8's residual ADD at the time of writing).
-    other_failures = [(r["label"], r["reason"]) for r in recs if r["status"] != "ok"
-                      and "toolkit.sim.errors.UnsupportedError" not in r["reason"]]
+    other_failures = [
+        (r["label"], r["reason"])
+        for r in recs
+        if r["status"] != "ok" and "toolkit.sim.errors.UnsupportedError" not in r["reason"]
+    ]
     assert not other_failures and len(ok) >= len(recs) - 6
     assert all(r["outputs"]["outputs_match_reference"] for r in ok)
     markdown = (out / "report.md").read_text()
     assert f"{len(recs)} runs, {len(ok)} ok, {len(recs) - len(ok)} failed" in markdown
     for r in ok:
-        row = (f"| {r['spec']['model']} | corstone-300 | {r['spec']['npu']} | "
-               f"{r['spec']['variant']} | default | sim | ok | "
-               f"{r['cycles']['estimate']['npu_cycles']} | {r['cycles']['run']['npu_cycles']} |")
+        row = (
+            f"| {r['spec']['model']} | corstone-300 | {r['spec']['npu']} | "
+            f"{r['spec']['variant']} | default | sim | ok | "
+            f"{r['cycles']['estimate']['npu_cycles']} | {r['cycles']['run']['npu_cycles']} |"
+        )
         assert row in markdown
     page = (out / "report.html").read_text()
     assert len(re.findall(r'src="data:image/png;base64,', page)) == 4

@@ -18,8 +18,10 @@ def make_divisible(v: float, divisor: int = 8) -> int:
 
 
 def conv_norm_act(cin, cout, kernel=3, stride=1, groups=1, act=True):
-    layers = [nn.Conv2d(cin, cout, kernel, stride, (kernel - 1) // 2, groups=groups, bias=False),
-              nn.BatchNorm2d(cout)]
+    layers = [
+        nn.Conv2d(cin, cout, kernel, stride, (kernel - 1) // 2, groups=groups, bias=False),
+        nn.BatchNorm2d(cout),
+    ]
     return nn.Sequential(*layers, nn.SiLU(inplace=True)) if act else nn.Sequential(*layers)
 
 
@@ -42,9 +44,11 @@ class MBConv(nn.Module):
         self.use_res_connect = stride == 1 and cin == cout
         expanded = make_divisible(cin * expand_ratio)
         layers = [conv_norm_act(cin, expanded, 1)] if expanded != cin else []
-        layers += [conv_norm_act(expanded, expanded, kernel, stride, groups=expanded),
-                   SqueezeExcitation(expanded, max(1, cin // 4)),
-                   conv_norm_act(expanded, cout, 1, act=False)]
+        layers += [
+            conv_norm_act(expanded, expanded, kernel, stride, groups=expanded),
+            SqueezeExcitation(expanded, max(1, cin // 4)),
+            conv_norm_act(expanded, cout, 1, act=False),
+        ]
         self.block = nn.Sequential(*layers)
 
     def forward(self, x):
@@ -53,20 +57,36 @@ class MBConv(nn.Module):
 
 class EfficientNetB0(nn.Module):
     # expand ratio, kernel, stride, input channels, output channels, layers
-    SETTING = ((1, 3, 1, 32, 16, 1), (6, 3, 2, 16, 24, 2), (6, 5, 2, 24, 40, 2),
-               (6, 3, 2, 40, 80, 3), (6, 5, 1, 80, 112, 3), (6, 5, 2, 112, 192, 4),
-               (6, 3, 1, 192, 320, 1))
+    SETTING = (
+        (1, 3, 1, 32, 16, 1),
+        (6, 3, 2, 16, 24, 2),
+        (6, 5, 2, 24, 40, 2),
+        (6, 3, 2, 40, 80, 3),
+        (6, 5, 1, 80, 112, 3),
+        (6, 5, 2, 112, 192, 4),
+        (6, 3, 1, 192, 320, 1),
+    )
 
     def __init__(self, num_classes: int = 10):
         super().__init__()
         layers = [conv_norm_act(3, 32, 3, 2)]
         for expand, kernel, stride, cin, cout, n in self.SETTING:
-            layers.append(nn.Sequential(*(MBConv(expand, kernel, stride if i == 0 else 1,
-                                                 cin if i == 0 else cout, cout) for i in range(n))))
+            layers.append(
+                nn.Sequential(
+                    *(
+                        MBConv(
+                            expand, kernel, stride if i == 0 else 1, cin if i == 0 else cout, cout
+                        )
+                        for i in range(n)
+                    )
+                )
+            )
         layers.append(conv_norm_act(320, 1280, 1))
         self.features = nn.Sequential(*layers)
         self.avgpool = nn.AdaptiveAvgPool2d(1)
-        self.classifier = nn.Sequential(nn.Dropout(p=0.2, inplace=True), nn.Linear(1280, num_classes))
+        self.classifier = nn.Sequential(
+            nn.Dropout(p=0.2, inplace=True), nn.Linear(1280, num_classes)
+        )
 
     def forward(self, x):
         return self.classifier(self.avgpool(self.features(x)).flatten(1))

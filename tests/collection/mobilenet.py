@@ -18,8 +18,10 @@ def make_divisible(v: float, divisor: int = 8) -> int:
 
 
 def conv_norm_act(cin, cout, kernel=3, stride=1, groups=1, act=nn.ReLU6, eps=1e-5):
-    layers = [nn.Conv2d(cin, cout, kernel, stride, (kernel - 1) // 2, groups=groups, bias=False),
-              nn.BatchNorm2d(cout, eps=eps)]
+    layers = [
+        nn.Conv2d(cin, cout, kernel, stride, (kernel - 1) // 2, groups=groups, bias=False),
+        nn.BatchNorm2d(cout, eps=eps),
+    ]
     if act is not None:
         layers.append(act())
     return nn.Sequential(*layers)
@@ -31,8 +33,11 @@ class InvertedResidualV2(nn.Module):
         hidden = round(cin * expand_ratio)
         self.use_res_connect = stride == 1 and cin == cout
         layers = [conv_norm_act(cin, hidden, 1)] if expand_ratio != 1 else []
-        layers += [conv_norm_act(hidden, hidden, 3, stride, groups=hidden),
-                   nn.Conv2d(hidden, cout, 1, bias=False), nn.BatchNorm2d(cout)]
+        layers += [
+            conv_norm_act(hidden, hidden, 3, stride, groups=hidden),
+            nn.Conv2d(hidden, cout, 1, bias=False),
+            nn.BatchNorm2d(cout),
+        ]
         self.conv = nn.Sequential(*layers)
 
     def forward(self, x):
@@ -40,8 +45,15 @@ class InvertedResidualV2(nn.Module):
 
 
 class MobileNetV2(nn.Module):
-    SETTING = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
-               (6, 160, 3, 2), (6, 320, 1, 1))
+    SETTING = (
+        (1, 16, 1, 1),
+        (6, 24, 2, 2),
+        (6, 32, 3, 2),
+        (6, 64, 4, 2),
+        (6, 96, 3, 1),
+        (6, 160, 3, 2),
+        (6, 320, 1, 1),
+    )
 
     def __init__(self, width_mult: float = 1.0, num_classes: int = 10):
         super().__init__()
@@ -84,8 +96,9 @@ class InvertedResidualV3(nn.Module):
         layers = []
         if expanded != cin:
             layers.append(conv_norm_act(cin, expanded, 1, act=act, eps=0.001))
-        layers.append(conv_norm_act(expanded, expanded, kernel, stride, groups=expanded, act=act,
-                                    eps=0.001))
+        layers.append(
+            conv_norm_act(expanded, expanded, kernel, stride, groups=expanded, act=act, eps=0.001)
+        )
         if use_se:
             layers.append(SqueezeExcitation(expanded, make_divisible(expanded // 4)))
         layers.append(conv_norm_act(expanded, cout, 1, act=None, eps=0.001))
@@ -97,12 +110,19 @@ class InvertedResidualV3(nn.Module):
 
 class MobileNetV3Small(nn.Module):
     # input channels, kernel, expanded, output channels, squeeze-excite, hard-swish, stride
-    SETTING = ((16, 3, 16, 16, True, False, 2), (16, 3, 72, 24, False, False, 2),
-               (24, 3, 88, 24, False, False, 1), (24, 5, 96, 40, True, True, 2),
-               (40, 5, 240, 40, True, True, 1), (40, 5, 240, 40, True, True, 1),
-               (40, 5, 120, 48, True, True, 1), (48, 5, 144, 48, True, True, 1),
-               (48, 5, 288, 96, True, True, 2), (96, 5, 576, 96, True, True, 1),
-               (96, 5, 576, 96, True, True, 1))
+    SETTING = (
+        (16, 3, 16, 16, True, False, 2),
+        (16, 3, 72, 24, False, False, 2),
+        (24, 3, 88, 24, False, False, 1),
+        (24, 5, 96, 40, True, True, 2),
+        (40, 5, 240, 40, True, True, 1),
+        (40, 5, 240, 40, True, True, 1),
+        (40, 5, 120, 48, True, True, 1),
+        (48, 5, 144, 48, True, True, 1),
+        (48, 5, 288, 96, True, True, 2),
+        (96, 5, 576, 96, True, True, 1),
+        (96, 5, 576, 96, True, True, 1),
+    )
 
     def __init__(self, num_classes: int = 10):
         super().__init__()
@@ -111,8 +131,9 @@ class MobileNetV3Small(nn.Module):
         layers.append(conv_norm_act(96, 576, 1, act=nn.Hardswish, eps=0.001))
         self.features = nn.Sequential(*layers)
         self.avgpool = nn.AdaptiveAvgPool2d(1)
-        self.classifier = nn.Sequential(nn.Linear(576, 1024), nn.Hardswish(), nn.Dropout(0.2),
-                                        nn.Linear(1024, num_classes))
+        self.classifier = nn.Sequential(
+            nn.Linear(576, 1024), nn.Hardswish(), nn.Dropout(0.2), nn.Linear(1024, num_classes)
+        )
 
     def forward(self, x):
         return self.classifier(self.avgpool(self.features(x)).flatten(1))

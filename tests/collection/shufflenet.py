@@ -30,15 +30,24 @@ class InvertedResidual(nn.Module):
         branch = cout // 2
         if stride > 1:
             self.branch1 = nn.Sequential(
-                _depthwise(cin, stride), nn.BatchNorm2d(cin),
-                nn.Conv2d(cin, branch, 1, bias=False), nn.BatchNorm2d(branch), nn.ReLU(inplace=True))
+                _depthwise(cin, stride),
+                nn.BatchNorm2d(cin),
+                nn.Conv2d(cin, branch, 1, bias=False),
+                nn.BatchNorm2d(branch),
+                nn.ReLU(inplace=True),
+            )
         else:
             self.branch1 = nn.Sequential()
         self.branch2 = nn.Sequential(
-            nn.Conv2d(cin if stride > 1 else branch, branch, 1, bias=False), nn.BatchNorm2d(branch),
+            nn.Conv2d(cin if stride > 1 else branch, branch, 1, bias=False),
+            nn.BatchNorm2d(branch),
             nn.ReLU(inplace=True),
-            _depthwise(branch, stride), nn.BatchNorm2d(branch),
-            nn.Conv2d(branch, branch, 1, bias=False), nn.BatchNorm2d(branch), nn.ReLU(inplace=True))
+            _depthwise(branch, stride),
+            nn.BatchNorm2d(branch),
+            nn.Conv2d(branch, branch, 1, bias=False),
+            nn.BatchNorm2d(branch),
+            nn.ReLU(inplace=True),
+        )
 
     def forward(self, x):
         if self.stride == 1:
@@ -52,18 +61,28 @@ class InvertedResidual(nn.Module):
 class ShuffleNetV2(nn.Module):
     def __init__(self, repeats=(4, 8, 4), channels=(24, 48, 96, 192, 1024), num_classes=10):
         super().__init__()
-        self.conv1 = nn.Sequential(nn.Conv2d(3, channels[0], 3, 2, 1, bias=False),
-                                   nn.BatchNorm2d(channels[0]), nn.ReLU(inplace=True))
+        self.conv1 = nn.Sequential(
+            nn.Conv2d(3, channels[0], 3, 2, 1, bias=False),
+            nn.BatchNorm2d(channels[0]),
+            nn.ReLU(inplace=True),
+        )
         self.maxpool = nn.MaxPool2d(kernel_size=3, stride=2, padding=1)
         cin = channels[0]
         stages = []
         for n, cout in zip(repeats, channels[1:]):
-            stages.append(nn.Sequential(InvertedResidual(cin, cout, 2),
-                                        *(InvertedResidual(cout, cout, 1) for _ in range(n - 1))))
+            stages.append(
+                nn.Sequential(
+                    InvertedResidual(cin, cout, 2),
+                    *(InvertedResidual(cout, cout, 1) for _ in range(n - 1)),
+                )
+            )
             cin = cout
         self.stage2, self.stage3, self.stage4 = stages
-        self.conv5 = nn.Sequential(nn.Conv2d(cin, channels[-1], 1, 1, 0, bias=False),
-                                   nn.BatchNorm2d(channels[-1]), nn.ReLU(inplace=True))
+        self.conv5 = nn.Sequential(
+            nn.Conv2d(cin, channels[-1], 1, 1, 0, bias=False),
+            nn.BatchNorm2d(channels[-1]),
+            nn.ReLU(inplace=True),
+        )
         self.fc = nn.Linear(channels[-1], num_classes)
 
     def forward(self, x):

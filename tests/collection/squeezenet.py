@@ -24,22 +24,43 @@ class Fire(nn.Module):
 
     def forward(self, x):
         x = self.squeeze_activation(self.squeeze(x))
-        return torch.cat([self.expand1x1_activation(self.expand1x1(x)),
-                          self.expand3x3_activation(self.expand3x3(x))], 1)
+        return torch.cat(
+            [
+                self.expand1x1_activation(self.expand1x1(x)),
+                self.expand3x3_activation(self.expand3x3(x)),
+            ],
+            1,
+        )
 
 
 class SqueezeNet11(nn.Module):
     def __init__(self, num_classes: int = 10):
         super().__init__()
-        pool = lambda: nn.MaxPool2d(kernel_size=3, stride=2, ceil_mode=True)
+
+        def pool():
+            return nn.MaxPool2d(kernel_size=3, stride=2, ceil_mode=True)
+
         self.features = nn.Sequential(
-            nn.Conv2d(3, 64, kernel_size=3, stride=2), nn.ReLU(inplace=True), pool(),
-            Fire(64, 16, 64, 64), Fire(128, 16, 64, 64), pool(),
-            Fire(128, 32, 128, 128), Fire(256, 32, 128, 128), pool(),
-            Fire(256, 48, 192, 192), Fire(384, 48, 192, 192),
-            Fire(384, 64, 256, 256), Fire(512, 64, 256, 256))
-        self.classifier = nn.Sequential(nn.Dropout(p=0.5), nn.Conv2d(512, num_classes, 1),
-                                        nn.ReLU(inplace=True), nn.AdaptiveAvgPool2d((1, 1)))
+            nn.Conv2d(3, 64, kernel_size=3, stride=2),
+            nn.ReLU(inplace=True),
+            pool(),
+            Fire(64, 16, 64, 64),
+            Fire(128, 16, 64, 64),
+            pool(),
+            Fire(128, 32, 128, 128),
+            Fire(256, 32, 128, 128),
+            pool(),
+            Fire(256, 48, 192, 192),
+            Fire(384, 48, 192, 192),
+            Fire(384, 64, 256, 256),
+            Fire(512, 64, 256, 256),
+        )
+        self.classifier = nn.Sequential(
+            nn.Dropout(p=0.5),
+            nn.Conv2d(512, num_classes, 1),
+            nn.ReLU(inplace=True),
+            nn.AdaptiveAvgPool2d((1, 1)),
+        )
 
     def forward(self, x):
         return torch.flatten(self.classifier(self.features(x)), 1)

@@ -116,9 +116,14 @@ class MobileNetV3(nn.Module):
 
 def _lcnet(multiplier: float = 0.5, num_classes: int = 10) -> MobileNetV3:
     # (kernel, stride, output channels at 1.0, squeeze-excite), one row per block
-    rows = ([(3, 1, 32, False)] + [(3, 2, 64, False), (3, 1, 64, False)]
-            + [(3, 2, 128, False), (3, 1, 128, False)] + [(3, 2, 256, False), (5, 1, 256, False)]
-            + [(5, 1, 256, False)] * 4 + [(5, 2, 512, True), (5, 1, 512, True)])
+    rows = (
+        [(3, 1, 32, False)]
+        + [(3, 2, 64, False), (3, 1, 64, False)]
+        + [(3, 2, 128, False), (3, 1, 128, False)]
+        + [(3, 2, 256, False), (5, 1, 256, False)]
+        + [(5, 1, 256, False)] * 4
+        + [(5, 2, 512, True), (5, 1, 512, True)]
+    )
     act, eps = nn.Hardswish, 1e-5
     cin = stem = round_channels(16, multiplier)
     blocks = []
@@ -133,14 +138,25 @@ def _tf_mobilenetv3_small_minimal(num_classes: int = 10) -> MobileNetV3:
     act, eps, same = nn.ReLU, 1e-3, True
     blocks = [DepthwiseSeparable(16, 16, 3, 2, act, eps, pw_act=False, same=same)]
     # (kernel, stride, expansion, output channels)
-    rows = [(3, 2, 4.5, 24), (3, 1, 3.67, 24), (3, 2, 4, 40), (3, 1, 6, 40), (3, 1, 6, 40),
-            (3, 1, 3, 48), (3, 1, 3, 48), (3, 2, 6, 96), (3, 1, 6, 96), (3, 1, 6, 96)]
+    rows = [
+        (3, 2, 4.5, 24),
+        (3, 1, 3.67, 24),
+        (3, 2, 4, 40),
+        (3, 1, 6, 40),
+        (3, 1, 6, 40),
+        (3, 1, 3, 48),
+        (3, 1, 3, 48),
+        (3, 2, 6, 96),
+        (3, 1, 6, 96),
+        (3, 1, 6, 96),
+    ]
     cin = 16
     for kernel, stride, exp, cout in rows:
         blocks.append(InvertedResidual(cin, cout, kernel, stride, exp, act, eps, same))
         cin = cout
-    blocks.append(nn.Sequential(create_conv2d(96, 576, 1, same=same),
-                                BatchNormAct(576, act, eps)))  # 'cn_r1_k1_s1_c576'
+    blocks.append(
+        nn.Sequential(create_conv2d(96, 576, 1, same=same), BatchNormAct(576, act, eps))
+    )  # 'cn_r1_k1_s1_c576'
     return MobileNetV3(16, blocks, 576, 1024, act, eps, same, num_classes)
 
 

@@ -33,8 +33,13 @@ class MeanHeadNet(nn.Module):
     def __init__(self, num_classes: int = 10):
         super().__init__()
         self.features = nn.Sequential(
-            nn.Conv2d(3, 16, 3, stride=2, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
-            nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.BatchNorm2d(32), nn.ReLU())
+            nn.Conv2d(3, 16, 3, stride=2, padding=1),
+            nn.BatchNorm2d(16),
+            nn.ReLU(),
+            nn.Conv2d(16, 32, 3, stride=2, padding=1),
+            nn.BatchNorm2d(32),
+            nn.ReLU(),
+        )
         self.fc = nn.Linear(32, num_classes)
 
     def forward(self, x):
@@ -48,8 +53,11 @@ class KeywordSpotting1d(nn.Module):
         super().__init__()
         layers, cin = [], features
         for stride in (1, 2, 2):
-            layers += [nn.Conv1d(cin, channels, 3, stride=stride, padding=1, bias=False),
-                       nn.BatchNorm1d(channels), nn.ReLU()]
+            layers += [
+                nn.Conv1d(cin, channels, 3, stride=stride, padding=1, bias=False),
+                nn.BatchNorm1d(channels),
+                nn.ReLU(),
+            ]
             cin = channels
         self.features = nn.Sequential(*layers)
         self.pool = nn.AdaptiveAvgPool1d(1)
@@ -63,11 +71,19 @@ class ConvTransposeDecoder(nn.Module):
     def __init__(self):
         super().__init__()
         self.encoder = nn.Sequential(
-            nn.Conv2d(3, 16, 3, stride=2, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
-            nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.BatchNorm2d(32), nn.ReLU())
+            nn.Conv2d(3, 16, 3, stride=2, padding=1),
+            nn.BatchNorm2d(16),
+            nn.ReLU(),
+            nn.Conv2d(16, 32, 3, stride=2, padding=1),
+            nn.BatchNorm2d(32),
+            nn.ReLU(),
+        )
         self.decoder = nn.Sequential(
-            nn.ConvTranspose2d(32, 16, 4, stride=2, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
-            nn.ConvTranspose2d(16, 3, 4, stride=2, padding=1))
+            nn.ConvTranspose2d(32, 16, 4, stride=2, padding=1),
+            nn.BatchNorm2d(16),
+            nn.ReLU(),
+            nn.ConvTranspose2d(16, 3, 4, stride=2, padding=1),
+        )
 
     def forward(self, x):
         return self.decoder(self.encoder(x))
@@ -76,8 +92,12 @@ class ConvTransposeDecoder(nn.Module):
 class UpsampleNet(nn.Module):
     def __init__(self):
         super().__init__()
-        self.down = nn.Sequential(nn.Conv2d(3, 16, 3, stride=2, padding=1), nn.ReLU(),
-                                  nn.Conv2d(16, 16, 3, stride=2, padding=1), nn.ReLU())
+        self.down = nn.Sequential(
+            nn.Conv2d(3, 16, 3, stride=2, padding=1),
+            nn.ReLU(),
+            nn.Conv2d(16, 16, 3, stride=2, padding=1),
+            nn.ReLU(),
+        )
         self.mid = nn.Sequential(nn.Conv2d(16, 16, 3, padding=1), nn.ReLU())
         self.up = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False)
         self.out = nn.Conv2d(16, 3, 3, padding=1)

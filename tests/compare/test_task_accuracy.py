@@ -34,7 +34,9 @@ def test_roc_auc_agrees_with_scikit_learn():
     rng = np.random.default_rng(0)
     labels = rng.integers(0, 2, 300)
     scores = np.round(rng.normal(labels * 0.7, 1.0), 1)  # rounded: many ties
-    assert roc_auc(scores, labels) == pytest.approx(metrics.roc_auc_score(labels, scores), abs=1e-12)
+    assert roc_auc(scores, labels) == pytest.approx(
+        metrics.roc_auc_score(labels, scores), abs=1e-12
+    )
 
 
 def test_eval_folder_rules(tmp_path):
@@ -44,7 +46,9 @@ def test_eval_folder_rules(tmp_path):
     np.save(tmp_path / "y.npy", np.zeros(4, np.int64))
     with pytest.raises(UserError, match=r"y.npy is int64 \(4,\): expected 5 integer labels"):
         load_labelled(tmp_path, (1, 1, 49, 10))
-    with pytest.raises(UserError, match=r"x.npy has shape \(5, 1, 49, 10\): expected \(N, 49, 10, 1\)"):
+    with pytest.raises(
+        UserError, match=r"x.npy has shape \(5, 1, 49, 10\): expected \(N, 49, 10, 1\)"
+    ):
         load_labelled(tmp_path, (1, 49, 10, 1))
     np.save(tmp_path / "x.npy", np.zeros((4, 1, 49, 10), np.int8))
     with pytest.raises(UserError, match=r"x.npy is int8: expected float32 model inputs"):
@@ -95,16 +99,35 @@ def test_compare_with_eval_data_and_seeds(tmp_path, capsys):
         np.save(tmp_path / name / "x.npy", x)
         np.save(tmp_path / name / "y.npy", y)
     out = tmp_path / "out"
-    assert main(["compare", "zoo:linear_relu", "--calibration-data", str(tmp_path / "cal"),
-                 "--calibration-samples", "10", "--eval-data", str(tmp_path / "eval"),
-                 "--seeds", "2", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "zoo:linear_relu",
+                "--calibration-data",
+                str(tmp_path / "cal"),
+                "--calibration-samples",
+                "10",
+                "--eval-data",
+                str(tmp_path / "eval"),
+                "--seeds",
+                "2",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     report = json.loads((out / "report.json").read_text())
     assert report["eval"]["float"] == 1.0
-    assert report["eval"]["calibrations"] == [f"{tmp_path / 'cal'} (subset of 10, seed {k})"
-                                              for k in (0, 1)]
+    assert report["eval"]["calibrations"] == [
+        f"{tmp_path / 'cal'} (subset of 10, seed {k})" for k in (0, 1)
+    ]
     for variant in ("fused", "unfused"):
         acc = report["variants"][variant]["accuracy"]
-        assert len(acc["top1_seeds"]) == 2 and acc["top1"] == pytest.approx(np.mean(acc["top1_seeds"]))
+        assert len(acc["top1_seeds"]) == 2 and acc["top1"] == pytest.approx(
+            np.mean(acc["top1_seeds"])
+        )
         assert 0.5 < acc["top1"] <= 1.0 and acc["float_top1"] == 1.0 and acc["eval_samples"] == 40
         assert acc["eval_runner"] == "sim"
     assert (out / "seeds" / "seed_1" / "fused").is_dir()
@@ -126,7 +149,18 @@ def test_a_tflite_files_own_accuracy_on_the_simulator(tmp_path):
     np.save(tmp_path / "x.npy", (codes.astype(np.float32) - 83) * np.float32(0.5847029089927673))
     np.save(tmp_path / "y.npy", np.load(data / "kws_y.npy")[:100])
     out = tmp_path / "out"
-    assert main(["compile", str(repo / "tests" / "fixtures" / "kws_ref_model.tflite"),
-                 "--eval-data", str(tmp_path), "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "compile",
+                str(repo / "tests" / "fixtures" / "kws_ref_model.tflite"),
+                "--eval-data",
+                str(tmp_path),
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     acc = json.loads((out / "report.json").read_text())["variants"]["tflite"]["accuracy"]
     assert (acc["top1"], acc["eval_samples"], acc["eval_runner"]) == (0.94, 100, "sim")

@@ -10,7 +10,8 @@ from toolkit.models.loader import load_model
 
 
 def test_a_model_file_imports_a_module_next_to_it(tmp_path):
-    (tmp_path / "blocks_for_etk_test.py").write_text(textwrap.dedent("""
+    (tmp_path / "blocks_for_etk_test.py").write_text(
+        textwrap.dedent("""
         from torch import nn
 
         class Block(nn.Module):
@@ -20,8 +21,10 @@ def test_a_model_file_imports_a_module_next_to_it(tmp_path):
 
             def forward(self, x):
                 return self.conv(x).relu()
-        """))
-    (tmp_path / "net.py").write_text(textwrap.dedent("""
+        """)
+    )
+    (tmp_path / "net.py").write_text(
+        textwrap.dedent("""
         import torch
         from torch import nn
         from blocks_for_etk_test import Block
@@ -36,7 +39,8 @@ def test_a_model_file_imports_a_module_next_to_it(tmp_path):
 
         def example_inputs():
             return (torch.zeros(1, 3, 8, 8),)
-        """))
+        """)
+    )
     model = load_model(f"{tmp_path / 'net.py'}:Net")
     assert type(model.module.block).__name__ == "Block"
     assert tuple(model.module(torch.zeros(1, 3, 8, 8)).shape) == (1, 4, 8, 8)

@@ -50,8 +50,12 @@ def test_trained_ports_match_the_dequantized_tflite_models(name):
     nhwc = (samples, *shape[2:], shape[1]) if len(shape) == 4 else (samples, *shape[1:])
     x = np.random.default_rng(0).uniform(low, high, nhwc)
     reference = run_float(FIXTURES / file, x)
-    np.testing.assert_allclose(_torch_outputs(f"zoo:{name}@mlperf", x), reference,
-                               atol=1e-4 * np.abs(reference).max(), rtol=0)
+    np.testing.assert_allclose(
+        _torch_outputs(f"zoo:{name}@mlperf", x),
+        reference,
+        atol=1e-4 * np.abs(reference).max(),
+        rtol=0,
+    )
 
 
 def test_the_float_reference_sees_a_padding_error():
@@ -59,8 +63,9 @@ def test_the_float_reference_sees_a_padding_error():
     4 + 5) shifts every window by a row: the check above would fail."""
     model = load_model("zoo:ds_cnn@mlperf").module
     pad, conv = model.features[0][0], model.features[0][1]
-    shifted = torch.nn.Sequential(torch.nn.ZeroPad2d((1, 1, 5, 5)), torch.nn.Conv2d(
-        1, 64, (10, 4), 2, bias=True))
+    shifted = torch.nn.Sequential(
+        torch.nn.ZeroPad2d((1, 1, 5, 5)), torch.nn.Conv2d(1, 64, (10, 4), 2, bias=True)
+    )
     shifted[1].load_state_dict(conv.state_dict())
     x = np.random.default_rng(1).normal(0, 20, (2, 49, 10, 1))
     xt = torch.from_numpy(x.astype(np.float32)).permute(0, 3, 1, 2)
@@ -72,14 +77,28 @@ def test_the_float_reference_sees_a_padding_error():
 
 def test_import_weights_writes_a_pt2_with_the_trained_weights(tmp_path, capsys):
     user = tmp_path / "kws.py"
-    user.write_text("import torch\nfrom toolkit.models.zoo.mlperf_tiny import DSCNN\n\n"
-                    "def build():\n    return DSCNN(folded=True)\n\n"
-                    "def example_inputs():\n    return (torch.zeros(1, 1, 49, 10),)\n")
+    user.write_text(
+        "import torch\nfrom toolkit.models.zoo.mlperf_tiny import DSCNN\n\n"
+        "def build():\n    return DSCNN(folded=True)\n\n"
+        "def example_inputs():\n    return (torch.zeros(1, 1, 49, 10),)\n"
+    )
     out = tmp_path / "kws.pt2"
-    assert main(["import-weights", str(FIXTURES / "kws_ref_model.tflite"), "--into",
-                 f"{user}:build", "-o", str(out)]) == 0
-    assert capsys.readouterr().out == (f"wrote {out}: {user}:build with the weights of "
-                                       "kws_ref_model.tflite\n")
+    assert (
+        main(
+            [
+                "import-weights",
+                str(FIXTURES / "kws_ref_model.tflite"),
+                "--into",
+                f"{user}:build",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    assert capsys.readouterr().out == (
+        f"wrote {out}: {user}:build with the weights of kws_ref_model.tflite\n"
+    )
     x = np.random.default_rng(2).normal(0, 20, (1, 49, 10, 1))
     module = torch.export.load(str(out)).module()
     with torch.no_grad():
@@ -88,13 +107,22 @@ def test_import_weights_writes_a_pt2_with_the_trained_weights(tmp_path, capsys):
 
 
 def test_import_weights_names_the_first_mismatching_layer(capsys):
-    code = main(["import-weights", str(FIXTURES / "kws_ref_model.tflite"), "--into",
-                 f"{FIXTURES / 'user_models.py'}:SmallNet", "-o", "/nonexistent/x.pt2"])
+    code = main(
+        [
+            "import-weights",
+            str(FIXTURES / "kws_ref_model.tflite"),
+            "--into",
+            f"{FIXTURES / 'user_models.py'}:SmallNet",
+            "-o",
+            "/nonexistent/x.pt2",
+        ]
+    )
     assert code == 2
     assert capsys.readouterr().err == (
         "etk: error: first mismatching layer: layer 1 conv (Conv2d, weight (4, 3, 3, 3)) vs "
         "kws_ref_model.tflite operator 0 CONV_2D 'functional_1/conv2d/Conv2D' (weights "
-        "(64, 10, 4, 1)): expected weight (64, 1, 10, 4) in PyTorch layout\n")
+        "(64, 10, 4, 1)): expected weight (64, 1, 10, 4) in PyTorch layout\n"
+    )
 
 
 def test_import_weights_wants_a_bias_where_batch_norm_was_folded(capsys):
@@ -104,9 +132,13 @@ def test_import_weights_wants_a_bias_where_batch_norm_was_folded(capsys):
 
     model = FCAutoencoder(folded=True)
     model.body[0] = torch.nn.Linear(640, 128, bias=False)
-    with pytest.raises(UserError, match=r"^layer 1 body.0 \(Linear, weight \(128, 640\)\) vs "
-                       r"ad01_int8.tflite operator 0 FULLY_CONNECTED 'functional_1/dense/MatMul' "
-                       r"\(weights \(128, 640\)\): the file has a bias \(batch norm folded in\) "
-                       r"and the layer has none: build it with bias=True$"):
-        load_tflite_weights(model, (torch.zeros(1, 640),), FIXTURES / "ad01_int8.tflite",
-                            "ad01_int8.tflite")
+    with pytest.raises(
+        UserError,
+        match=r"^layer 1 body.0 \(Linear, weight \(128, 640\)\) vs "
+        r"ad01_int8.tflite operator 0 FULLY_CONNECTED 'functional_1/dense/MatMul' "
+        r"\(weights \(128, 640\)\): the file has a bias \(batch norm folded in\) "
+        r"and the layer has none: build it with bias=True$",
+    ):
+        load_tflite_weights(
+            model, (torch.zeros(1, 640),), FIXTURES / "ad01_int8.tflite", "ad01_int8.tflite"
+        )

@@ -8,13 +8,13 @@ import math
 from pathlib import Path
 
 import numpy as np
+from ethosu.vela.tflite.AddOptions import AddOptions
 from ethosu.vela.tflite.BuiltinOperator import BuiltinOperator as Op
 from ethosu.vela.tflite.Conv2DOptions import Conv2DOptions
 from ethosu.vela.tflite.DepthwiseConv2DOptions import DepthwiseConv2DOptions
 from ethosu.vela.tflite.FullyConnectedOptions import FullyConnectedOptions
 from ethosu.vela.tflite.Model import Model
 from ethosu.vela.tflite.Pool2DOptions import Pool2DOptions
-from ethosu.vela.tflite.AddOptions import AddOptions
 
 
 def _constant(model, graph, index):
@@ -28,7 +28,9 @@ def _constant(model, graph, index):
     shape = [1] * q.ndim
     if scale.size > 1:
         shape[axis] = scale.size
-    return (q - zero.reshape(shape if zero.size > 1 else ())) * scale.reshape(shape if scale.size > 1 else ())
+    return (q - zero.reshape(shape if zero.size > 1 else ())) * scale.reshape(
+        shape if scale.size > 1 else ()
+    )
 
 
 def _options(op, cls):
@@ -54,7 +56,7 @@ def _windows(x, kh, kw, sh, sw):
     out = np.empty((n, oh, ow, kh, kw, c))
     for i in range(kh):
         for j in range(kw):
-            out[:, :, :, i, j, :] = x[:, i:i + sh * oh:sh, j:j + sw * ow:sw, :]
+            out[:, :, :, i, j, :] = x[:, i : i + sh * oh : sh, j : j + sw * ow : sw, :]
     return out
 
 
@@ -93,12 +95,19 @@ def run_float(path: Path, x: np.ndarray) -> np.ndarray:
             values[out] = _activation(xin @ w.T + b, opts.FusedActivationFunction())
         elif code == Op.AVERAGE_POOL_2D:
             opts = _options(op, Pool2DOptions)
-            win = _windows(values[ins[0]], opts.FilterHeight(), opts.FilterWidth(),
-                           opts.StrideH(), opts.StrideW())
+            win = _windows(
+                values[ins[0]],
+                opts.FilterHeight(),
+                opts.FilterWidth(),
+                opts.StrideH(),
+                opts.StrideW(),
+            )
             values[out] = _activation(win.mean(axis=(3, 4)), opts.FusedActivationFunction())
         elif code == Op.ADD:
             opts = _options(op, AddOptions)
-            values[out] = _activation(values[ins[0]] + values[ins[1]], opts.FusedActivationFunction())
+            values[out] = _activation(
+                values[ins[0]] + values[ins[1]], opts.FusedActivationFunction()
+            )
         elif code == Op.RESHAPE:
             values[out] = values[ins[0]].reshape(len(values[ins[0]]), -1)
         else:

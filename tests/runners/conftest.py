@@ -30,8 +30,12 @@ def fake_fvp():
 @pytest.fixture
 def fvp_env(tmp_path, monkeypatch, fake_fvp):
     """The stand-in on ETK_FVP_PATH and a dummy runner ELF in ETK_RUNNER_ELF; returns the ELF."""
-    for name in ("ETK_RUNNER_ELF", "ETK_FAKE_FVP_MODE", "ETK_FAKE_FVP_REFERENCE",
-                 "ETK_FAKE_FVP_NUM_MACS"):
+    for name in (
+        "ETK_RUNNER_ELF",
+        "ETK_FAKE_FVP_MODE",
+        "ETK_FAKE_FVP_REFERENCE",
+        "ETK_FAKE_FVP_NUM_MACS",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("ETK_FVP_PATH", str(fake_fvp.install(tmp_path / "fvp-bin")))
     elf = tmp_path / "arm_executor_runner"

@@ -13,8 +13,13 @@ from toolkit.runners.board_commands import render, run_steps
 from toolkit.targets import load_target
 
 STAND_IN = Path(__file__).parents[1] / "stand_ins" / "build_tool.py"
-HOSTILE = ["out;id>INJECTED.txt;", "with space", "it's \"quoted\"", "$(touch INJECTED.txt)",
-           "`touch INJECTED.txt`"]
+HOSTILE = [
+    "out;id>INJECTED.txt;",
+    "with space",
+    'it\'s "quoted"',
+    "$(touch INJECTED.txt)",
+    "`touch INJECTED.txt`",
+]
 
 
 def _tool(folder: Path, name: str) -> None:
@@ -53,8 +58,12 @@ def test_hostile_output_folder_names(tools, target, name):
     run_dir.mkdir(parents=True)
     bpte, elf = run_dir / "program.bpte", run_dir / "runner.elf"
     bpte.write_bytes(b"BPTE")
-    values = {"pte": str(tools / name / "model.pte"), "bpte": str(bpte), "elf": str(elf),
-              "port": "/dev/null"}
+    values = {
+        "pte": str(tools / name / "model.pte"),
+        "bpte": str(bpte),
+        "elf": str(elf),
+        "port": "/dev/null",
+    }
     run_steps("build", board.build_command, values, 60, run_dir / "build.log", run_dir)
     run_steps("flash", board.flash_command, values, 60, run_dir / "flash.log", run_dir)
 
@@ -80,4 +89,8 @@ def test_values_are_quoted_only_inside_shell_scripts():
     assert render("objcopy {elf} x", values) == ["objcopy", "/o;id/r.elf", "x"]
     assert render("sh -c 'cp a {elf}'", values) == ["sh", "-c", "cp a '/o;id/r.elf'"]
     assert render("bash -ec 'cp a {elf}' {elf}", values) == [
-        "bash", "-ec", "cp a '/o;id/r.elf'", "/o;id/r.elf"]
+        "bash",
+        "-ec",
+        "cp a '/o;id/r.elf'",
+        "/o;id/r.elf",
+    ]

@@ -24,8 +24,20 @@ def test_deploy_through_fvp_stand_in(fvp_env, tmp_path, monkeypatch, capsys):
     for variant, fusion in (("fused", "on"), ("unfused", "off")):
         monkeypatch.setenv("ETK_FAKE_FVP_REFERENCE", str(tmp_path / f"ref-{variant}"))
         out = tmp_path / f"deploy-{variant}"
-        code = main(["deploy", "zoo:conv2d_relu", "--runner", "fvp", "--fusion", fusion,
-                     "--eval-samples", "1", "-o", str(out)])
+        code = main(
+            [
+                "deploy",
+                "zoo:conv2d_relu",
+                "--runner",
+                "fvp",
+                "--fusion",
+                fusion,
+                "--eval-samples",
+                "1",
+                "-o",
+                str(out),
+            ]
+        )
         assert code == 0
         report = json.loads((out / "report.json").read_text())
         run = report["variants"][variant]["run"]
@@ -48,7 +60,9 @@ def test_auto_runner_without_fvp_says_why(monkeypatch, tmp_path):
     assert runner.name == "sim"
     assert note.startswith("sim: etk simulator")
     assert "not fvp: FVP binary FVP_Corstone_SSE-300_Ethos-U55 not found" in note
-    runner, note = select_runner("auto", load_target("corstone-320"), load_target("corstone-320").npu())
+    runner, note = select_runner(
+        "auto", load_target("corstone-320"), load_target("corstone-320").npu()
+    )
     assert runner.name == "tosa-ref"  # the simulator models Ethos-U55/U65 only
     assert "not sim: the simulator models Ethos-U55/U65" in note and "not ethos-u85-256" in note
 
@@ -57,12 +71,14 @@ def test_deploy_on_simulator_matches_host_reference_fused_and_unfused(compiled, 
     from toolkit.pipeline import Job, run_job
     from toolkit.runners.sim import SimulatorRunner
 
-    result = run_job(Job(model="zoo:conv2d_bn_relu6", out_dir=tmp_path, eval_samples=2),
-                     runner=SimulatorRunner())
+    result = run_job(
+        Job(model="zoo:conv2d_bn_relu6", out_dir=tmp_path, eval_samples=2), runner=SimulatorRunner()
+    )
     for variant in ("fused", "unfused"):
         device = result.variants[variant].device
         assert device.outputs_match_reference and device.exact_match_rate == 1.0
         assert device.evaluation.runs[0].cycles.kind == "simulated"
-    fused, unfused = (result.variants[v].device.evaluation.runs[0].cycles.npu_cycles
-                      for v in ("fused", "unfused"))
+    fused, unfused = (
+        result.variants[v].device.evaluation.runs[0].cycles.npu_cycles for v in ("fused", "unfused")
+    )
     assert fused == unfused > 0  # same NPU operations, same simulated cycles

@@ -21,8 +21,10 @@ def program(compiled):
 
 
 def reference_outputs(program) -> list[np.ndarray]:
-    return [np.load(program.out_dir / "reference" / f"output_0_{i}.npy")
-            for i in range(len(program.output_specs))]
+    return [
+        np.load(program.out_dir / "reference" / f"output_0_{i}.npy")
+        for i in range(len(program.output_specs))
+    ]
 
 
 def etk_log(capsys, capture: Path, program) -> tuple[int, dict]:
@@ -33,16 +35,21 @@ def etk_log(capsys, capture: Path, program) -> tuple[int, dict]:
 @pytest.mark.parametrize("form", ["et", "zephyr"])
 def test_outputs_equal_to_the_host_reference(tmp_path, capsys, program, form):
     outputs = reference_outputs(program)
-    lines = (transcript(1000, outputs, passed=True) if form == "et"
-             else zephyr_transcript(1000, outputs))
+    lines = (
+        transcript(1000, outputs, passed=True) if form == "et" else zephyr_transcript(1000, outputs)
+    )
     capture = tmp_path / "uart.log"
     capture.write_bytes(b"".join(lines))
     code, entry = etk_log(capsys, capture, program)
     assert code == 0 and entry["verdict"] == "ran and passed"
-    assert (entry["outputs_match_reference"], entry["max_diff_lsb"], entry["exact_match_rate"]) \
-        == (True, 0.0, 1.0)
+    assert (entry["outputs_match_reference"], entry["max_diff_lsb"], entry["exact_match_rate"]) == (
+        True,
+        0.0,
+        1.0,
+    )
     assert entry["details"]["outputs"].startswith(
-        f"equal to the host reference of {program.out_dir} (sample 0, max diff 0 LSB)")
+        f"equal to the host reference of {program.out_dir} (sample 0, max diff 0 LSB)"
+    )
 
 
 def test_one_lsb_off_is_a_mismatch_with_exit_1(tmp_path, capsys, program):
@@ -57,8 +64,10 @@ def test_one_lsb_off_is_a_mismatch_with_exit_1(tmp_path, capsys, program):
     assert code == 1
     assert entry["status"] == "differ" and entry["outputs_match_reference"] is False
     assert entry["max_diff_lsb"] == pytest.approx(1.0, abs=1e-3)
-    assert entry["verdict"].startswith(f"ran, outputs differ: differ from the host reference of "
-                                       f"{program.out_dir} (sample 0, max diff 1")
+    assert entry["verdict"].startswith(
+        f"ran, outputs differ: differ from the host reference of "
+        f"{program.out_dir} (sample 0, max diff 1"
+    )
 
 
 def test_missing_values_are_named_not_compared(tmp_path, capsys, program):
@@ -68,5 +77,6 @@ def test_missing_values_are_named_not_compared(tmp_path, capsys, program):
     code, entry = etk_log(capsys, capture, program)
     n = outputs[0].size
     assert code == 0 and entry["outputs_match_reference"] is None
-    assert entry["details"]["outputs"] == (f"cannot compare with the host reference: output 0: "
-                                           f"3 of {n} values printed")
+    assert entry["details"]["outputs"] == (
+        f"cannot compare with the host reference: output 0: 3 of {n} values printed"
+    )

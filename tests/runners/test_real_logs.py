@@ -16,38 +16,85 @@ REAL_LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "real_logs"
 
 EXPECTED = {
     "01-et-docs-mv2-u55-pmu-2024.log": {
-        "status": "passed", "npu": 5920305, "cpu": 6925114,
-        "counters": {"ETHOSU_PMU_EXT0_RD_DATA_BEAT_RECEIVED": 359921,
-                  "ETHOSU_PMU_EXT1_RD_DATA_BEAT_RECEIVED": 0,
-                  "ETHOSU_PMU_EXT0_WR_DATA_BEAT_WRITTEN": 0, "ETHOSU_PMU_NPU_IDLE": 503},
+        "status": "passed",
+        "npu": 5920305,
+        "cpu": 6925114,
+        "counters": {
+            "ETHOSU_PMU_EXT0_RD_DATA_BEAT_RECEIVED": 359921,
+            "ETHOSU_PMU_EXT1_RD_DATA_BEAT_RECEIVED": 0,
+            "ETHOSU_PMU_EXT0_WR_DATA_BEAT_WRITTEN": 0,
+            "ETHOSU_PMU_NPU_IDLE": 503,
+        },
         "beats": {},  # EXT0/EXT1 are not the AXI0/AXI1 counters' names: kept raw only
-        "outputs_head": [-0.749744, -0.019224, 0.134570], "elided": True, "complete": True},
+        "outputs_head": [-0.749744, -0.019224, 0.134570],
+        "elided": True,
+        "complete": True,
+    },
     "05-et-issue7568-semihosting-timelimit-excerpt.log": {
-        "status": "failed", "npu": None, "cpu": None, "counters": {}, "beats": {}, "outputs_head": [],
+        "status": "failed",
+        "npu": None,
+        "cpu": None,
+        "counters": {},
+        "beats": {},
+        "outputs_head": [],
         "reason": "Info: Simulation is stopping. Reason: CPU time has been exceeded.",
-        "complete": False},
+        "complete": False,
+    },
     "06-tinycnn-fvp-u55-pmu-modern.log": {
-        "status": "passed", "npu": 247553, "cpu": 1070301,
-        "counters": {"ETHOSU_PMU_AXI0_RD_DATA_BEAT_RECEIVED": 44542,
-                  "ETHOSU_PMU_AXI1_RD_DATA_BEAT_RECEIVED": 3629,
-                  "ETHOSU_PMU_AXI0_WR_DATA_BEAT_WRITTEN": 42419, "ETHOSU_PMU_NPU_IDLE": 501},
+        "status": "passed",
+        "npu": 247553,
+        "cpu": 1070301,
+        "counters": {
+            "ETHOSU_PMU_AXI0_RD_DATA_BEAT_RECEIVED": 44542,
+            "ETHOSU_PMU_AXI1_RD_DATA_BEAT_RECEIVED": 3629,
+            "ETHOSU_PMU_AXI0_WR_DATA_BEAT_WRITTEN": 42419,
+            "ETHOSU_PMU_NPU_IDLE": 501,
+        },
         "beats": {"axi0_read": 44542, "axi0_write": 42419, "axi1_read": 3629},
-        "outputs_head": [-0.020373, 0.067080, -0.059627, 0.062111], "banners": 1, "complete": True},
+        "outputs_head": [-0.020373, 0.067080, -0.059627, 0.062111],
+        "banners": 1,
+        "complete": True,
+    },
     "09-et-issue7177-rp2040-board-mv2-alloc-fatal.log": {
-        "status": "failed", "npu": None, "cpu": None, "counters": {}, "beats": {}, "outputs_head": [],
+        "status": "failed",
+        "npu": None,
+        "cpu": None,
+        "counters": {},
+        "beats": {},
+        "outputs_head": [],
         "reason": "E [executorch:memory_allocator.h:88] Memory allocation failed: 1785600B "
-               "requested (adjusted for alignment), 1024B available",
-        "failure_kinds": ["error", "error", "fatal"], "complete": False},
+        "requested (adjusted for alignment), 1024B available",
+        "failure_kinds": ["error", "error", "fatal"],
+        "complete": False,
+    },
     "11-et-docs-alif-e8-zephyr-mv2-board.log": {
-        "status": "passed", "npu": None, "cpu": None, "counters": {}, "beats": {}, "outputs_head": [],
-        "inference_ms": 30.0, "top_classes": [92, 21, 127, 22, 18], "banners": 1, "complete": False},
+        "status": "passed",
+        "npu": None,
+        "cpu": None,
+        "counters": {},
+        "beats": {},
+        "outputs_head": [],
+        "inference_ms": 30.0,
+        "top_classes": [92, 21, 127, 22, 18],
+        "banners": 1,
+        "complete": False,
+    },
     "13-alif-mlek-e8-kws-board-pmu.log": {
-        "status": "passed", "npu": 405608, "cpu": None,
-        "counters": {"NPU ACTIVE": 404973, "NPU AXI0_RD_DATA_BEAT_RECEIVED": 125388,
-                  "NPU AXI0_WR_DATA_BEAT_WRITTEN": 48254, "NPU AXI1_RD_DATA_BEAT_RECEIVED": 17493,
-                  "NPU IDLE": 635, "NPU TOTAL": 405608},
+        "status": "passed",
+        "npu": 405608,
+        "cpu": None,
+        "counters": {
+            "NPU ACTIVE": 404973,
+            "NPU AXI0_RD_DATA_BEAT_RECEIVED": 125388,
+            "NPU AXI0_WR_DATA_BEAT_WRITTEN": 48254,
+            "NPU AXI1_RD_DATA_BEAT_RECEIVED": 17493,
+            "NPU IDLE": 635,
+            "NPU TOTAL": 405608,
+        },
         "beats": {"axi0_read": 125388, "axi0_write": 48254, "axi1_read": 17493},
-        "outputs_head": [], "complete": False},
+        "outputs_head": [],
+        "complete": False,
+    },
 }
 
 
@@ -76,7 +123,7 @@ def test_real_log_parses_to_the_readme_row(capsys, name):
     assert cycles["beats"] == want["beats"]
     details = entry["details"]
     printed = details["printed_outputs"][0] if details["printed_outputs"] else []
-    assert printed[:len(want["outputs_head"])] == want["outputs_head"]
+    assert printed[: len(want["outputs_head"])] == want["outputs_head"]
     assert details["complete"] is want["complete"]
     if want["status"] == "passed":
         assert entry["verdict"] == "ran and passed" and details["failures"] == []
@@ -101,9 +148,11 @@ def test_log_without_a_run_exits_2_with_one_line(capsys, tmp_path):
     capture.write_text("[100%] Built target arm_executor_runner\nexecutable_text: 203592 bytes\n")
     code, out, err = etk_log(capsys, capture)
     assert code == 2 and out == ""
-    assert err == (f"etk: error: {capture} holds no run: none of its 2 lines is an ExecuTorch or "
-                   f"ML-kit log record, PMU report, output or failure; pass the firmware's console "
-                   f"capture (UART or FVP output)\n")
+    assert err == (
+        f"etk: error: {capture} holds no run: none of its 2 lines is an ExecuTorch or "
+        f"ML-kit log record, PMU report, output or failure; pass the firmware's console "
+        f"capture (UART or FVP output)\n"
+    )
 
 
 def test_failing_run_exits_1_naming_the_firmwares_error_line(capsys):
@@ -111,7 +160,8 @@ def test_failing_run_exits_1_naming_the_firmwares_error_line(capsys):
     assert code == 1
     assert out.splitlines()[0].endswith(
         ": failed: E [executorch:memory_allocator.h:88] Memory allocation failed: 1785600B "
-        "requested (adjusted for alignment), 1024B available")
+        "requested (adjusted for alignment), 1024B available"
+    )
 
 
 def test_a_run_that_stops_midway_is_hung_after_its_last_line(capsys, tmp_path):
@@ -128,5 +178,8 @@ def test_terminal_summary_of_a_zephyr_board_log(capsys):
     path = REAL_LOGS / "11-et-docs-alif-e8-zephyr-mv2-board.log"
     code, out, _ = etk_log(capsys, path)
     assert code == 0
-    assert out.splitlines() == [f"{path}: ran and passed", "  top classes: 92, 21, 127, 22, 18",
-                                "  inference: 30 ms (as the firmware timed it)"]
+    assert out.splitlines() == [
+        f"{path}: ran and passed",
+        "  top classes: 92, 21, 127, 22, 18",
+        "  inference: 30 ms (as the firmware timed it)",
+    ]

@@ -20,7 +20,7 @@ from toolkit.targets import load_target
 
 STAND_INS = Path(__file__).resolve().parents[1] / "stand_ins"
 sys.path.insert(0, str(STAND_INS))
-from board_emulator import (
+from board_emulator import (  # noqa: E402
     CORRUPTION,
     CPU_CYCLES,
     MLEK_COUNTS,
@@ -31,7 +31,7 @@ from board_emulator import (
     BoardEmulator,
     Fault,
 )
-from board_flash import IMAGE, request_reset
+from board_flash import IMAGE, request_reset  # noqa: E402
 
 FLASH = shlex.join([sys.executable, str(STAND_INS / "board_flash.py")])
 BOARD_NAME = "emulated board"
@@ -44,14 +44,26 @@ def job(compiled):
 
 def write_target(folder: Path, flash_dir: Path, port: Path, **board) -> Path:
     settings = {
-        "name": BOARD_NAME, "port": str(port), "baud": 115200,
+        "name": BOARD_NAME,
+        "port": str(port),
+        "baud": 115200,
         "flash": f"{FLASH} flash {shlex.quote(str(flash_dir))} {{bpte}} {{port}}",
-        "reset": "command", "reset_command": f"{FLASH} reset {shlex.quote(str(flash_dir))}",
-        "flash_time_limit_s": 20, "banner_time_limit_s": 3, "run_time_limit_s": 20,
-        "reconnect_time_limit_s": 3, "retries": 2, **board,
+        "reset": "command",
+        "reset_command": f"{FLASH} reset {shlex.quote(str(flash_dir))}",
+        "flash_time_limit_s": 20,
+        "banner_time_limit_s": 3,
+        "run_time_limit_s": 20,
+        "reconnect_time_limit_s": 3,
+        "retries": 2,
+        **board,
     }
-    lines = ['name = "emulated"', "[npu]", 'default = "ethos-u55-128"',
-             'supported = ["ethos-u55-128"]', "[board]"]
+    lines = [
+        'name = "emulated"',
+        "[npu]",
+        'default = "ethos-u55-128"',
+        'supported = ["ethos-u55-128"]',
+        "[board]",
+    ]
     lines += [f"{key} = {json.dumps(value)}" for key, value in settings.items()]
     path = folder / "emulated.toml"
     path.write_text("\n".join(lines) + "\n")
@@ -63,8 +75,9 @@ def run_on_board(tmp_path, job, variant="fused", faults=(), engine="sim", **boar
     program = job.variants[variant].program
     inputs = list(job.variants[variant].reference.inputs[0])
     with BoardEmulator(tmp_path / "board", [program], engine=engine, faults=faults) as emulator:
-        target = load_target(str(write_target(tmp_path, emulator.flash_dir, emulator.port,
-                                              **board)))
+        target = load_target(
+            str(write_target(tmp_path, emulator.flash_dir, emulator.port, **board))
+        )
         result = SerialRunner(run_root=tmp_path / "run").run(program, inputs, target)
     return result, emulator
 
@@ -73,8 +86,9 @@ def expected_outputs(job, variant):
     return job.variants[variant].reference.outputs[0]
 
 
-@pytest.mark.parametrize("variant, engine", [("fused", "sim"), ("unfused", "sim"),
-                                             ("fused", "tosa-ref")])
+@pytest.mark.parametrize(
+    "variant, engine", [("fused", "sim"), ("unfused", "sim"), ("fused", "tosa-ref")]
+)
 def test_round_trip_is_bit_exact_with_pmu_figures(tmp_path, job, variant, engine):
     result, emulator = run_on_board(tmp_path, job, variant, engine=engine)
 
@@ -99,7 +113,8 @@ def test_round_trip_is_bit_exact_with_pmu_figures(tmp_path, job, variant, engine
     # the capture is exactly what the board sent
     assert Path(result.details["log"]).read_bytes() == emulator.sent[0]
     assert emulator.sent[0].startswith(
-        b"I [executorch:arm_executor_runner.cpp:1010 main()] PTE @ 0x80008000 [----BP08]\r\n")
+        b"I [executorch:arm_executor_runner.cpp:1010 main()] PTE @ 0x80008000 [----BP08]\r\n"
+    )
     assert emulator.boots == 1
 
 
@@ -131,15 +146,17 @@ def test_dropped_line_is_detected_and_the_run_retried(tmp_path, job):
 
     n = expected_outputs(job, "fused")[0].size
     assert result.details["faults"] == [
-        f"dropped: lines missing from the capture: output 0: {n - 1} of {n} values printed"]
+        f"dropped: lines missing from the capture: output 0: {n - 1} of {n} values printed"
+    ]
     assert emulator.boots == 2
     assert result.outputs[0].tobytes() == expected_outputs(job, "fused")[0].tobytes()
 
 
 def test_retries_are_bounded_and_nothing_is_reported(tmp_path, job):
     with pytest.raises(ToolError) as err:
-        run_on_board(tmp_path, job, faults=[Fault("corrupt", (1, 2)), Fault("drop", (3,))],
-                     retries=2)
+        run_on_board(
+            tmp_path, job, faults=[Fault("corrupt", (1, 2)), Fault("drop", (3,))], retries=2
+        )
     message = str(err.value)
     assert message.startswith(f"no whole run from {BOARD_NAME} on ")
     assert "after 3 attempt(s):\n  attempt 1: garbled: " in message
@@ -149,8 +166,11 @@ def test_retries_are_bounded_and_nothing_is_reported(tmp_path, job):
 
 def test_silent_board_stops_at_the_time_limit(tmp_path, job):
     start = time.monotonic()
-    with pytest.raises(ToolError, match=r"is silent: nothing at all within 1 s of starting "
-                                        r"\(the reset command should have started it\)"):
+    with pytest.raises(
+        ToolError,
+        match=r"is silent: nothing at all within 1 s of starting "
+        r"\(the reset command should have started it\)",
+    ):
         run_on_board(tmp_path, job, faults=[Fault("silence", (1, 2, 3))], banner_time_limit_s=1)
     assert time.monotonic() - start < 8  # no retries of a silent board
 
@@ -165,8 +185,11 @@ def test_disconnect_mid_run_reopens_the_port_and_retries_once(tmp_path, job):
 
 
 def test_second_disconnect_is_an_error(tmp_path, job):
-    with pytest.raises(ToolError, match=r"after 2 attempt\(s\):\n  attempt 1: disconnected: .*\n"
-                                        r"  attempt 2: disconnected: "):
+    with pytest.raises(
+        ToolError,
+        match=r"after 2 attempt\(s\):\n  attempt 1: disconnected: .*\n"
+        r"  attempt 2: disconnected: ",
+    ):
         run_on_board(tmp_path, job, faults=[Fault("disconnect", (1, 2))])
 
 
@@ -185,63 +208,91 @@ def test_missing_port_is_named(tmp_path, job):
     missing = tmp_path / "ttyNOPE0"
     program = job.variants["fused"].program
     target = load_target(str(write_target(tmp_path, tmp_path, missing)))
-    with pytest.raises(UserError, match=f"serial port {missing} not found: connect the board, "
-                                        f"see `etk ports`"):
-        SerialRunner(run_root=tmp_path).run(program, list(job.variants["fused"].reference
-                                                          .inputs[0]), target)
+    with pytest.raises(
+        UserError, match=f"serial port {missing} not found: connect the board, see `etk ports`"
+    ):
+        SerialRunner(run_root=tmp_path).run(
+            program, list(job.variants["fused"].reference.inputs[0]), target
+        )
 
 
 def test_busy_port_names_who_holds_it(tmp_path, job):
     program = job.variants["fused"].program
     with BoardEmulator(tmp_path / "board", [program]) as emulator:
         holder = subprocess.Popen(
-            [sys.executable, "-c", "import sys, time; f = open(sys.argv[1], 'rb'); "
-             "print('open', flush=True); time.sleep(30)", str(emulator.port)],
-            stdout=subprocess.PIPE, text=True)
+            [
+                sys.executable,
+                "-c",
+                "import sys, time; f = open(sys.argv[1], 'rb'); "
+                "print('open', flush=True); time.sleep(30)",
+                str(emulator.port),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         try:
             assert holder.stdout.readline() == "open\n"
             target = load_target(str(write_target(tmp_path, emulator.flash_dir, emulator.port)))
             with pytest.raises(UserError) as err:
                 SerialRunner(run_root=tmp_path).run(
-                    program, list(job.variants["fused"].reference.inputs[0]), target)
+                    program, list(job.variants["fused"].reference.inputs[0]), target
+                )
         finally:
             holder.kill()
             holder.wait()
-    assert str(err.value).startswith(f"serial port {emulator.port} is busy: held by pid "
-                                      f"{holder.pid} ({sys.executable} -c import sys")
+    assert str(err.value).startswith(
+        f"serial port {emulator.port} is busy: held by pid "
+        f"{holder.pid} ({sys.executable} -c import sys"
+    )
     assert emulator.boots == 0  # nothing flashed
 
 
-@pytest.mark.parametrize("flash, message", [
-    (f"{FLASH} fail", r"flash failed with exit code 1: .*board_flash.py fail\nlog: .*flash-1.log\n"
-                      r"Connecting to target... ERROR: target not responding"),
-    ("etk-no-such-flasher {bpte}", r"flash command not found: etk-no-such-flasher \(from the "
-                                   r"step 'etk-no-such-flasher \{bpte\}'\)"),
-    (f"{FLASH} hang", r"flash did not finish within 1 s and was killed: .*board_flash.py hang"),
-])
+@pytest.mark.parametrize(
+    "flash, message",
+    [
+        (
+            f"{FLASH} fail",
+            r"flash failed with exit code 1: .*board_flash.py fail\nlog: .*flash-1.log\n"
+            r"Connecting to target... ERROR: target not responding",
+        ),
+        (
+            "etk-no-such-flasher {bpte}",
+            r"flash command not found: etk-no-such-flasher \(from the "
+            r"step 'etk-no-such-flasher \{bpte\}'\)",
+        ),
+        (f"{FLASH} hang", r"flash did not finish within 1 s and was killed: .*board_flash.py hang"),
+    ],
+)
 def test_flash_failures_are_clear(tmp_path, job, flash, message):
     with pytest.raises(ToolError, match=message):
         run_on_board(tmp_path, job, flash=flash, flash_time_limit_s=1)
 
 
-@pytest.mark.parametrize("fmt, faults", [("zephyr", ()), ("ml-kit", ()),
-                                         ("zephyr", (Fault("drop", (1,)),))])
+@pytest.mark.parametrize(
+    "fmt, faults", [("zephyr", ()), ("ml-kit", ()), ("zephyr", (Fault("drop", (1,)),))]
+)
 def test_own_firmware_in_zephyr_and_ml_kit_formats(tmp_path, job, fmt, faults):
     """--no-build --no-flash: etk only listens; the user flashes and starts the firmware."""
     program = job.variants["fused"].program
     run_root = tmp_path / "run"
     starts = []
     with BoardEmulator(tmp_path / "board", [program], fmt=fmt, faults=faults) as emulator:
+
         def user_starts_firmware(message):
             starts.append(message)
             shutil.copyfile(run_root / "serial-fused" / "program.bpte", emulator.flash_dir / IMAGE)
             request_reset(emulator.flash_dir)
 
-        target = load_target(str(write_target(tmp_path, emulator.flash_dir, emulator.port,
-                                              flash="false", reset="manual")))
-        result = SerialRunner(run_root=run_root, build=False, flash=False,
-                              notify=user_starts_firmware).run(
-            program, list(job.variants["fused"].reference.inputs[0]), target)
+        target = load_target(
+            str(
+                write_target(
+                    tmp_path, emulator.flash_dir, emulator.port, flash="false", reset="manual"
+                )
+            )
+        )
+        result = SerialRunner(
+            run_root=run_root, build=False, flash=False, notify=user_starts_firmware
+        ).run(program, list(job.variants["fused"].reference.inputs[0]), target)
 
     assert starts[0].startswith(f"etk: listening on {emulator.port}: start your firmware now")
     assert result.outputs[0].tobytes() == expected_outputs(job, "fused")[0].tobytes()
@@ -252,8 +303,7 @@ def test_own_firmware_in_zephyr_and_ml_kit_formats(tmp_path, job, fmt, faults):
         assert result.cycles.kind == "none"
     else:
         assert (result.cycles.kind, result.cycles.npu_cycles) == ("measured", MLEK_COUNTS["TOTAL"])
-        assert result.details["beats"] == {"axi0_read": 1201, "axi0_write": 3403,
-                                           "axi1_read": 2302}
+        assert result.details["beats"] == {"axi0_read": 1201, "axi0_write": 3403, "axi1_read": 2302}
         assert result.details["pmu_counters"] == {f"NPU {k}": v for k, v in MLEK_COUNTS.items()}
 
 
@@ -267,12 +317,27 @@ def test_deploy_to_a_board_that_runs_all_ones_inputs(tmp_path, capsys):
     root, out = tmp_path / "board", tmp_path / "out"
     target = write_target(tmp_path, root / "flash", root / "ttyEMU0", inputs="ones")
     # the program the emulated board will recognise by its .pte (deploy recompiles it identically)
-    (program,) = [v.program for v in run_job(Job("zoo:conv2d_relu", str(target), ("fused",),
-                                                 eval_samples=1, out_dir=out)).variants.values()]
-    deploy = ["deploy", "zoo:conv2d_relu", "--target", str(target), "--runner", "serial",
-              "--eval-samples", "4", "-o", str(out)]
-    with BoardEmulator(root, [program], fmt="zephyr", inputs="ones",
-                       faults=[Fault("wrong-output", (2,))]) as emulator:
+    (program,) = [
+        v.program
+        for v in run_job(
+            Job("zoo:conv2d_relu", str(target), ("fused",), eval_samples=1, out_dir=out)
+        ).variants.values()
+    ]
+    deploy = [
+        "deploy",
+        "zoo:conv2d_relu",
+        "--target",
+        str(target),
+        "--runner",
+        "serial",
+        "--eval-samples",
+        "4",
+        "-o",
+        str(out),
+    ]
+    with BoardEmulator(
+        root, [program], fmt="zephyr", inputs="ones", faults=[Fault("wrong-output", (2,))]
+    ) as emulator:
         capsys.readouterr()
         passed = main(deploy)
         passed_out = " ".join(capsys.readouterr().out.split())

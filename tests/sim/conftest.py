@@ -74,8 +74,9 @@ class MeanHW(nn.Module):
 
 
 def _conv(cin, cout, k, stride=1, dilation=1, padding=0, groups=1, act=None):
-    layers = [nn.Conv2d(cin, cout, k, stride=stride, dilation=dilation, padding=padding,
-                        groups=groups)]
+    layers = [
+        nn.Conv2d(cin, cout, k, stride=stride, dilation=dilation, padding=padding, groups=groups)
+    ]
     if act == "relu":
         layers.append(nn.ReLU())
     elif act == "clamp":
@@ -102,8 +103,10 @@ CASES = {
     "mean_hw": (MeanHW, (1, 12, 9, 10)),
     "upsample_nearest2x": (lambda: nn.Upsample(scale_factor=2, mode="nearest"), (1, 8, 5, 6)),
     "conv_transpose2x2_s2": (lambda: nn.ConvTranspose2d(8, 4, 2, stride=2), (1, 8, 5, 6)),
-    "conv_transpose3x3_s2_p1": (lambda: nn.ConvTranspose2d(8, 6, 3, stride=2, padding=1,
-                                                           output_padding=1), (1, 8, 5, 6)),
+    "conv_transpose3x3_s2_p1": (
+        lambda: nn.ConvTranspose2d(8, 6, 3, stride=2, padding=1, output_padding=1),
+        (1, 8, 5, 6),
+    ),
 }
 # Elementwise: several inputs, each case's shapes as a list.
 ELEMENTWISE_CASES = {
@@ -133,25 +136,35 @@ def _full_sweep() -> dict:
                     padding = "same" if pad == "same" else 0
                     size = (k - 1) * dil + 1 + 2 * stride + 3
                     name = f"conv{k}x{k}_s{stride}_d{dil}_{pad}"
-                    sweep[name] = ((lambda k=k, s=stride, d=dil, p=padding:
-                                    nn.Conv2d(6, 10, k, stride=s, dilation=d, padding=p)),
-                                   (1, 6, size, size + 1))
+                    sweep[name] = (
+                        (
+                            lambda k=k, s=stride, d=dil, p=padding: nn.Conv2d(
+                                6, 10, k, stride=s, dilation=d, padding=p
+                            )
+                        ),
+                        (1, 6, size, size + 1),
+                    )
     for cin, cout in ((1, 1), (1, 256), (256, 1), (33, 65), (128, 256), (256, 256)):
         sweep[f"conv3x3_c{cin}_c{cout}"] = (
-            (lambda a=cin, b=cout: nn.Conv2d(a, b, 3, padding=1)), (1, cin, 5, 6))
+            (lambda a=cin, b=cout: nn.Conv2d(a, b, 3, padding=1)),
+            (1, cin, 5, 6),
+        )
     for mult in (1, 2, 3):
         for k in (3, 5):
             sweep[f"dw{k}x{k}_m{mult}"] = (
                 (lambda m=mult, k=k: nn.Conv2d(12, 12 * m, k, padding=k // 2, groups=12)),
-                (1, 12, 9, 8))
+                (1, 12, 9, 8),
+            )
     for n_in in (1, 16, 300, 1024):
         sweep[f"fc_{n_in}_64"] = ((lambda n=n_in: Linear2d(n, 64)), (1, n_in))
     for k, s in ((2, 2), (3, 1), (3, 2), (5, 3)):
         sweep[f"maxpool{k}_s{s}"] = ((lambda k=k, s=s: nn.MaxPool2d(k, s)), (1, 20, 11, 13))
         sweep[f"avgpool{k}_s{s}"] = ((lambda k=k, s=s: nn.AvgPool2d(k, s)), (1, 20, 11, 13))
     for act in ("relu", "clamp"):
-        sweep[f"conv3x3_{act}_u8range"] = ((lambda a=act: _conv(16, 32, 3, padding=1, act=a)),
-                                           (1, 16, 8, 8))
+        sweep[f"conv3x3_{act}_u8range"] = (
+            (lambda a=act: _conv(16, 32, 3, padding=1, act=a)),
+            (1, 16, 8, 8),
+        )
     return sweep
 
 
@@ -194,9 +207,11 @@ def lower_to_tosa(module: nn.Module, shapes: list[tuple[int, ...]], out_dir: Pat
         prepared(*(torch.randn(*shape) for shape in shapes))
     converted = convert_pt2e(prepared)
     with contextlib.redirect_stdout(io.StringIO()):
-        to_edge_transform_and_lower(torch.export.export(converted, example),
-                                    partitioner=[create_partitioner(spec)],
-                                    compile_config=EdgeCompileConfig(_check_ir_validity=False))
+        to_edge_transform_and_lower(
+            torch.export.export(converted, example),
+            partitioner=[create_partitioner(spec)],
+            compile_config=EdgeCompileConfig(_check_ir_validity=False),
+        )
     found = sorted(glob.glob(str(out_dir / "output_tag0_*.tosa")))
     assert len(found) == 1, f"expected one delegate, got {found}"
     return Path(found[0])
@@ -261,7 +276,13 @@ def fixture_model(tmp_path_factory):
 
     @functools.cache
     def build(name: str, shape: str):
-        return run_job(Job(model=f"{FIXTURE_MODELS}:{name}", input_shape=shape, eval_samples=2,
-                           out_dir=tmp_path_factory.mktemp(name)))
+        return run_job(
+            Job(
+                model=f"{FIXTURE_MODELS}:{name}",
+                input_shape=shape,
+                eval_samples=2,
+                out_dir=tmp_path_factory.mktemp(name),
+            )
+        )
 
     return build

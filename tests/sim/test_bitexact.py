@@ -36,12 +36,16 @@ def test_full_sweep_bit_exact(cases, name, accelerator):
     _check(cases, name, accelerator)
 
 
-@pytest.mark.parametrize("name, mode", [("upsample_nearest2x", 1), ("conv_transpose2x2_s2", 2),
-                                        ("conv_transpose3x3_s2_p1", 2)])
+@pytest.mark.parametrize(
+    "name, mode",
+    [("upsample_nearest2x", 1), ("conv_transpose2x2_s2", 2), ("conv_transpose3x3_s2_p1", 2)],
+)
 def test_resize_cases_run_ifm_upscale(cases, name, mode):
     """The cases above reach the NPU as IFM_UPSCALE (1: nearest, 2: transpose), which the
     simulator executes bit-exactly."""
     case = cases.get(name, "ethos-u55-128")
-    modes = {dict(op.registers).get("IFM_UPSCALE", 0)
-             for op in operations(load_payload(case.npz["ethos-u55-128"]))}
+    modes = {
+        dict(op.registers).get("IFM_UPSCALE", 0)
+        for op in operations(load_payload(case.npz["ethos-u55-128"]))
+    }
     assert mode in modes

@@ -19,8 +19,9 @@ def _compare(cases, name: str, accelerator: str):
     result = simulate(load_payload(case.npz[accelerator]), [case.input], accelerator)
     npu = npu_config(accelerator)
     memory = cycle_model.memory_system(accelerator, npu.system_config, npu.memory_mode)
-    return compare_cycles(result.operations, vela_estimates(case.tosa, accelerator),
-                          accelerator, memory)
+    return compare_cycles(
+        result.operations, vela_estimates(case.tosa, accelerator), accelerator, memory
+    )
 
 
 @pytest.mark.parametrize("accelerator", ("ethos-u55-128", "ethos-u55-32"))
@@ -42,8 +43,11 @@ def test_activation_booking_explains_the_gap(cases, name):
 
 
 def test_every_disagreement_is_explained(cases):
-    rows = [r for name in ("maxpool2", "dw3x3_mult2_s2", "conv1x1_c3_c8")
-            for r in _compare(cases, name, "ethos-u55-128")]
+    rows = [
+        r
+        for name in ("maxpool2", "dw3x3_mult2_s2", "conv1x1_c3_c8")
+        for r in _compare(cases, name, "ethos-u55-128")
+    ]
     assert any(r.operator == "Transpose" and r.npu_ops > 1 for r in rows)
     unexplained = [(r.operator, r.ours, r.vela) for r in rows if r.disagrees and not r.note]
     assert not unexplained
@@ -51,9 +55,11 @@ def test_every_disagreement_is_explained(cases):
 
 def test_convs_scale_with_the_mac_array(cases):
     """The same conv on a 4x wider MAC array takes fewer cycles (u-blocks, output stage)."""
+
     def conv(accelerator):
-        (row,) = [r for r in _compare(cases, "conv3x3_same_relu", accelerator)
-                  if r.operator == "Conv2D"]
+        (row,) = [
+            r for r in _compare(cases, "conv3x3_same_relu", accelerator) if r.operator == "Conv2D"
+        ]
         return row.ours
 
     assert conv("ethos-u55-128") < conv("ethos-u55-32") / 2

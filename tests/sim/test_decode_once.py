@@ -22,7 +22,9 @@ def kws_npz(tmp_path_factory):
     out = tmp_path_factory.mktemp(NAME)
     body = out / f"{NAME}_body.tflite"
     body.write_bytes(without_final_softmax((FIXTURES / f"{NAME}.tflite").read_bytes(), NAME))
-    return compile_tflite(body, load_target("corstone-300").npu(ACC), out).delegates[0].vela_npz_path
+    return (
+        compile_tflite(body, load_target("corstone-300").npu(ACC), out).delegates[0].vela_npz_path
+    )
 
 
 def test_weights_are_decoded_once_per_program(kws_npz, monkeypatch):
@@ -49,14 +51,17 @@ def test_weights_are_decoded_once_per_program(kws_npz, monkeypatch):
     assert len(calls) == 2 * streams
 
 
-@pytest.mark.parametrize("values", [
-    [0] * 7 + [1, -1, 255, -255] * 30,  # zero runs
-    list(np.random.default_rng(0).integers(-255, 256, 5000)),
-    list(np.random.default_rng(1).integers(-3, 4, 20000)),  # a small palette
-])
+@pytest.mark.parametrize(
+    "values",
+    [
+        [0] * 7 + [1, -1, 255, -255] * 30,  # zero runs
+        list(np.random.default_rng(0).integers(-255, 256, 5000)),
+        list(np.random.default_rng(1).integers(-3, 4, 20000)),  # a small palette
+    ],
+)
 def test_mlw_decode_is_the_codec_s_decode(values):
     stream = bytes(mlw_codec.encode([int(v) for v in values]))
     ours = weights.mlw_decode(stream)
     assert ours.dtype == np.int16
     assert ours.tolist() == mlw_codec.decode(bytearray(stream))
-    assert ours[:len(values)].tolist() == [int(v) for v in values]
+    assert ours[: len(values)].tolist() == [int(v) for v in values]

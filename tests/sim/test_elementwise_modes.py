@@ -92,16 +92,31 @@ SMALL = (1, 8, 5, 6)
 RESCALED = ["elementwise.add", "elementwise.mul"] * 2  # each operand: - zero point, rescale
 # name -> (module, NCHW input shapes, TOSA operator it must contain, NPU operation kinds)
 MODELS = {
-    "maximum": (Maximum, [PAIRS, PAIRS], "MAXIMUM",
-                [*RESCALED, "elementwise.max", "elementwise.mul"]),
-    "minimum": (Minimum, [PAIRS, PAIRS], "MINIMUM",
-                [*RESCALED, "elementwise.min", "elementwise.mul"]),
-    "minimum_broadcast_first": (Minimum, [(1, 1, 5, 6), SMALL], "MINIMUM",
-                                [*RESCALED, "elementwise.min", "elementwise.mul"]),
+    "maximum": (
+        Maximum,
+        [PAIRS, PAIRS],
+        "MAXIMUM",
+        [*RESCALED, "elementwise.max", "elementwise.mul"],
+    ),
+    "minimum": (
+        Minimum,
+        [PAIRS, PAIRS],
+        "MINIMUM",
+        [*RESCALED, "elementwise.min", "elementwise.mul"],
+    ),
+    "minimum_broadcast_first": (
+        Minimum,
+        [(1, 1, 5, 6), SMALL],
+        "MINIMUM",
+        [*RESCALED, "elementwise.min", "elementwise.mul"],
+    ),
     "abs": (Abs, [(1, 40, 9, 7)], "ABS", ["elementwise.abs"]),
-    "clamp_tensor_bounds": (ClampTensors, [SMALL] * 3, "MINIMUM",
-                            ["elementwise.add", "elementwise.mul", "elementwise.max",
-                             "elementwise.min"]),
+    "clamp_tensor_bounds": (
+        ClampTensors,
+        [SMALL] * 3,
+        "MINIMUM",
+        ["elementwise.add", "elementwise.mul", "elementwise.max", "elementwise.min"],
+    ),
     "conv_leaky_relu": (ConvLeakyRelu, [(1, 4, 5, 6)], "TABLE", ["dma", "conv"]),
     "leaky_relu": (LeakyRelu, [(1, 8, 8, 8)], "TABLE", ["dma", "pool.average"]),
 }
@@ -117,10 +132,16 @@ def programs(tmp_path_factory):
             factory, shapes, _, _ = MODELS[name]
             torch.manual_seed(0)
             example = tuple(torch.randn(*s) for s in shapes)
-            model = channels_last_io(LoadedModel(f"test:{name}", name, factory().eval(), example,
-                                                 f"elementwise-{name}"))
-            program = compile_variant(model, random_calibration(model.example_inputs, 4, 0),
-                                      "fused", load_target("corstone-300").npu(ACC), root / name)
+            model = channels_last_io(
+                LoadedModel(f"test:{name}", name, factory().eval(), example, f"elementwise-{name}")
+            )
+            program = compile_variant(
+                model,
+                random_calibration(model.example_inputs, 4, 0),
+                "fused",
+                load_target("corstone-300").npu(ACC),
+                root / name,
+            )
             compiled[name] = (model, program)
         return compiled[name]
 
@@ -133,8 +154,10 @@ def test_mode_bit_exact_against_tosa_reference(programs, name):
     assert program.cpu_ops == () and len(program.delegates) == 1
     rng = np.random.default_rng(7)
     for trial in range(6):  # wide inputs (x3) saturate the int8 range
-        inputs = [(rng.standard_normal(tuple(x.shape)) * (3.0 if trial % 2 else 1.0))
-                  .astype(np.float32) for x in model.example_inputs]
+        inputs = [
+            (rng.standard_normal(tuple(x.shape)) * (3.0 if trial % 2 else 1.0)).astype(np.float32)
+            for x in model.example_inputs
+        ]
         expected = TosaReferenceRunner().run(program, inputs).outputs
         got = SimulatorRunner().run(program, inputs).outputs
         for e, g in zip(expected, got):
@@ -162,8 +185,9 @@ def test_min_max_every_int8_pair(programs):
     for name in ("maximum", "minimum"):
         (delegate,) = programs(name)[1].delegates
         expected = run_tosa_delegate(delegate, [a, b])[0]
-        got = simulate(load_payload(delegate.payload or delegate.vela_npz_path), [a, b],
-                       ACC).outputs[0]
+        got = simulate(
+            load_payload(delegate.payload or delegate.vela_npz_path), [a, b], ACC
+        ).outputs[0]
         assert np.array_equal(np.asarray(expected).ravel(), got.ravel()), name
 
 
@@ -184,8 +208,9 @@ def test_cycle_rates_of_the_new_modes(programs):
     _, program = programs("abs")
     (delegate,) = program.delegates
     payload = load_payload(delegate.payload or delegate.vela_npz_path)
-    (record,) = simulate(payload, [np.zeros(t.shape, t.dtype) for t in payload.inputs],
-                         ACC).operations
+    (record,) = simulate(
+        payload, [np.zeros(t.shape, t.dtype) for t in payload.inputs], ACC
+    ).operations
     npu = npu_config(ACC)
     memory = cycle_model.memory_system(ACC, npu.system_config, npu.memory_mode)
     elements = math.prod(record.ofm_shape)
@@ -194,11 +219,20 @@ def test_cycle_rates_of_the_new_modes(programs):
         timing = cycle_model.op_timing(dataclasses.replace(record, kind=kind), ACC, memory)
         assert add.compute - timing.compute == pytest.approx((1.0 - 0.5) * elements, abs=1)
     wide = dataclasses.replace(record, ifm_elem_size=4, kind="elementwise.max")
-    assert cycle_model.op_timing(wide, ACC, memory) == \
-        cycle_model.op_timing(dataclasses.replace(wide, kind="elementwise.mul"), ACC, memory)
+    assert cycle_model.op_timing(wide, ACC, memory) == cycle_model.op_timing(
+        dataclasses.replace(wide, kind="elementwise.mul"), ACC, memory
+    )
     for accelerator, rates in cycle_model.ELEMENTWISE.items():
-        assert rates[4] == {"ethos-u55-32": 2.0, "ethos-u55-64": 1.0, "ethos-u55-128": 0.5,
-                            "ethos-u55-256": 0.25, "ethos-u65-256": 0.25}[accelerator]
+        assert (
+            rates[4]
+            == {
+                "ethos-u55-32": 2.0,
+                "ethos-u55-64": 1.0,
+                "ethos-u55-128": 0.5,
+                "ethos-u55-256": 0.25,
+                "ethos-u65-256": 0.25,
+            }[accelerator]
+        )
 
 
 # --- One NPU operation at a time ----------------------------------------------------------------
@@ -206,9 +240,22 @@ def test_cycle_rates_of_the_new_modes(programs):
 _SIZE_CODE = {1: 0, 2: 1, 4: 2}
 
 
-def _elementwise(mode: int, a, b=None, *, size=1, size2=None, ofm_size=None, zps=(0, 0, 0),
-                 ofm_scale=(1, 0), rounding=TFL, global_scale=True, act=None, scalar=None,
-                 reversed_=False):
+def _elementwise(
+    mode: int,
+    a,
+    b=None,
+    *,
+    size=1,
+    size2=None,
+    ofm_size=None,
+    zps=(0, 0, 0),
+    ofm_scale=(1, 0),
+    rounding=TFL,
+    global_scale=True,
+    act=None,
+    scalar=None,
+    reversed_=False,
+):
     """NPU_OP_ELEMENTWISE(mode) on (1, 1, n) NHWC vectors of signed `size`-byte values; b None: a
     unary op or (with `scalar`) an IFM2 scalar; a 1-element b broadcasts along C. zps: the IFM,
     IFM2 and OFM zero points. OPA/OPB_SCALE hold 3 and 5 (these modes ignore them)."""
@@ -246,12 +293,12 @@ def _elementwise(mode: int, a, b=None, *, size=1, size2=None, ofm_size=None, zps
     put("ACTIVATION_MIN", act[0] & 0xFFFF)
     put("ACTIVATION_MAX", act[1] & 0xFFFF)
     memory = Memory({1: np.zeros(96 * n, np.uint8)}, shram_bytes(ACC))
-    memory.regions[1][:n * size] = a.astype(f"<i{size}").view(np.uint8)
+    memory.regions[1][: n * size] = a.astype(f"<i{size}").view(np.uint8)
     if b is not None:
-        memory.regions[1][32 * n:32 * n + size2 * b.size] = b.astype(f"<i{size2}").view(np.uint8)
+        memory.regions[1][32 * n : 32 * n + size2 * b.size] = b.astype(f"<i{size2}").view(np.uint8)
     step = prepare_elementwise(rf.snapshot(Command(0, "NPU_OP_ELEMENTWISE", mode)), memory)
     step.run(memory)
-    got = memory.regions[1][64 * n:64 * n + n * ofm_size].view(f"<i{ofm_size}").tolist()
+    got = memory.regions[1][64 * n : 64 * n + n * ofm_size].view(f"<i{ofm_size}").tolist()
     return got, step.record
 
 
@@ -262,27 +309,41 @@ B8 = [0, -10, 7, 127, -128, -1]
 def test_max_of_zero_point_adjusted_operands_unscaled():
     """(a + 3) vs (b - 4), + OFM zero point -1, clipped to int8. OFM_SCALE is not applied (the
     global-scale bit is clear, as Vela leaves it), nor are OPA/OPB_SCALE."""
-    got, record = _elementwise(MAX, A8, B8, zps=(-3, 4, -1), ofm_scale=(12345, 7),
-                               global_scale=False, act=(-128, 127))
+    got, record = _elementwise(
+        MAX, A8, B8, zps=(-3, 4, -1), ofm_scale=(12345, 7), global_scale=False, act=(-128, 127)
+    )
     assert got == [-5, -3, 2, 122, 127, 5]  # max: -4, -2, 3, 123, 130 (clipped), 6
     assert record.kind == "elementwise.max"
     # int32 operands (the TOSA MAXIMUM of Vela's int8 streams), and an IFM2 scalar
-    assert _elementwise(MAX, [INT32_MIN, -7, 5, INT32_MAX], [-6, -6, 6, 0], size=4)[0] == \
-        [-6, -6, 6, INT32_MAX]
-    assert _elementwise(MAX, [-100, 10, 50], size=4, scalar=20, reversed_=True)[0] == \
-        [20, 20, 50]
+    assert _elementwise(MAX, [INT32_MIN, -7, 5, INT32_MAX], [-6, -6, 6, 0], size=4)[0] == [
+        -6,
+        -6,
+        6,
+        INT32_MAX,
+    ]
+    assert _elementwise(MAX, [-100, 10, 50], size=4, scalar=20, reversed_=True)[0] == [20, 20, 50]
 
 
 def test_min_of_zero_point_adjusted_operands_unscaled():
-    got, record = _elementwise(MIN, A8, B8, zps=(-3, 4, -1), global_scale=False,
-                               act=(-128, 127))
+    got, record = _elementwise(MIN, A8, B8, zps=(-3, 4, -1), global_scale=False, act=(-128, 127))
     assert got == [-126, -15, 2, 102, -128, -6]  # min: -125, -14, 3, 103, -132 (clipped), -5
     assert record.kind == "elementwise.min"
     # int32 in, int8 out (clamp's MIN), an 8-bit IFM2 broadcast along C
-    assert _elementwise(MIN, [INT32_MIN, 0, 100, 200], [-50], size=4, size2=1, ofm_size=1,
-                        zps=(0, 10, 3), act=(-128, 127))[0] == [-128, -57, -57, -57]
-    with pytest.raises(UnsupportedError, match=r"MIN with an OFM scale \(12345, shift 7\) is not "
-                                               r"implemented"):
+    assert _elementwise(
+        MIN,
+        [INT32_MIN, 0, 100, 200],
+        [-50],
+        size=4,
+        size2=1,
+        ofm_size=1,
+        zps=(0, 10, 3),
+        act=(-128, 127),
+    )[0] == [-128, -57, -57, -57]
+    with pytest.raises(
+        UnsupportedError,
+        match=r"MIN with an OFM scale \(12345, shift 7\) is not "
+        r"implemented",
+    ):
         _elementwise(MIN, A8, B8, ofm_scale=(12345, 7), global_scale=True)
 
 
@@ -290,8 +351,9 @@ def test_abs_then_the_ofm_scale():
     """|x + 17| times 1899364355 / 2^30 rounded half up, + the OFM zero point -128: Vela's
     torch.abs stream (its three TOSA operators folded into one ABS)."""
     x = [-128, -17, -16, 0, 50, 127, -100]
-    got, record = _elementwise(ABS, x, zps=(-17, 0, -128), ofm_scale=(1899364355, 30),
-                               rounding=NATURAL, act=(-128, 127))
+    got, record = _elementwise(
+        ABS, x, zps=(-17, 0, -128), ofm_scale=(1899364355, 30), rounding=NATURAL, act=(-128, 127)
+    )
     magnitude = np.abs(np.array(x) + 17)
     assert got == [68, -128, -126, -98, -9, 127, 19]
     assert got == np.clip((magnitude * 1899364355 + (1 << 29) >> 30) - 128, -128, 127).tolist()
@@ -299,15 +361,20 @@ def test_abs_then_the_ofm_scale():
     # TFL rounding past shift 31 rounds twice, as TFLite's ABS: |x| / 8 gives 1 for 3
     got, _ = _elementwise(ABS, [-3, 3, 5, -7, 11, -2], ofm_scale=(1 << 30, 33))
     assert got == [1, 1, 1, 1, 2, 0]
-    assert got == _multiply_by_quantized_multiplier(np.array([3, 3, 5, 7, 11, 2]),
-                                                    *_quantize_multiplier(1 / 8)).tolist()
+    assert (
+        got
+        == _multiply_by_quantized_multiplier(
+            np.array([3, 3, 5, 7, 11, 2]), *_quantize_multiplier(1 / 8)
+        ).tolist()
+    )
 
 
 def test_abs_of_32_bit_operands_applies_only_the_shift():
     """Vela's C++ core: "for 32-bit operations scale is not applied but shift is"; |-2^31|
     saturates."""
-    assert _elementwise(ABS, [INT32_MIN, -7, 5, 0], size=4, ofm_scale=(12345, 1),
-                        rounding=NATURAL)[0] == [1 << 30, 4, 3, 0]
+    assert _elementwise(ABS, [INT32_MIN, -7, 5, 0], size=4, ofm_scale=(12345, 1), rounding=NATURAL)[
+        0
+    ] == [1 << 30, 4, 3, 0]
     assert _elementwise(ABS, [INT32_MIN, -7, INT32_MAX], size=4)[0] == [INT32_MAX, 7, INT32_MAX]
 
 
@@ -322,19 +389,29 @@ def test_lrelu_scales_only_negative_values():
     got, _ = _elementwise(LRELU, x, size=2, ofm_scale=(1342177280, 29))  # alpha 2.5
     assert got == [-32768, -25, -15, -12, -10, 0, 1, 32767]  # -12.5 rounds half up
     # int8 with zero points: (x - 5) * 0.5 for negatives, + OFM zero point -2
-    assert _elementwise(LRELU, [-128, 4, 5, 6, 127], zps=(5, 0, -2), ofm_scale=(1 << 30, 31),
-                        rounding=NATURAL, act=(-128, 127))[0] == [-68, -2, -2, -1, 120]
+    assert _elementwise(
+        LRELU,
+        [-128, 4, 5, 6, 127],
+        zps=(5, 0, -2),
+        ofm_scale=(1 << 30, 31),
+        rounding=NATURAL,
+        act=(-128, 127),
+    )[0] == [-68, -2, -2, -1, 120]
     with pytest.raises(UnsupportedError, match="LRELU of 32-bit operands"):
         _elementwise(LRELU, [1], size=4)
 
 
 def test_unknown_elementwise_mode_raises():
-    with pytest.raises(UnsupportedError, match=r"elementwise mode unknown is not implemented by "
-                                               r"the simulator \(NPU_OP_ELEMENTWISE \(value 0xa\)"):
+    with pytest.raises(
+        UnsupportedError,
+        match=r"elementwise mode unknown is not implemented by "
+        r"the simulator \(NPU_OP_ELEMENTWISE \(value 0xa\)",
+    ):
         _elementwise(10, [1], [1])
 
 
 # --- LRELU as Vela emits it: the legacy core's int16 LEAKY_RELU ---------------------------------
+
 
 def _quantize_multiplier(value: float) -> tuple[int, int]:
     """TFLite's QuantizeMultiplier."""
@@ -362,8 +439,14 @@ def _tflite_leaky_relu(x: np.ndarray, alpha: float, zero_point: int = 0) -> np.n
     identity = _quantize_multiplier(1.0)
     negative = _quantize_multiplier(float(np.float32(alpha)))
     v = x.astype(np.int64) - zero_point
-    out = np.where(v >= 0, _multiply_by_quantized_multiplier(v, *identity),
-                   _multiply_by_quantized_multiplier(v, *negative)) + zero_point
+    out = (
+        np.where(
+            v >= 0,
+            _multiply_by_quantized_multiplier(v, *identity),
+            _multiply_by_quantized_multiplier(v, *negative),
+        )
+        + zero_point
+    )
     return np.clip(out, -32768, 32767)
 
 
@@ -423,8 +506,15 @@ def test_legacy_vela_int16_leaky_relu_matches_tflite_reference(alpha, tmp_path):
     path = tmp_path / "leaky_relu.tflite"
     path.write_bytes(_leaky_relu_int16_tflite(alpha, PAIRS, 0.01))
     with contextlib.redirect_stdout(io.StringIO()):
-        vela.main([*npu_config(ACC).vela_flags, "--debug-force-legacy-core",
-                   "--output-format=raw", f"--output-dir={tmp_path}", str(path)])
+        vela.main(
+            [
+                *npu_config(ACC).vela_flags,
+                "--debug-force-legacy-core",
+                "--output-format=raw",
+                f"--output-dir={tmp_path}",
+                str(path),
+            ]
+        )
     (npz,) = tmp_path.glob("leaky_relu_vela*.npz")  # the legacy core names it *_vela_sg0.npz
     payload = load_payload(npz)
     x = np.arange(-32768, 32768, dtype=np.int16).reshape(PAIRS)

@@ -49,8 +49,12 @@ def _patch(program, name: str, value: int, nth: int = 0, param: int | None = Non
     cmd = [c for c in decode(program.command_stream) if c.name == name][nth]
     words = bytearray(program.command_stream)
     if cmd.data is None:
-        struct.pack_into("<I", words, cmd.offset,
-                         (struct.unpack_from("<I", words, cmd.offset)[0] & 0xFFFF) | (value << 16))
+        struct.pack_into(
+            "<I",
+            words,
+            cmd.offset,
+            (struct.unpack_from("<I", words, cmd.offset)[0] & 0xFFFF) | (value << 16),
+        )
     else:
         struct.pack_into("<I", words, cmd.offset + 4, value)
         if param is not None:
@@ -80,7 +84,7 @@ def test_corrupted_payload(bin_stream):
         load_payload(b"X" + bin_stream[1:])
     bad = bytearray(bin_stream)
     cmd_at = bin_stream.index(b"cmd_data") + 32
-    bad[cmd_at:cmd_at + 4] = b"XXXX"
+    bad[cmd_at : cmd_at + 4] = b"XXXX"
     with pytest.raises(PayloadError, match="COP1"):
         load_payload(bytes(bad))
     assert issubclass(PayloadError, UserError)
@@ -95,8 +99,11 @@ def test_unknown_opcode(program, conv_case):
 
 def test_region_overflow(program, conv_case):
     bad, _ = _patch(program, "NPU_SET_OFM_BASE0", 0x7FFF0000, nth=-1)
-    with pytest.raises(RegionError, match=r"NPU_OP_\w+ at command-stream offset 0x[0-9a-f]+ "
-                                          r"\(OFM\): access to bytes .* overflows the region"):
+    with pytest.raises(
+        RegionError,
+        match=r"NPU_OP_\w+ at command-stream offset 0x[0-9a-f]+ "
+        r"\(OFM\): access to bytes .* overflows the region",
+    ):
         simulate(bad, [conv_case.input], ACC)
 
 
@@ -104,20 +111,24 @@ def test_unimplemented_elementwise_mode(program, conv_case):
     op = next(c for c in decode(program.command_stream) if c.name == "NPU_OP_POOL")
     words = bytearray(program.command_stream)
     struct.pack_into("<I", words, op.offset, 0x006 | (10 << 16))  # NPU_OP_ELEMENTWISE(mode 10)
-    with pytest.raises(UnsupportedError,
-                       match=rf"elementwise mode unknown is not implemented by the simulator "
-                             rf"\(NPU_OP_ELEMENTWISE \(value 0xa\) at command-stream offset "
-                             rf"{op.offset:#x}\)"):
+    with pytest.raises(
+        UnsupportedError,
+        match=rf"elementwise mode unknown is not implemented by the simulator "
+        rf"\(NPU_OP_ELEMENTWISE \(value 0xa\) at command-stream offset "
+        rf"{op.offset:#x}\)",
+    ):
         simulate(dataclasses.replace(program, command_stream=bytes(words)), [conv_case.input], ACC)
 
 
 def test_unimplemented_elementwise_register_value(cases):
     program = load_payload(cases.get("add_broadcast", ACC).npz[ACC])
     bad, cmd = _patch(program, "NPU_SET_IFM_PRECISION", 0x8301, nth=-1)
-    with pytest.raises(UnsupportedError,
-                       match=r"operand scale mode 3 is not implemented by the simulator "
-                             r"\(NPU_SET_IFM_PRECISION \(value 0x8301\) at command-stream offset "
-                             r"0x[0-9a-f]+ for NPU_OP_ELEMENTWISE at command-stream offset"):
+    with pytest.raises(
+        UnsupportedError,
+        match=r"operand scale mode 3 is not implemented by the simulator "
+        r"\(NPU_SET_IFM_PRECISION \(value 0x8301\) at command-stream offset "
+        r"0x[0-9a-f]+ for NPU_OP_ELEMENTWISE at command-stream offset",
+    ):
         simulate(bad, cases.get("add_broadcast", ACC).inputs, ACC)
 
 
@@ -144,15 +155,20 @@ def test_unimplemented_mode_names_register(program, conv_case):
 def test_cycles_ignore_zero_points_clips_and_scales(program, conv_case):
     base = simulate(program, [conv_case.input], ACC)
     changed = program
-    for name, value in (("NPU_SET_OFM_ZERO_POINT", 5), ("NPU_SET_IFM_ZERO_POINT", 3),
-                        ("NPU_SET_ACTIVATION_MIN", 0), ("NPU_SET_ACTIVATION_MAX", 50)):
+    for name, value in (
+        ("NPU_SET_OFM_ZERO_POINT", 5),
+        ("NPU_SET_IFM_ZERO_POINT", 3),
+        ("NPU_SET_ACTIVATION_MIN", 0),
+        ("NPU_SET_ACTIVATION_MAX", 50),
+    ):
         for nth in range(sum(c.name == name for c in decode(program.command_stream))):
             changed, _ = _patch(changed, name, value, nth)
     changed, _ = _patch(changed, "NPU_SET_OFM_SCALE", 0x40000000, param=30)
     other = simulate(changed, [conv_case.input], ACC)
     assert not np.array_equal(other.outputs[0], base.outputs[0])
-    assert [(r.compute_cycles, r.cycles) for r in other.operations] == \
-        [(r.compute_cycles, r.cycles) for r in base.operations]
+    assert [(r.compute_cycles, r.cycles) for r in other.operations] == [
+        (r.compute_cycles, r.cycles) for r in base.operations
+    ]
     assert other.total_cycles == base.total_cycles > 0
     assert other.npu_cycles == base.npu_cycles > 0
     assert other.pmu == base.pmu and base.pmu.total > 0  # FVP timeline and AXI beats
@@ -168,8 +184,10 @@ def test_fused_and_unfused_relu_same_cycles_and_diff(cases):
     assert ra.pmu.total == rb.pmu.total > 0
     # AXI1 beats may differ by what flash holds: the compressed weight streams (WEIGHT_LENGTH
     # below; the scales differ, so do the bytes) and the command stream, one beat per 8 bytes
-    flash = [sum(r.read_from(0) for r in res.operations) + len(p.command_stream)
-             for res, p in ((ra, pa), (rb, pb))]
+    flash = [
+        sum(r.read_from(0) for r in res.operations) + len(p.command_stream)
+        for res, p in ((ra, pa), (rb, pb))
+    ]
     assert (ra.pmu.axi0_read, ra.pmu.axi0_write) == (rb.pmu.axi0_read, rb.pmu.axi0_write)
     assert abs(ra.pmu.axi1_read - rb.pmu.axi1_read) <= -(-abs(flash[0] - flash[1]) // 8)
     rows = diff_programs(pa, pb)
@@ -177,8 +195,14 @@ def test_fused_and_unfused_relu_same_cycles_and_diff(cases):
     changed = {name.split(".")[0] for r in rows for name, _, _ in r.changed}
     # WEIGHT_LENGTH: the per-channel bias/scale records travel in the compressed weight stream,
     # and the two variants' output scales differ
-    assert changed <= {"IFM_ZERO_POINT", "OFM_ZERO_POINT", "ACTIVATION_MIN", "ACTIVATION_MAX",
-                       "OFM_SCALE", "WEIGHT_LENGTH"}, changed
+    assert changed <= {
+        "IFM_ZERO_POINT",
+        "OFM_ZERO_POINT",
+        "ACTIVATION_MIN",
+        "ACTIVATION_MAX",
+        "OFM_SCALE",
+        "WEIGHT_LENGTH",
+    }, changed
 
 
 def test_records_count_macs_and_bytes(program, conv_case):

@@ -34,18 +34,29 @@ ACC = "ethos-u55-128"
 
 
 def _stream(*ops: tuple[str, int]) -> bytes:
-    return b"".join(struct.pack("<I", getattr(cmd0, name).value | (param << 16))
-                    for name, param in ops)
+    return b"".join(
+        struct.pack("<I", getattr(cmd0, name).value | (param << 16)) for name, param in ops
+    )
 
 
 def _program(ifm_zero_point: int = 0):
-    stream = _stream(("NPU_OP_DMA_START", 0), ("NPU_OP_DMA_WAIT", 0), ("NPU_OP_CONV", 0),
-                     ("NPU_OP_STOP", 0))
+    stream = _stream(
+        ("NPU_OP_DMA_START", 0), ("NPU_OP_DMA_WAIT", 0), ("NPU_OP_CONV", 0), ("NPU_OP_STOP", 0)
+    )
     dma = OpRecord("dma", 0, 0, ((0, 480),), ((1, 480),))
-    conv = OpRecord("conv", 8, 4 * 4 * 16 * 16, ((1, 256), (1, 320), (1, 160)), ((1, 256),),
-                    ofm_shape=(4, 4, 16), ifm_shape=(4, 4, 16), block=(2, 4, 16),
-                    ofm_brick=True, compute_cycles=1000,
-                    registers=(("IFM_ZERO_POINT", ifm_zero_point),))
+    conv = OpRecord(
+        "conv",
+        8,
+        4 * 4 * 16 * 16,
+        ((1, 256), (1, 320), (1, 160)),
+        ((1, 256),),
+        ofm_shape=(4, 4, 16),
+        ifm_shape=(4, 4, 16),
+        block=(2, 4, 16),
+        ofm_brick=True,
+        compute_cycles=1000,
+        registers=(("IFM_ZERO_POINT", ifm_zero_point),),
+    )
     return stream, (dma, conv)
 
 

@@ -16,25 +16,51 @@ from toolkit.sim import load_payload, simulate
 
 from .test_vela_tflite import ANCHORS, needs_anchors
 
-KWS = {0: [-2, -23, -76, -73, -93, -71, -17, -60, -60, -50, -108, -14],
-       1: [-62, -49, -41, -66, -68, -60, -26, -70, -37, -66, -99, -4]}
+KWS = {
+    0: [-2, -23, -76, -73, -93, -71, -17, -60, -60, -50, -108, -14],
+    1: [-62, -49, -41, -66, -68, -60, -26, -70, -37, -66, -99, -4],
+}
 # MobileNetV2's 1001 softmax outputs, seed 0: those that are not -128
-MOBILENET_V2 = {311: -127, 435: -127, 491: -127, 540: -112, 600: -127, 620: -120, 645: -127,
-                736: -127, 742: -124, 751: -127, 795: -127, 805: -127, 825: -125, 845: -127,
-                880: -127, 886: 34, 893: -127, 905: -127, 912: -105, 967: -127, 972: -119}
+MOBILENET_V2 = {
+    311: -127,
+    435: -127,
+    491: -127,
+    540: -112,
+    600: -127,
+    620: -120,
+    645: -127,
+    736: -127,
+    742: -124,
+    751: -127,
+    795: -127,
+    805: -127,
+    825: -125,
+    845: -127,
+    880: -127,
+    886: 34,
+    893: -127,
+    905: -127,
+    912: -105,
+    967: -127,
+    972: -119,
+}
 
 
 def _compiled(name: str, out):
-    npu = npu_config("ethos-u55-128", "Ethos_U55_High_End_Embedded", "Shared_Sram") \
-        .with_config_ini(ANCHORS / "configs" / "mlek_default_vela_2021-12.ini")
+    npu = npu_config("ethos-u55-128", "Ethos_U55_High_End_Embedded", "Shared_Sram").with_config_ini(
+        ANCHORS / "configs" / "mlek_default_vela_2021-12.ini"
+    )
     program = compile_tflite(ANCHORS / "models" / name, npu, out)
     return npu, load_payload(program.delegates[0].vela_npz_path)
 
 
 def _run(npu, payload, shape, seed):
     x = np.random.default_rng(seed).integers(-128, 128, shape, dtype=np.int8)
-    return simulate(payload, [x], npu.accelerator, npu.system_config, npu.memory_mode,
-                    npu.config_ini).outputs[0].ravel()
+    return (
+        simulate(payload, [x], npu.accelerator, npu.system_config, npu.memory_mode, npu.config_ini)
+        .outputs[0]
+        .ravel()
+    )
 
 
 @needs_anchors

@@ -56,7 +56,8 @@ def _assert_delegate_exact(delegate, accelerator: str, payload, label: str) -> N
             g, w = np.asarray(g).reshape(-1), np.asarray(w).reshape(-1)
             assert np.array_equal(g, w), (
                 f"{label} on {accelerator}, random sample {sample}: "
-                f"{np.count_nonzero(g != w)}/{w.size} differ, up to {np.abs(g - w.astype(int)).max()}")
+                f"{np.count_nonzero(g != w)}/{w.size} differ, up to {np.abs(g - w.astype(int)).max()}"
+            )
 
 
 @pytest.mark.parametrize("name, shape", MODELS)
@@ -68,7 +69,8 @@ def test_fixture_model_bit_exact(fixture_model, tmp_path, name, shape):
             run = runner.run(vr.program, list(sample))
             for g, w in zip(run.outputs, expected):
                 assert g.dtype == w.dtype and np.array_equal(g, w), (
-                    f"{name} {variant} sample {i}: {np.count_nonzero(g != w)}/{w.size} differ")
+                    f"{name} {variant} sample {i}: {np.count_nonzero(g != w)}/{w.size} differ"
+                )
         for d in vr.program.delegates:
             label = f"{name} {variant} delegate {d.index}"
             _assert_delegate_exact(d, "ethos-u55-128", load_payload(d.payload), label)

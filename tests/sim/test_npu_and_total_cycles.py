@@ -26,8 +26,15 @@ def _run(result, variant: str = "fused"):
     sims = []
 
     def run_delegate(delegate, arrays):
-        sims.append(simulate(load_payload(delegate.payload), arrays, program.npu.accelerator,
-                             program.npu.system_config, program.npu.memory_mode))
+        sims.append(
+            simulate(
+                load_payload(delegate.payload),
+                arrays,
+                program.npu.accelerator,
+                program.npu.system_config,
+                program.npu.memory_mode,
+            )
+        )
         return list(sims[-1].outputs)
 
     execute(program, inputs, run_delegate)
@@ -38,8 +45,11 @@ def _run(result, variant: str = "fused"):
 def test_compute_within_total_and_pinned(compiled, model):
     sims, run = _run(compiled(model, eval_samples=2))
     ops = [op for sim in sims for op in sim.operations]
-    bad = [(op.kind, op.compute_cycles, op.cycles) for op in ops
-           if op.kind != "dma" and not 0 < op.compute_cycles <= op.cycles]
+    bad = [
+        (op.kind, op.compute_cycles, op.cycles)
+        for op in ops
+        if op.kind != "dma" and not 0 < op.compute_cycles <= op.cycles
+    ]
     assert ops and not bad, bad
     assert all(op.compute_cycles == 0 < op.cycles for op in ops if op.kind == "dma")
     assert (sum(s.npu_cycles for s in sims), sum(s.total_cycles for s in sims)) == PINNED[model]

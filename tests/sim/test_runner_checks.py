@@ -47,8 +47,10 @@ def _corrupt_convs(monkeypatch):
 def _refuse_pools(monkeypatch):
     def prepare(regs, memory):
         op = regs.op
-        raise UnsupportedError(f"a test's pool is not implemented by the simulator "
-                               f"({at(op.offset, op.name, op.param)})")
+        raise UnsupportedError(
+            f"a test's pool is not implemented by the simulator "
+            f"({at(op.offset, op.name, op.param)})"
+        )
 
     monkeypatch.setattr(plan, "prepare_pool", prepare)
 
@@ -57,35 +59,40 @@ def test_self_check_on_the_first_run_only(program):
     runner = SimulatorRunner()
     sample = list(program.reference.inputs[0])
     first, second = runner.run(program.program, sample), runner.run(program.program, sample)
-    assert first.details["self_check"] == ("every delegate equals the TOSA reference model on "
-                                           "the first sample")
+    assert first.details["self_check"] == (
+        "every delegate equals the TOSA reference model on the first sample"
+    )
     assert "self_check" not in second.details
 
 
 def test_self_check_names_the_first_differing_operation(program, monkeypatch):
     _corrupt_convs(monkeypatch)
     (delegate,) = program.program.delegates
-    conv = next(op for op in operations(load_payload(delegate.payload))
-                if op.name == "NPU_OP_CONV")
+    conv = next(op for op in operations(load_payload(delegate.payload)) if op.name == "NPU_OP_CONV")
     result = SimulatorRunner().run(program.program, list(program.reference.inputs[0]))
     message = result.details["self_check"]
-    assert message.startswith("delegate 0 differs from the TOSA reference model on the first "
-                              f"sample: first differing NPU operation: conv at command-stream "
-                              f"offset {conv.offset:#x} (Vela's Conv2D for TOSA tensor '")
+    assert message.startswith(
+        "delegate 0 differs from the TOSA reference model on the first "
+        f"sample: first differing NPU operation: conv at command-stream "
+        f"offset {conv.offset:#x} (Vela's Conv2D for TOSA tensor '"
+    )
     assert message.endswith(f"): {16 * 16} of {16 * 16 * 16} values differ")
 
 
 def test_refusal_is_one_line_before_anything_runs(program, monkeypatch):
     _refuse_pools(monkeypatch)
     (delegate,) = program.program.delegates
-    first_pool = next(op for op in operations(load_payload(delegate.payload))
-                      if op.name == "NPU_OP_POOL")
+    first_pool = next(
+        op for op in operations(load_payload(delegate.payload)) if op.name == "NPU_OP_POOL"
+    )
     with pytest.raises(UnsupportedError) as info:
         SimulatorRunner().run(program.program, list(program.reference.inputs[0]))
     message = str(info.value)
     assert "\n" not in message
     assert "delegate 0: a test's pool is not implemented by the simulator (NPU_OP_POOL " in message
-    assert f"at command-stream offset {first_pool.offset:#x}) (Vela's Transpose for TOSA " in message
+    assert (
+        f"at command-stream offset {first_pool.offset:#x}) (Vela's Transpose for TOSA " in message
+    )
     assert message.endswith("; use --runner tosa-ref")
 
 
@@ -101,7 +108,8 @@ def test_auto_falls_back_to_the_tosa_reference(program, monkeypatch, tmp_path):
     result = runner.run(program.program, list(program.reference.inputs[0]))
     assert result.runner == "tosa-ref"
     assert result.details["fallback"].startswith(
-        "the simulator cannot run it (delegate 0: a test's pool is not implemented")
+        "the simulator cannot run it (delegate 0: a test's pool is not implemented"
+    )
     assert result.details["fallback"].endswith("; ran tosa-ref instead")
     for got, want in zip(result.outputs, program.reference.outputs[0]):
         assert np.array_equal(got, want)

@@ -38,18 +38,24 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 #   Interpreter(body, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
 # set_tensor(input), invoke(), get_tensor(output).ravel().
 EXPECTED = {
-    "kws_ref_model": ((1, 49, 10, 1), [
-        [-96, -45, -36, -32, -76, -62, -32, -119, -85, 111, -128, 72],
-        [-60, -39, -30, 12, -53, -56, -67, -81, -81, 112, -128, 52],
-        [-72, -32, -38, -3, -69, -62, -52, -108, -84, 88, -128, 75],
-        [-63, -25, -24, 1, -37, -14, -49, -72, -62, 66, -128, 53],
-    ]),
-    "pretrainedResnet_quant": ((1, 32, 32, 3), [
-        [-102, -17, -20, 15, -128, -102, 32, -123, -12, -89],
-        [-97, -53, -24, 14, -128, -99, 49, -100, -23, -100],
-        [-82, -56, 27, 12, -121, -72, 20, -92, -47, -116],
-        [-90, -36, 8, 22, -115, -76, 18, -110, -23, -95],
-    ]),
+    "kws_ref_model": (
+        (1, 49, 10, 1),
+        [
+            [-96, -45, -36, -32, -76, -62, -32, -119, -85, 111, -128, 72],
+            [-60, -39, -30, 12, -53, -56, -67, -81, -81, 112, -128, 52],
+            [-72, -32, -38, -3, -69, -62, -52, -108, -84, 88, -128, 75],
+            [-63, -25, -24, 1, -37, -14, -49, -72, -62, 66, -128, 53],
+        ],
+    ),
+    "pretrainedResnet_quant": (
+        (1, 32, 32, 3),
+        [
+            [-102, -17, -20, 15, -128, -102, 32, -123, -12, -89],
+            [-97, -53, -24, 14, -128, -99, 49, -100, -23, -100],
+            [-82, -56, 27, 12, -121, -72, 20, -92, -47, -116],
+            [-90, -36, 8, 22, -115, -76, 18, -110, -23, -95],
+        ],
+    ),
 }
 
 
@@ -70,6 +76,7 @@ def test_mlperf_tiny_bodies_match_tflite_reference(compiled):
 
 
 # --- The 32-bit operand scale of an ADD in TFL round mode, on one NPU operation ---------------
+
 
 def _srdhm(a: np.ndarray, b: int) -> np.ndarray:
     """gemmlowp SaturatingRoundingDoublingHighMul (no saturation case here: b > 0)."""
@@ -95,8 +102,9 @@ def _tflite_add(a, b, opa, opa_shift, ofm, ofm_shift, zps, scaled_first: bool):
     return np.clip(_rdbpot(_srdhm(x + y, ofm), ofm_shift - 31) + zps[2], -128, 127)
 
 
-def _elementwise_add(a: np.ndarray, b: np.ndarray, opa, opa_shift, ofm, ofm_shift, zps,
-                     scaled_first: bool) -> np.ndarray:
+def _elementwise_add(
+    a: np.ndarray, b: np.ndarray, opa, opa_shift, ofm, ofm_shift, zps, scaled_first: bool
+) -> np.ndarray:
     """Run one NPU_OP_ELEMENTWISE ADD, int8 NHWC (H, W, 1), TFL round mode everywhere."""
     h, w = a.shape
     size = h * w
@@ -133,9 +141,9 @@ def _elementwise_add(a: np.ndarray, b: np.ndarray, opa, opa_shift, ofm, ofm_shif
     put("ACTIVATION_MAX", 127)
     memory = Memory({1: np.zeros(3 * size, np.uint8)})
     memory.regions[1][:size] = a.astype(np.int8).ravel().view(np.uint8)
-    memory.regions[1][size:2 * size] = b.astype(np.int8).ravel().view(np.uint8)
+    memory.regions[1][size : 2 * size] = b.astype(np.int8).ravel().view(np.uint8)
     prepare_elementwise(rf.snapshot(Command(0, "NPU_OP_ELEMENTWISE", 1)), memory).run(memory)
-    return memory.regions[1][2 * size:].view(np.int8).reshape(h, w).astype(np.int64)
+    return memory.regions[1][2 * size :].view(np.int8).reshape(h, w).astype(np.int64)
 
 
 # Registers Vela 5.1 programs (scaling.advanced_elementwise_add_sub_scale) for an int8 ADD of

@@ -40,18 +40,24 @@ INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 #   Interpreter(model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
 # set_tensor(input), invoke(), get_tensor(output).ravel().
 EXPECTED = {
-    "kws_ref_model": ((1, 49, 10, 1), [
-        [-128, -128, -128, -128, -128, -128, -128, -128, -128, 127, -128, -127],
-        [-128, -128, -128, -128, -128, -128, -128, -128, -128, 127, -128, -128],
-        [-128, -128, -128, -128, -128, -128, -128, -128, -128, 94, -128, -94],
-        [-128, -128, -128, -128, -128, -128, -128, -128, -128, 94, -128, -94],
-    ]),
-    "pretrainedResnet_quant": ((1, 32, 32, 3), [
-        [-128, -128, -128, -115, -128, -128, 115, -128, -128, -128],
-        [-128, -128, -128, -127, -128, -128, 127, -128, -128, -128],
-        [-128, -128, 58, -114, -128, -128, -72, -128, -128, -128],
-        [-128, -128, -114, 33, -128, -128, -47, -128, -128, -128],
-    ]),
+    "kws_ref_model": (
+        (1, 49, 10, 1),
+        [
+            [-128, -128, -128, -128, -128, -128, -128, -128, -128, 127, -128, -127],
+            [-128, -128, -128, -128, -128, -128, -128, -128, -128, 127, -128, -128],
+            [-128, -128, -128, -128, -128, -128, -128, -128, -128, 94, -128, -94],
+            [-128, -128, -128, -128, -128, -128, -128, -128, -128, 94, -128, -94],
+        ],
+    ),
+    "pretrainedResnet_quant": (
+        (1, 32, 32, 3),
+        [
+            [-128, -128, -128, -115, -128, -128, 115, -128, -128, -128],
+            [-128, -128, -128, -127, -128, -128, 127, -128, -128, -128],
+            [-128, -128, 58, -114, -128, -128, -72, -128, -128, -128],
+            [-128, -128, -114, 33, -128, -128, -47, -128, -128, -128],
+        ],
+    ),
 }
 
 # The KWS file's final SOFTMAX alone (input scale 0.1446925, zero point 14; output 1/256, -128):
@@ -59,16 +65,26 @@ EXPECTED = {
 # The first five spread the outputs most among 3000 random logit vectors; then equal logits,
 # differences of 255 (exp of the largest negative difference is 0) and a near tie.
 SOFTMAX_ONLY = [
-    ([-14, -19, -7, -29, -22, -35, -9, -12, -10, -8, -25, -28],
-     [-108, -118, -72, -126, -122, -127, -86, -101, -92, -80, -124, -125]),
-    ([108, 103, 110, 117, 102, 97, 119, 109, 104, 100, 95, 113],
-     [-112, -120, -107, -70, -121, -125, -51, -110, -119, -123, -126, -96]),
-    ([91, 88, 78, 93, 106, 94, 82, 105, 86, 104, 90, 84],
-     [-119, -122, -127, -116, -52, -115, -126, -62, -124, -71, -121, -125]),
-    ([-91, -100, -98, -114, -86, -99, -95, -107, -101, -94, -104, -84],
-     [-98, -120, -117, -127, -66, -119, -111, -125, -121, -108, -123, -45]),
-    ([30, 20, 50, 38, 41, 34, 47, 37, 31, 39, 32, 29],
-     [-123, -127, -37, -112, -103, -119, -69, -114, -122, -109, -121, -124]),
+    (
+        [-14, -19, -7, -29, -22, -35, -9, -12, -10, -8, -25, -28],
+        [-108, -118, -72, -126, -122, -127, -86, -101, -92, -80, -124, -125],
+    ),
+    (
+        [108, 103, 110, 117, 102, 97, 119, 109, 104, 100, 95, 113],
+        [-112, -120, -107, -70, -121, -125, -51, -110, -119, -123, -126, -96],
+    ),
+    (
+        [91, 88, 78, 93, 106, 94, 82, 105, 86, 104, 90, 84],
+        [-119, -122, -127, -116, -52, -115, -126, -62, -124, -71, -121, -125],
+    ),
+    (
+        [-91, -100, -98, -114, -86, -99, -95, -107, -101, -94, -104, -84],
+        [-98, -120, -117, -127, -66, -119, -111, -125, -121, -108, -123, -45],
+    ),
+    (
+        [30, 20, 50, 38, 41, 34, 47, 37, 31, 39, 32, 29],
+        [-123, -127, -37, -112, -103, -119, -69, -114, -122, -109, -121, -124],
+    ),
     ([7] * 12, [-107] * 12),
     ([127, -128] * 6, [-85, -128] * 6),
     ([40, 40, 39, 38] + [-100] * 8, [-57, -57, -67, -75] + [-128] * 8),
@@ -114,16 +130,27 @@ def test_softmax_ops_records_and_cycles(full_model):
     shape, _ = EXPECTED[name]
     result = simulate(payload, [np.zeros(shape, np.int8)], ACC)
     ops = list(result.operations)
-    lut_dma = next(i for i, r in enumerate(ops) if r.kind == "dma"
-                   and r.bytes_written[0][0] == INTERNAL)
+    lut_dma = next(
+        i for i, r in enumerate(ops) if r.kind == "dma" and r.bytes_written[0][0] == INTERNAL
+    )
     assert ops[lut_dma].bytes_written == ((INTERNAL, 1024),)  # 256 x int32 exp table
     assert ops[lut_dma - 1].kind == "pool.max"
     sub = ops[lut_dma + 1]
-    assert (sub.kind, sub.activation, sub.ifm_elem_size, sub.ofm_elem_size) == \
-        ("elementwise.sub", 16, 1, 4)
+    assert (sub.kind, sub.activation, sub.ifm_elem_size, sub.ofm_elem_size) == (
+        "elementwise.sub",
+        16,
+        1,
+        4,
+    )
     kinds = {r.kind for r in ops[lut_dma:]}
-    assert {"pool.reduce_sum", "elementwise.clz", "elementwise.shl", "elementwise.shr",
-            "elementwise.mul", "elementwise.add"} <= kinds
+    assert {
+        "pool.reduce_sum",
+        "elementwise.clz",
+        "elementwise.shl",
+        "elementwise.shr",
+        "elementwise.mul",
+        "elementwise.add",
+    } <= kinds
     assert ops[-1].kind == "elementwise.shr" and ops[-1].ofm_elem_size == 1
     assert ops[lut_dma].compute_cycles == 0 < ops[lut_dma].cycles
     assert all(0 < r.compute_cycles <= r.cycles for r in ops if r.kind != "dma")
@@ -136,8 +163,10 @@ def test_softmax_alone_spread_outputs_match_tflite_reference(tmp_path):
     path = tmp_path / "kws_softmax.tflite"
     path.write_bytes(only_final_softmax((FIXTURES / "kws_ref_model.tflite").read_bytes()))
     payload = _compile(path, tmp_path)
-    got = [simulate(payload, [np.array(x, np.int8).reshape(1, 12)], ACC).outputs[0].ravel()
-           .tolist() for x, _ in SOFTMAX_ONLY]
+    got = [
+        simulate(payload, [np.array(x, np.int8).reshape(1, 12)], ACC).outputs[0].ravel().tolist()
+        for x, _ in SOFTMAX_ONLY
+    ]
     assert got == [y for _, y in SOFTMAX_ONLY]
 
 
@@ -148,35 +177,57 @@ def test_softmax_alone_spread_outputs_match_tflite_reference(tmp_path):
 # expected outputs for the input arange(min, max + 1) of the type, reshaped (1, 1, 16, 16), as hex
 # bytes). Produced once with the same BUILTIN_REF interpreter from tflite_builder.unary_chain.
 LUT_MODELS = {
-    "tanh": ([("TANH", (1 / 128, 0))], (0.02, 3), False, (
-        "8181818282828282828282828282828283838383838383838384848484848485"
-        "8585858586868686878787878888888989898a8a8a8b8b8c8c8d8d8e8e8f8f90"
-        "9091929293949595969798999a9a9b9c9d9fa0a1a2a3a4a6a7a8aaabacaeafb1"
-        "b3b4b6b8b9bbbdbfc1c3c5c7c9cbcdcfd2d4d6d8dbdddfe2e4e7e9eceef1f3f6"
-        "f8fbfd000305080a0d0f121417191c1e212325282a2c2e31333537393b3d3f41"
-        "434547484a4c4d4f515254555658595a5c5d5e5f606163646566666768696a6b"
-        "6b6c6d6e6e6f707071717272737374747575767676777777787878797979797a"
-        "7a7a7a7b7b7b7b7b7c7c7c7c7c7c7d7d7d7d7d7d7d7d7d7e7e7e7e7e7e7e7e7e")),
-    "logistic_uint8": ([("LOGISTIC", (1 / 256, 0))], (0.07, 118), True, (
-        "0000000000000000000000000000000000000000000000000000000000010101"
-        "0101010101010101010101010102020202020202020303030304040404050505"
-        "06060707080809090a0b0b0c0d0e0f10111213141617191a1c1e20222426282b"
-        "2d303336393c3f4246494d5155595d61666a6e73777c8084898d92969a9fa3a7"
-        "abafb3b7babec1c4c7cacdd0d3d5d8dadcdee0e2e4e6e7e9eaecedeeeff0f1f2"
-        "f3f4f5f5f6f7f7f8f8f9f9fafafbfbfbfcfcfcfcfdfdfdfdfefefefefefefefe"
-        "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"
-        "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff")),
+    "tanh": (
+        [("TANH", (1 / 128, 0))],
+        (0.02, 3),
+        False,
+        (
+            "8181818282828282828282828282828283838383838383838384848484848485"
+            "8585858586868686878787878888888989898a8a8a8b8b8c8c8d8d8e8e8f8f90"
+            "9091929293949595969798999a9a9b9c9d9fa0a1a2a3a4a6a7a8aaabacaeafb1"
+            "b3b4b6b8b9bbbdbfc1c3c5c7c9cbcdcfd2d4d6d8dbdddfe2e4e7e9eceef1f3f6"
+            "f8fbfd000305080a0d0f121417191c1e212325282a2c2e31333537393b3d3f41"
+            "434547484a4c4d4f515254555658595a5c5d5e5f606163646566666768696a6b"
+            "6b6c6d6e6e6f707071717272737374747575767676777777787878797979797a"
+            "7a7a7a7b7b7b7b7b7c7c7c7c7c7c7d7d7d7d7d7d7d7d7d7e7e7e7e7e7e7e7e7e"
+        ),
+    ),
+    "logistic_uint8": (
+        [("LOGISTIC", (1 / 256, 0))],
+        (0.07, 118),
+        True,
+        (
+            "0000000000000000000000000000000000000000000000000000000000010101"
+            "0101010101010101010101010102020202020202020303030304040404050505"
+            "06060707080809090a0b0b0c0d0e0f10111213141617191a1c1e20222426282b"
+            "2d303336393c3f4246494d5155595d61666a6e73777c8084898d92969a9fa3a7"
+            "abafb3b7babec1c4c7cacdd0d3d5d8dadcdee0e2e4e6e7e9eaecedeeeff0f1f2"
+            "f3f4f5f5f6f7f7f8f8f9f9fafafbfbfbfcfcfcfcfdfdfdfdfefefefefefefefe"
+            "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"
+            "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"
+        ),
+    ),
     # four tables DMA'd into three LUT slots, slot 0 reloaded once the first operation is done
-    "chain": ([("TANH", (1 / 128, 0)), ("LOGISTIC", (1 / 256, -128)), ("HARD_SWISH", (0.01, -100)),
-               ("TANH", (1 / 128, 0))], (0.05, 3), False, (
-        "1313131313131313131313131313131313131313131313131313131313131313"
-        "1313131313131313131313131313131313131313131313131313131313131313"
-        "1313131313131313131313131313131313131313131313131313131313131313"
-        "13131314141414141414161616161617171718181819191a1a1c1c1d1e1f1f21"
-        "2223232425262828292a2b2c2c2d2d2e30303131323232333333343434343535"
-        "3535353536363636363636363636363636363636363636363636363636363636"
-        "3636363636363636363636363636363636363636363636363636363636363636"
-        "3636363636363636363636363636363636363636363636363636363636363636")),
+    "chain": (
+        [
+            ("TANH", (1 / 128, 0)),
+            ("LOGISTIC", (1 / 256, -128)),
+            ("HARD_SWISH", (0.01, -100)),
+            ("TANH", (1 / 128, 0)),
+        ],
+        (0.05, 3),
+        False,
+        (
+            "1313131313131313131313131313131313131313131313131313131313131313"
+            "1313131313131313131313131313131313131313131313131313131313131313"
+            "1313131313131313131313131313131313131313131313131313131313131313"
+            "13131314141414141414161616161617171718181819191a1a1c1c1d1e1f1f21"
+            "2223232425262828292a2b2c2c2d2d2e30303131323232333333343434343535"
+            "3535353536363636363636363636363636363636363636363636363636363636"
+            "3636363636363636363636363636363636363636363636363636363636363636"
+            "3636363636363636363636363636363636363636363636363636363636363636"
+        ),
+    ),
 }
 
 
@@ -198,9 +249,23 @@ def test_lut_activations_match_tflite_reference(name, tmp_path):
 _SIZE_CODE = {1: 0, 2: 1, 4: 2}
 
 
-def _elementwise(mode: int, a, b=None, *, ifm_size=4, ofm_size=4, ofm_scale=(1, 0),
-                 rounding=TFL, global_scale=True, activation=0, act=(-32768, 32767), ofm_zp=0,
-                 ofm_signed=True, lut: bytes | None = None, lut_slot=0):
+def _elementwise(
+    mode: int,
+    a,
+    b=None,
+    *,
+    ifm_size=4,
+    ofm_size=4,
+    ofm_scale=(1, 0),
+    rounding=TFL,
+    global_scale=True,
+    activation=0,
+    act=(-32768, 32767),
+    ofm_zp=0,
+    ofm_signed=True,
+    lut: bytes | None = None,
+    lut_slot=0,
+):
     """Run NPU_OP_ELEMENTWISE(mode) on (1, 1, n) NHWC vectors; b None: a unary op. A 1-element
     b broadcasts along C. `lut` is written to SHRAM LUT slot `lut_slot` first."""
     a = np.asarray(a, np.int64)
@@ -217,8 +282,10 @@ def _elementwise(mode: int, a, b=None, *, ifm_size=4, ofm_size=4, ofm_scale=(1, 
     linear_feature_maps(put, fms)
     put("IFM_PRECISION", 1 | _SIZE_CODE[ifm_size] << 2 | rounding << 14)
     put("IFM2_PRECISION", 1 | _SIZE_CODE[4] << 2)
-    put("OFM_PRECISION", int(ofm_signed) | _SIZE_CODE[ofm_size] << 1 | global_scale << 8
-        | rounding << 14)
+    put(
+        "OFM_PRECISION",
+        int(ofm_signed) | _SIZE_CODE[ofm_size] << 1 | global_scale << 8 | rounding << 14,
+    )
     put("IFM_DEPTH_M1", n - 1)
     put("OFM_HEIGHT_M1", 0)
     put("OFM_WIDTH_M1", 0)
@@ -231,15 +298,15 @@ def _elementwise(mode: int, a, b=None, *, ifm_size=4, ofm_size=4, ofm_scale=(1, 
     put("ACTIVATION_MIN", act[0] & 0xFFFF)
     put("ACTIVATION_MAX", act[1] & 0xFFFF)
     memory = Memory({1: np.zeros(96 * n, np.uint8)}, shram_bytes(ACC))
-    memory.regions[1][:n * ifm_size] = a.astype(f"<i{ifm_size}").view(np.uint8)
+    memory.regions[1][: n * ifm_size] = a.astype(f"<i{ifm_size}").view(np.uint8)
     if b is not None:
-        memory.regions[1][32 * n:32 * n + 4 * b.size] = b.astype("<i4").view(np.uint8)
+        memory.regions[1][32 * n : 32 * n + 4 * b.size] = b.astype("<i4").view(np.uint8)
     if lut is not None:
         start = memory.lut_base + 256 * lut_slot
-        memory.internal[start:start + len(lut)] = np.frombuffer(lut, np.uint8)
+        memory.internal[start : start + len(lut)] = np.frombuffer(lut, np.uint8)
     prepare_elementwise(rf.snapshot(Command(0, "NPU_OP_ELEMENTWISE", mode)), memory).run(memory)
     dtype = f"<{'i' if ofm_signed else 'u'}{ofm_size}"
-    return memory.regions[1][64 * n:64 * n + n * ofm_size].view(dtype).tolist()
+    return memory.regions[1][64 * n : 64 * n + n * ofm_size].view(dtype).tolist()
 
 
 MUL, ADD, SUB, CLZ, SHR, SHL = 0, 1, 2, 7, 8, 9
@@ -266,45 +333,72 @@ def test_mul32_with_shift_31_is_the_doubling_high_multiply():
 
 def test_mul32_shift_30_and_saturating_plain_product():
     # the last MUL of the softmax: exp * reciprocal / 2^30, saturated
-    assert _elementwise(MUL, [INT32_MAX, INT32_MIN, 1000, -7, -3],
-                        [INT32_MAX, INT32_MAX, 3 << 29, 3 << 28, 1 << 29],
-                        ofm_scale=(1 << 30, 30)) == [INT32_MAX, INT32_MIN, 1500, -5, -1]
+    assert _elementwise(
+        MUL,
+        [INT32_MAX, INT32_MIN, 1000, -7, -3],
+        [INT32_MAX, INT32_MAX, 3 << 29, 3 << 28, 1 << 29],
+        ofm_scale=(1 << 30, 30),
+    ) == [INT32_MAX, INT32_MIN, 1500, -5, -1]
     # Rescale<2> of the Newton-Raphson step: times 4, saturating, no scaling at all
-    assert _elementwise(MUL, [1 << 29, -(1 << 29) - 1, 12345], [4], ofm_scale=(1, 0)) == \
-        [INT32_MAX, INT32_MIN, 49380]
+    assert _elementwise(MUL, [1 << 29, -(1 << 29) - 1, 12345], [4], ofm_scale=(1, 0)) == [
+        INT32_MAX,
+        INT32_MIN,
+        49380,
+    ]
 
 
 def test_clz_counts_leading_zeros_of_the_32_bit_pattern():
-    got = _elementwise(CLZ, [0, 1, 1 << 19, 12 << 19, INT32_MAX, -1, INT32_MIN],
-                       global_scale=False, ofm_scale=(1 << 30, 31))  # OFM_SCALE is ignored
+    got = _elementwise(
+        CLZ,
+        [0, 1, 1 << 19, 12 << 19, INT32_MAX, -1, INT32_MIN],
+        global_scale=False,
+        ofm_scale=(1 << 30, 31),
+    )  # OFM_SCALE is ignored
     assert got == [32, 31, 12, 9, 1, 0, 0]
 
 
 def test_shr_rounds_half_up_in_natural_mode():
-    assert _elementwise(SHR, [6144, 6143, 2048, -2048, -2049, 5, 1 << 30], [12],
-                        rounding=NATURAL, global_scale=False) == [2, 1, 1, 0, -1, 0, 1 << 18]
+    assert _elementwise(
+        SHR,
+        [6144, 6143, 2048, -2048, -2049, 5, 1 << 30],
+        [12],
+        rounding=NATURAL,
+        global_scale=False,
+    ) == [2, 1, 1, 0, -1, 0, 1 << 18]
     # per-element amounts; a negative amount shifts by 0, a long one leaves the rounding
-    assert _elementwise(SHR, [100, 100, 100, 100, -100], [0, 3, -2, 40, 6], rounding=NATURAL,
-                        global_scale=False) == [100, 13, 100, 0, -2]
+    assert _elementwise(
+        SHR, [100, 100, 100, 100, -100], [0, 3, -2, 40, 6], rounding=NATURAL, global_scale=False
+    ) == [100, 13, 100, 0, -2]
 
 
 def test_shr_to_int8_with_zero_point_and_clip():
     """The softmax's last operation: (x + 2^(n-1)) >> n, + the OFM zero point, clipped."""
-    got = _elementwise(SHR, [0, 1 << 22, (254 << 23) + (1 << 22), INT32_MAX], [23],
-                       rounding=NATURAL, global_scale=False, ofm_size=1, ofm_zp=-128,
-                       act=(-128, 127))
+    got = _elementwise(
+        SHR,
+        [0, 1 << 22, (254 << 23) + (1 << 22), INT32_MAX],
+        [23],
+        rounding=NATURAL,
+        global_scale=False,
+        ofm_size=1,
+        ofm_zp=-128,
+        act=(-128, 127),
+    )
     assert got == [-128, -127, 127, 127]
 
 
 def test_shl_saturates_to_int32():
-    assert _elementwise(SHL, [3, 1 << 30, -1, -2, 5, 7], [4, 1, 31, 31, 0, 40],
-                        global_scale=False) == [48, INT32_MAX, INT32_MIN, INT32_MIN, 5, INT32_MAX]
+    assert _elementwise(
+        SHL, [3, 1 << 30, -1, -2, 5, 7], [4, 1, 31, 31, 0, 40], global_scale=False
+    ) == [48, INT32_MAX, INT32_MIN, INT32_MIN, 5, INT32_MAX]
 
 
 def test_int32_add_sub_are_not_clipped_to_activation_min_max():
     """Vela programs the int16 limits into ACTIVATION_MIN/MAX of int32 OFMs; the sums pass."""
-    assert _elementwise(ADD, [100000, INT32_MAX, -5], [1515870810, 1, 7], act=(-32768, 32767)) \
-        == [1515970810, INT32_MAX, 2]
+    assert _elementwise(ADD, [100000, INT32_MAX, -5], [1515870810, 1, 7], act=(-32768, 32767)) == [
+        1515970810,
+        INT32_MAX,
+        2,
+    ]
     assert _elementwise(SUB, [35], [12], act=(-32768, 32767)) == [23]
 
 
@@ -312,16 +406,34 @@ def test_lut_int8_output_indexes_by_value_plus_128():
     table = np.arange(256, dtype=np.int64)[::-1] - 128  # entry i -> 127 - i
     values = np.array([-128, -1, 0, 1, 126, 127, 200, -200])
     # ADD of x and 0 with OFM zero point 3: clip(x + 3) indexes the table
-    got = _elementwise(ADD, values, [0], ifm_size=4, ofm_size=1, ofm_zp=3, activation=0x11,
-                       act=(-128, 127), lut=table.astype(np.int8).tobytes(), lut_slot=1)
+    got = _elementwise(
+        ADD,
+        values,
+        [0],
+        ifm_size=4,
+        ofm_size=1,
+        ofm_zp=3,
+        activation=0x11,
+        act=(-128, 127),
+        lut=table.astype(np.int8).tobytes(),
+        lut_slot=1,
+    )
     index = np.clip(values + 3, -128, 127) + 128
     assert got == table[index].tolist() == [124, -3, -4, -5, -128, -128, -128, 127]
 
 
 def test_lut_uint8_output_indexes_by_value():
     table = (np.arange(256) * 7 % 256).astype(np.uint8)
-    got = _elementwise(ADD, [0, 10, 250, 300, -4], [0], ofm_size=1, ofm_signed=False,
-                       activation=0x10, act=(0, 255), lut=table.tobytes())
+    got = _elementwise(
+        ADD,
+        [0, 10, 250, 300, -4],
+        [0],
+        ofm_size=1,
+        ofm_signed=False,
+        activation=0x10,
+        act=(0, 255),
+        lut=table.tobytes(),
+    )
     assert got == [0, 70, 214, 249, 0]
 
 
@@ -330,8 +442,16 @@ def test_lut_int32_entries_with_forced_int8_range():
     OFM zero point 127 moves x - max (-255..0) to -128..127, index 0..255, 32-bit entries."""
     table = (np.arange(256, dtype=np.int64) * 8388607).astype("<i4")
     x, xmax = np.array([-128, 0, 100, 127, 127]), 127
-    got = _elementwise(SUB, x, [xmax], ifm_size=4, ofm_zp=127, activation=0x3010,
-                       act=(-128, 127), lut=table.tobytes())
+    got = _elementwise(
+        SUB,
+        x,
+        [xmax],
+        ifm_size=4,
+        ofm_zp=127,
+        activation=0x3010,
+        act=(-128, 127),
+        lut=table.tobytes(),
+    )
     assert got == table[x - xmax + 255].tolist()
     assert got[-1] == 255 * 8388607
 
@@ -343,15 +463,19 @@ def test_lut_dma_into_shram_and_bounds():
     assert base == shram_bytes(ACC) - LUT_BYTES == 22528  # Vela's LUT address on U55-128
 
     def dma(src_region, dst_region, dst, length):
-        for name, value, data in (("DMA0_SRC_REGION", src_region, None),
-                                  ("DMA0_DST_REGION", dst_region, None), ("DMA0_SRC", 0, 512),
-                                  ("DMA0_DST", 0, dst), ("DMA0_LEN", 0, length)):
+        for name, value, data in (
+            ("DMA0_SRC_REGION", src_region, None),
+            ("DMA0_DST_REGION", dst_region, None),
+            ("DMA0_SRC", 0, 512),
+            ("DMA0_DST", 0, dst),
+            ("DMA0_LEN", 0, length),
+        ):
             rf.write(Command(0, "NPU_SET_" + name, value, data))
         return prepare_dma(rf.snapshot(Command(0, "NPU_OP_DMA_START", 0)), memory)
 
     step = dma(0, 0x100 | 3, base + 256, 1024)
     step.run(memory)
-    assert np.array_equal(memory.internal[base + 256:base + 1280], memory.regions[0][512:1536])
+    assert np.array_equal(memory.internal[base + 256 : base + 1280], memory.regions[0][512:1536])
     assert step.record.bytes_written == ((INTERNAL, 1024),)
     with pytest.raises(RegionError, match="internal memory"):
         dma(0, 0x100, base + 1280, 1024)

@@ -21,8 +21,14 @@ from .tflite_builder import unary_chain
 
 REPO = Path(__file__).resolve().parents[2]
 # shared/ lies beside the repository (CI) or beside its worktree folder
-ANCHORS = next((p / "shared" / "cycle-anchors" for p in (REPO.parent, REPO.parent.parent)
-                if (p / "shared" / "cycle-anchors").is_dir()), REPO / "missing-anchors")
+ANCHORS = next(
+    (
+        p / "shared" / "cycle-anchors"
+        for p in (REPO.parent, REPO.parent.parent)
+        if (p / "shared" / "cycle-anchors").is_dir()
+    ),
+    REPO / "missing-anchors",
+)
 HIMAX = ANCHORS / "models" / "person_int8_model_vela_mac64.tflite"
 needs_anchors = pytest.mark.skipif(not HIMAX.is_file(), reason="../shared/cycle-anchors absent")
 
@@ -37,8 +43,16 @@ def _himax_run(seed: int):
     sims = []
 
     def npu(program, arrays):
-        sims.append(simulate(program, arrays, "ethos-u55-64", "My_Sys_Cfg", "My_Mem_Mode_Parent",
-                             str(ANCHORS / "configs" / "himax_we2_vela.ini")))
+        sims.append(
+            simulate(
+                program,
+                arrays,
+                "ethos-u55-64",
+                "My_Sys_Cfg",
+                "My_Mem_Mode_Parent",
+                str(ANCHORS / "configs" / "himax_we2_vela.ini"),
+            )
+        )
         return sims[-1].outputs
 
     x = np.random.default_rng(seed).integers(-128, 128, (1, 96, 96, 1), dtype=np.int8)
@@ -51,8 +65,10 @@ def test_himax_stream_loads_as_compiled():
     (program,) = graph.npu_programs
     assert not graph.cpu_ops and program.config.accelerator == "ethos-u55-64"
     # arena plan: input and output both at offset 0; scratch_fast planned on the scratch
-    assert [(t.offset, t.region, t.squeezed_shape) for t in program.inputs + program.outputs] == \
-        [(0, 1, (96, 96, 1)), (0, 1, (2,))]
+    assert [(t.offset, t.region, t.squeezed_shape) for t in program.inputs + program.outputs] == [
+        (0, 1, (96, 96, 1)),
+        (0, 1, (2,)),
+    ]
     assert program.scratch_size == 74_464 and program.fast_scratch_aliases_scratch
     assert len(program.weights) == 261_168
 
@@ -61,9 +77,10 @@ def test_himax_stream_loads_as_compiled():
 def test_himax_prediction_pinned():
     """Published FVP NPU TOTAL for this stream: 479,093 (README of ../shared/cycle-anchors)."""
     _, (sim,) = _himax_run(0)
-    assert (sim.pmu.total, sim.pmu.beats) == (514_262, {"axi0_read": 112_036,
-                                                        "axi0_write": 62_789,
-                                                        "axi1_read": 30_708})
+    assert (sim.pmu.total, sim.pmu.beats) == (
+        514_262,
+        {"axi0_read": 112_036, "axi0_write": 62_789, "axi1_read": 30_708},
+    )
     assert abs(sim.pmu.total / 479_093 - 1) < 0.10
 
 
@@ -86,12 +103,15 @@ def test_himax_logits_equal_tflite_reference(seed):
             break
         step.run(memory)
     base = dict(step.record.registers)["IFM_BASE0"]
-    assert memory.regions[1][base:base + 2].view(np.int8).tolist() == HIMAX_LOGITS[seed]
+    assert memory.regions[1][base : base + 2].view(np.int8).tolist() == HIMAX_LOGITS[seed]
 
 
 @needs_anchors
-@pytest.mark.xfail(strict=True, reason="the Vela 3.x softmax tail of this stream: the logits "
-                   "before it are bit-exact ([92, -91] for seed 0), the softmax gives [127, -102]")
+@pytest.mark.xfail(
+    strict=True,
+    reason="the Vela 3.x softmax tail of this stream: the logits "
+    "before it are bit-exact ([92, -91] for seed 0), the softmax gives [127, -102]",
+)
 @pytest.mark.parametrize("seed", sorted(HIMAX_REFERENCE))
 def test_himax_outputs_equal_tflite_reference(seed):
     (out,), _ = _himax_run(seed)
@@ -101,17 +121,76 @@ def test_himax_outputs_equal_tflite_reference(seed):
 # TFLite reference kernels (ai-edge-litert 2.3.0, BUILTIN_REF) on _float_edged(): the output
 # times 128 for np.linspace(-6, 6, 128) as input.
 QDQ_REFERENCE = (
-    [-128] * 31 + [-127] * 6 + [-126, -126, -125, -125, -125, -124, -123, -122, -120, -119, -117,
-                                -115, -112, -110, -107, -102, -97, -92, -85, -77, -69, -59, -54,
-                                -43, -31, -19, -6, 6, 19, 31, 43, 54, 59, 69, 77, 85, 92, 97, 102,
-                                107, 110, 112, 115, 117, 119, 120, 122, 123, 124, 125, 125, 125,
-                                126, 126] + [127] * 37)
+    [-128] * 31
+    + [-127] * 6
+    + [
+        -126,
+        -126,
+        -125,
+        -125,
+        -125,
+        -124,
+        -123,
+        -122,
+        -120,
+        -119,
+        -117,
+        -115,
+        -112,
+        -110,
+        -107,
+        -102,
+        -97,
+        -92,
+        -85,
+        -77,
+        -69,
+        -59,
+        -54,
+        -43,
+        -31,
+        -19,
+        -6,
+        6,
+        19,
+        31,
+        43,
+        54,
+        59,
+        69,
+        77,
+        85,
+        92,
+        97,
+        102,
+        107,
+        110,
+        112,
+        115,
+        117,
+        119,
+        120,
+        122,
+        123,
+        124,
+        125,
+        125,
+        125,
+        126,
+        126,
+    ]
+    + [127] * 37
+)
 
 
 def _float_edged() -> bytes:
     """float32 -> QUANTIZE -> int8 TANH -> DEQUANTIZE -> float32 (as many TF exports are)."""
-    return unary_chain([("QUANTIZE", (0.05, -3)), ("TANH", (1 / 128, 0)), ("DEQUANTIZE", (1.0, 0))],
-                       (1, 4, 4, 8), (1.0, 0), float_edges=True)
+    return unary_chain(
+        [("QUANTIZE", (0.05, -3)), ("TANH", (1 / 128, 0)), ("DEQUANTIZE", (1.0, 0))],
+        (1, 4, 4, 8),
+        (1.0, 0),
+        float_edges=True,
+    )
 
 
 def test_float_edges_run_on_the_host_and_match_tflite(tmp_path):
@@ -139,9 +218,22 @@ def test_deploy_runs_the_compiled_file_on_its_own_npu(tmp_path, capsys):
     from toolkit.cli import main
 
     ini = ANCHORS / "configs" / "himax_we2_vela.ini"
-    argv = ["deploy", str(HIMAX), "--runner", "sim", "--vela-config", str(ini),
-            "--system-config", "My_Sys_Cfg", "--memory-mode", "My_Mem_Mode_Parent",
-            "--eval-samples", "1", "-o", str(tmp_path / "out")]
+    argv = [
+        "deploy",
+        str(HIMAX),
+        "--runner",
+        "sim",
+        "--vela-config",
+        str(ini),
+        "--system-config",
+        "My_Sys_Cfg",
+        "--memory-mode",
+        "My_Mem_Mode_Parent",
+        "--eval-samples",
+        "1",
+        "-o",
+        str(tmp_path / "out"),
+    ]
     assert main(argv) == 0
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["npu"] == "ethos-u55-64"
@@ -151,5 +243,7 @@ def test_deploy_runs_the_compiled_file_on_its_own_npu(tmp_path, capsys):
     assert cycles["kind"] == "simulated" and cycles["total_cycles"] == 514_262
     assert cycles["beats"] == {"axi0_read": 112_036, "axi0_write": 62_789, "axi1_read": 30_708}
     assert main([*argv[:-2], "--npu", "ethos-u55-128", "-o", str(tmp_path / "bad")]) == 2
-    assert "compiled by Vela for ethos-u55-64, not ethos-u55-128: pass --npu ethos-u55-64" in \
-        capsys.readouterr().err
+    assert (
+        "compiled by Vela for ethos-u55-64, not ethos-u55-128: pass --npu ethos-u55-64"
+        in capsys.readouterr().err
+    )

@@ -52,9 +52,13 @@ def _quantization(b: flatbuffers.Builder, scale: float, zero_point: int) -> int:
     return QuantizationParameters.End(b)
 
 
-def unary_chain(ops: list[tuple[str, tuple[float, int]]], shape: tuple[int, ...],
-                input_quant: tuple[float, int], uint8: bool = False,
-                float_edges: bool = False) -> bytes:
+def unary_chain(
+    ops: list[tuple[str, tuple[float, int]]],
+    shape: tuple[int, ...],
+    input_quant: tuple[float, int],
+    uint8: bool = False,
+    float_edges: bool = False,
+) -> bytes:
     """input -> ops[0] -> ops[1] -> ... -> output; each op is (BuiltinOperator name, its output's
     (scale, zero point)); every tensor has `shape` and is int8 (or uint8). `float_edges`: the
     first and last tensors are float32 (ops[0] a QUANTIZE, ops[-1] a DEQUANTIZE)."""
@@ -96,8 +100,7 @@ def unary_chain(ops: list[tuple[str, tuple[float, int]]], shape: tuple[int, ...]
     return finish_model(b, graph, codes, len(tensors))
 
 
-def subgraph(b: flatbuffers.Builder, tensors: list[int], operators: list[int],
-             output: int) -> int:
+def subgraph(b: flatbuffers.Builder, tensors: list[int], operators: list[int], output: int) -> int:
     """A SubGraph table: tensor 0 is the input, tensor `output` the output."""
     tensor_vec = _offsets(b, SubGraph.StartTensorsVector, tensors)
     operator_vec = _offsets(b, SubGraph.StartOperatorsVector, operators)
@@ -148,6 +151,14 @@ def linear_feature_maps(put, fms) -> None:
 def seeded_outputs(payload, shape, count: int, accelerator: str) -> list[list[int]]:
     """The simulator's outputs for inputs default_rng(seed).integers(-128, 128), seed 0..count-1:
     the inputs the stored TFLite reference outputs were produced from."""
-    return [simulate(payload, [np.random.default_rng(seed).integers(-128, 128, shape,
-                                                                    dtype=np.int8)],
-                     accelerator).outputs[0].ravel().tolist() for seed in range(count)]
+    return [
+        simulate(
+            payload,
+            [np.random.default_rng(seed).integers(-128, 128, shape, dtype=np.int8)],
+            accelerator,
+        )
+        .outputs[0]
+        .ravel()
+        .tolist()
+        for seed in range(count)
+    ]

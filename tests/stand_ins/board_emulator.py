@@ -57,8 +57,12 @@ from toolkit.runners.bundle_io import read_bundle
 NPU_CYCLES = 48213  # invented
 CPU_CYCLES = 91377  # invented
 PMU_EVENT_COUNTS = (1201, 2302, 3403, 4504)  # invented
-PMU_EVENTS = ("ETHOSU_PMU_AXI0_RD_DATA_BEAT_RECEIVED", "ETHOSU_PMU_AXI1_RD_DATA_BEAT_RECEIVED",
-              "ETHOSU_PMU_AXI0_WR_DATA_BEAT_WRITTEN", "ETHOSU_PMU_NPU_IDLE")
+PMU_EVENTS = (
+    "ETHOSU_PMU_AXI0_RD_DATA_BEAT_RECEIVED",
+    "ETHOSU_PMU_AXI1_RD_DATA_BEAT_RECEIVED",
+    "ETHOSU_PMU_AXI0_WR_DATA_BEAT_WRITTEN",
+    "ETHOSU_PMU_NPU_IDLE",
+)
 PTE_ADDRESS = "0x80008000"
 WRONG_OUTPUT_LSB = 10  # how far off the wrong-output fault puts output 0, element 0
 CORRUPTION = b"\xff\xfe\x07"
@@ -67,9 +71,14 @@ FaultKind = Literal["drop", "corrupt", "silence", "disconnect", "reset", "wrong-
 Engine = Literal["sim", "tosa-ref"]
 Format = Literal["et-bundleio", "zephyr", "ml-kit"]
 Inputs = Literal["bundled", "ones"]
-MLEK_COUNTS = {"ACTIVE": 48001, "AXI0_RD_DATA_BEAT_RECEIVED": 1201,  # invented
-               "AXI0_WR_DATA_BEAT_WRITTEN": 3403, "AXI1_RD_DATA_BEAT_RECEIVED": 2302,
-               "IDLE": 212, "TOTAL": 48213}
+MLEK_COUNTS = {
+    "ACTIVE": 48001,
+    "AXI0_RD_DATA_BEAT_RECEIVED": 1201,  # invented
+    "AXI0_WR_DATA_BEAT_WRITTEN": 3403,
+    "AXI1_RD_DATA_BEAT_RECEIVED": 2302,
+    "IDLE": 212,
+    "TOTAL": 48213,
+}
 
 
 @dataclass(frozen=True)
@@ -78,8 +87,9 @@ class Fault:
     boots: tuple[int, ...] = (1,)
 
 
-def _log(level: str, line: int, func: str, message: str,
-         file: str = "arm_executor_runner.cpp") -> bytes:
+def _log(
+    level: str, line: int, func: str, message: str, file: str = "arm_executor_runner.cpp"
+) -> bytes:
     return f"{level} [executorch:{file}:{line} {func}()] {message}\r\n".encode()
 
 
@@ -91,8 +101,9 @@ def output_lines(outputs: Sequence[np.ndarray]) -> list[bytes]:
     """printf lines of print_outputs() in a runner built with ET_LOG_DUMP_OUTPUT."""
     lines = []
     for i, array in enumerate(outputs):
-        kind = {"f": "float", "b": "bool"}.get(array.dtype.kind, "char" if array.itemsize == 1
-                                               else "int")
+        kind = {"f": "float", "b": "bool"}.get(
+            array.dtype.kind, "char" if array.itemsize == 1 else "int"
+        )
         for j, value in enumerate(array.reshape(-1)):
             text = f"{float(value):f}" if kind == "float" else str(int(value))
             lines.append(f"Output[{i}][{j}]: ({kind}) {text}\r\n".encode())
@@ -115,8 +126,10 @@ def transcript(program_size: int, outputs: Sequence[np.ndarray], passed: bool) -
         _perf(f"Inference runtime: {CPU_CYCLES} CPU cycles total ({CPU_CYCLES:.2f} per inference)"),
         _perf("Ethos-U PMU report:"),
         _perf(f"ethosu_pmu_cycle_cntr : {NPU_CYCLES} ({NPU_CYCLES:.2f} per inference)"),
-        *[_perf(f"ethosu_pmu_cntr{k} : {c} ({c:.2f} per inference)")
-          for k, c in enumerate(PMU_EVENT_COUNTS)],
+        *[
+            _perf(f"ethosu_pmu_cntr{k} : {c} ({c:.2f} per inference)")
+            for k, c in enumerate(PMU_EVENT_COUNTS)
+        ],
         _perf(f"Ethos-U PMU Events:[{', '.join(PMU_EVENTS)}]"),
         _log("I", 975, "run_model", "1 inferences finished"),
         _log("I", 880, "print_outputs", f"{len(outputs)} outputs: "),
@@ -133,14 +146,23 @@ def transcript(program_size: int, outputs: Sequence[np.ndarray], passed: bool) -
         ]
     else:
         lines += [
-            _log("E", 930, "verify_result", "Model output don't match expected BundleIO bpte ref "
-                                            "data. rtol=0.010000 atol=0.010000"),
+            _log(
+                "E",
+                930,
+                "verify_result",
+                "Model output don't match expected BundleIO bpte ref "
+                "data. rtol=0.010000 atol=0.010000",
+            ),
             _log("E", 934, "verify_result", "TEST: BundleIO index[0] Test_result: FAIL"),
             _log("E", 935, "verify_result", "Bundle verification failed with status 0x12"),
             _log("I", 978, "run_model", "Model run: 0"),
             _log("I", 1016, "main", "Model run: 0"),
-            _log("F", 1022, "main", "In function main(), assert failed (model_ok == true): "
-                                    "Problem running model"),
+            _log(
+                "F",
+                1022,
+                "main",
+                "In function main(), assert failed (model_ok == true): Problem running model",
+            ),
         ]  # then the runner aborts: nothing more
     return lines
 
@@ -151,29 +173,42 @@ def _zephyr(message: str) -> bytes:
 
 def zephyr_transcript(program_size: int, outputs: Sequence[np.ndarray]) -> list[bytes]:
     """The UART lines of ExecuTorch's Zephyr hello-executorch sample (zephyr/samples/)."""
-    lines = [b"*** Booting Zephyr OS build v4.4.0 ***\r\n",
-             _zephyr(f"PTE at {PTE_ADDRESS} Size: {program_size} bytes"),
-             _zephyr("Model buffer loaded, has 1 methods"), _zephyr("Running method forward"),
-             _zephyr("Method 'forward' loaded."), _zephyr("Input prepared."),
-             _zephyr("Starting the model execution..."), _zephyr("Model executed successfully."),
-             _zephyr("Model outputs:")]
+    lines = [
+        b"*** Booting Zephyr OS build v4.4.0 ***\r\n",
+        _zephyr(f"PTE at {PTE_ADDRESS} Size: {program_size} bytes"),
+        _zephyr("Model buffer loaded, has 1 methods"),
+        _zephyr("Running method forward"),
+        _zephyr("Method 'forward' loaded."),
+        _zephyr("Input prepared."),
+        _zephyr("Starting the model execution..."),
+        _zephyr("Model executed successfully."),
+        _zephyr("Model outputs:"),
+    ]
     for i, array in enumerate(outputs):
-        scalar_type = {"f": "Float"}.get(array.dtype.kind, "Char" if array.itemsize == 1
-                                         else "Int")
-        lines.append(_zephyr(f"  output[{i}]: tensor scalar_type={scalar_type} "
-                             f"numel={array.size}"))
-        lines += [_zephyr(f"    [{j}] = {float(v):f}" if array.dtype.kind == "f" else
-                          f"    [{j}] = {int(v)}") for j, v in enumerate(array.reshape(-1))]
+        scalar_type = {"f": "Float"}.get(array.dtype.kind, "Char" if array.itemsize == 1 else "Int")
+        lines.append(_zephyr(f"  output[{i}]: tensor scalar_type={scalar_type} numel={array.size}"))
+        lines += [
+            _zephyr(
+                f"    [{j}] = {float(v):f}" if array.dtype.kind == "f" else f"    [{j}] = {int(v)}"
+            )
+            for j, v in enumerate(array.reshape(-1))
+        ]
     return lines + [_zephyr("SUCCESS: Program complete, exiting."), _zephyr("\x04")]
 
 
 def ml_kit_transcript(outputs: Sequence[np.ndarray]) -> list[bytes]:
     """An ExecuTorch app in the ML Embedded Evaluation Kit: INFO records and the kit's PMU block."""
-    return [b"INFO - Initialising the NPU\r\n", b"INFO - Running inference\r\n",
-            *output_lines(outputs), b"INFO - Profile for Inference:\r\n",
-            *[f"INFO - NPU {name}: {count} {'beats' if 'BEAT' in name else 'cycles'}\r\n"
-              .encode() for name, count in MLEK_COUNTS.items()],
-            b"INFO - Program complete, exiting.\r\n"]
+    return [
+        b"INFO - Initialising the NPU\r\n",
+        b"INFO - Running inference\r\n",
+        *output_lines(outputs),
+        b"INFO - Profile for Inference:\r\n",
+        *[
+            f"INFO - NPU {name}: {count} {'beats' if 'BEAT' in name else 'cycles'}\r\n".encode()
+            for name, count in MLEK_COUNTS.items()
+        ],
+        b"INFO - Program complete, exiting.\r\n",
+    ]
 
 
 def _is_output(line: bytes) -> bool:
@@ -181,10 +216,17 @@ def _is_output(line: bytes) -> bool:
 
 
 class BoardEmulator:
-    def __init__(self, root: Path, programs: Sequence[Program], engine: Engine = "sim",
-                 baud: int = 4_000_000, faults: Sequence[Fault] = (),
-                 reconnect_delay_s: float = 0.2, fmt: Format = "et-bundleio",
-                 inputs: Inputs = "bundled"):
+    def __init__(
+        self,
+        root: Path,
+        programs: Sequence[Program],
+        engine: Engine = "sim",
+        baud: int = 4_000_000,
+        faults: Sequence[Fault] = (),
+        reconnect_delay_s: float = 0.2,
+        fmt: Format = "et-bundleio",
+        inputs: Inputs = "bundled",
+    ):
         self.root = root
         self.fmt = fmt
         self.inputs = inputs
@@ -196,8 +238,7 @@ class BoardEmulator:
         self.reconnect_delay_s = reconnect_delay_s
         self.boots = 0
         self.sent: list[bytes] = []  # what each boot actually wrote
-        self._programs = {hashlib.sha256(p.pte_path.read_bytes()).hexdigest(): p
-                          for p in programs}
+        self._programs = {hashlib.sha256(p.pte_path.read_bytes()).hexdigest(): p for p in programs}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._master = self._slave = -1
@@ -240,8 +281,10 @@ class BoardEmulator:
     def _outputs(self, program: Program, inputs: list[np.ndarray]) -> list[np.ndarray]:
         if self.engine == "sim":
             from toolkit.runners.sim import SimulatorRunner
+
             return list(SimulatorRunner().run(program, inputs).outputs)
         from toolkit.runners.tosa_ref import TosaReferenceRunner
+
         return list(TosaReferenceRunner().run(program, inputs).outputs)
 
     def _boot(self) -> None:
@@ -253,13 +296,17 @@ class BoardEmulator:
         bundle = read_bundle(self.flash_dir / IMAGE)
         program = self._programs[hashlib.sha256(bundle.program).hexdigest()]
         case = bundle.cases[0]
-        inputs = (list(case.inputs) if self.inputs == "bundled" else
-                  [np.ones(spec.shape, spec.dtype) for spec in program.input_specs])
+        inputs = (
+            list(case.inputs)
+            if self.inputs == "bundled"
+            else [np.ones(spec.shape, spec.dtype) for spec in program.input_specs]
+        )
         outputs = self._outputs(program, inputs)
         if "wrong-output" in kinds:
             outputs[0] = _off_by_lsb(outputs[0], program, WRONG_OUTPUT_LSB)
-        passed = all(np.allclose(o, e, rtol=0.01, atol=0.01)
-                     for o, e in zip(outputs, case.expected_outputs))
+        passed = all(
+            np.allclose(o, e, rtol=0.01, atol=0.01) for o, e in zip(outputs, case.expected_outputs)
+        )
         if self.fmt == "zephyr":
             lines = zephyr_transcript(len(bundle.program), outputs)
         elif self.fmt == "ml-kit":
@@ -271,7 +318,7 @@ class BoardEmulator:
         if "drop" in kinds:
             del lines[middle]
         if "corrupt" in kinds:
-            lines[middle] = lines[middle][:8] + CORRUPTION + lines[middle][8 + len(CORRUPTION):]
+            lines[middle] = lines[middle][:8] + CORRUPTION + lines[middle][8 + len(CORRUPTION) :]
         if "disconnect" in kinds:
             self._write(lines[:middle])
             self._disconnect()

@@ -1,10 +1,10 @@
 """A stand-in flash tool for the board emulator (board_emulator.py). TESTS ONLY.
 
-    board_flash.py flash DIR IMAGE PORT   copy IMAGE to DIR/image.bpte ("write it to MRAM");
-                                          fails when PORT does not exist, like a real tool
-    board_flash.py reset DIR              ask the emulated board to restart
-    board_flash.py fail                   a flash tool that cannot reach the target (exit 1)
-    board_flash.py hang                   a flash tool that never returns
+board_flash.py flash DIR IMAGE PORT   copy IMAGE to DIR/image.bpte ("write it to MRAM");
+                                      fails when PORT does not exist, like a real tool
+board_flash.py reset DIR              ask the emulated board to restart
+board_flash.py fail                   a flash tool that cannot reach the target (exit 1)
+board_flash.py hang                   a flash tool that never returns
 """
 
 from __future__ import annotations
@@ -42,8 +42,10 @@ def main(argv: list[str]) -> int:
         print("reset requested")
         return 0
     if command == "fail":
-        print("Connecting to target... ERROR: target not responding (is it in maintenance mode?)",
-              file=sys.stderr)
+        print(
+            "Connecting to target... ERROR: target not responding (is it in maintenance mode?)",
+            file=sys.stderr,
+        )
         return 1
     if command == "hang":
         print("Connecting to target...", flush=True)

@@ -25,7 +25,7 @@ def main(name: str, argv: list[str]) -> int:
         elf.parent.mkdir(parents=True, exist_ok=True)
         elf.write_bytes(b"ELF")
     elif name == "build_executor_runner.sh":
-        output = Path(next(a for a in argv if a.startswith("--output="))[len("--output="):])
+        output = Path(next(a for a in argv if a.startswith("--output="))[len("--output=") :])
         output.mkdir(parents=True, exist_ok=True)
         (output / "arm_executor_runner").write_bytes(b"ELF")
     elif name == "arm-none-eabi-objcopy":

@@ -55,41 +55,65 @@ class FvpModel:
     events: tuple[str, ...]
 
 
-_U55_EVENTS = ("ETHOSU_PMU_AXI0_RD_DATA_BEAT_RECEIVED", "ETHOSU_PMU_AXI1_RD_DATA_BEAT_RECEIVED",
-               "ETHOSU_PMU_AXI0_WR_DATA_BEAT_WRITTEN", "ETHOSU_PMU_NPU_IDLE")
-_U85_EVENTS = ("ETHOSU_PMU_SRAM_RD_DATA_BEAT_RECEIVED", "ETHOSU_PMU_SRAM_WR_DATA_BEAT_WRITTEN",
-               "ETHOSU_PMU_EXT_RD_DATA_BEAT_RECEIVED", "ETHOSU_PMU_EXT_WR_DATA_BEAT_WRITTEN",
-               "ETHOSU_PMU_NPU_IDLE", "ETHOSU_PMU_MAC_ACTIVE", "ETHOSU_PMU_WD_ACTIVE")
+_U55_EVENTS = (
+    "ETHOSU_PMU_AXI0_RD_DATA_BEAT_RECEIVED",
+    "ETHOSU_PMU_AXI1_RD_DATA_BEAT_RECEIVED",
+    "ETHOSU_PMU_AXI0_WR_DATA_BEAT_WRITTEN",
+    "ETHOSU_PMU_NPU_IDLE",
+)
+_U85_EVENTS = (
+    "ETHOSU_PMU_SRAM_RD_DATA_BEAT_RECEIVED",
+    "ETHOSU_PMU_SRAM_WR_DATA_BEAT_WRITTEN",
+    "ETHOSU_PMU_EXT_RD_DATA_BEAT_RECEIVED",
+    "ETHOSU_PMU_EXT_WR_DATA_BEAT_WRITTEN",
+    "ETHOSU_PMU_NPU_IDLE",
+    "ETHOSU_PMU_MAC_ACTIVE",
+    "ETHOSU_PMU_WD_ACTIVE",
+)
 
 
 def _board_required(board: str) -> dict[str, str]:
-    return {f"{board}.visualisation.disable-visualisation": "1",
-            f"{board}.telnetterminal0.start_telnet": "0",
-            f"{board}.uart0.out_file": "-",
-            f"{board}.uart0.shutdown_on_eot": "1"}
+    return {
+        f"{board}.visualisation.disable-visualisation": "1",
+        f"{board}.telnetterminal0.start_telnet": "0",
+        f"{board}.uart0.out_file": "-",
+        f"{board}.uart0.shutdown_on_eot": "1",
+    }
 
 
 def _cpu_required(cpu: str) -> dict[str, str]:
-    return {f"{cpu}.semihosting-enable": "1", f"{cpu}.semihosting-stack_base": "0",
-            f"{cpu}.semihosting-heap_limit": "0"}
+    return {
+        f"{cpu}.semihosting-enable": "1",
+        f"{cpu}.semihosting-stack_base": "0",
+        f"{cpu}.semihosting-heap_limit": "0",
+    }
 
 
-_CS300 = dict(board="mps3_board", cpu="cpu0", macs_param="ethosu.num_macs",
-              components=("mps3_board.", "cpu0.", "ethosu."),
-              required={**_board_required("mps3_board"), **_cpu_required("cpu0")},
-              events=_U55_EVENTS)
+_CS300 = dict(
+    board="mps3_board",
+    cpu="cpu0",
+    macs_param="ethosu.num_macs",
+    components=("mps3_board.", "cpu0.", "ethosu."),
+    required={**_board_required("mps3_board"), **_cpu_required("cpu0")},
+    events=_U55_EVENTS,
+)
 MODELS = {
     "FVP_Corstone_SSE-300_Ethos-U55": FvpModel(macs=(32, 64, 128, 256), **_CS300),
     "FVP_Corstone_SSE-300_Ethos-U65": FvpModel(macs=(256, 512), **_CS300),
     "FVP_Corstone_SSE-320": FvpModel(
-        board="mps4_board", cpu="mps4_board.subsystem.cpu0",
-        macs_param="mps4_board.subsystem.ethosu.num_macs", macs=(128, 256, 512, 1024, 2048),
+        board="mps4_board",
+        cpu="mps4_board.subsystem.cpu0",
+        macs_param="mps4_board.subsystem.ethosu.num_macs",
+        macs=(128, 256, 512, 1024, 2048),
         components=("mps4_board.", "vis_hdlcd."),
-        required={**_board_required("mps4_board"),
-                  **_cpu_required("mps4_board.subsystem.cpu0"),
-                  "vis_hdlcd.disable_visualisation": "1",
-                  "mps4_board.uart0.unbuffered_output": "1"},
-        events=_U85_EVENTS),
+        required={
+            **_board_required("mps4_board"),
+            **_cpu_required("mps4_board.subsystem.cpu0"),
+            "vis_hdlcd.disable_visualisation": "1",
+            "mps4_board.uart0.unbuffered_output": "1",
+        },
+        events=_U85_EVENTS,
+    ),
 }
 
 
@@ -98,8 +122,10 @@ def install(bin_dir: Path) -> Path:
     bin_dir.mkdir(parents=True, exist_ok=True)
     for name in MODELS:
         wrapper = bin_dir / name
-        wrapper.write_text(f"#!/bin/sh\nETK_FAKE_FVP_AS={name} exec {shlex.quote(sys.executable)} "
-                           f"{shlex.quote(str(Path(__file__).resolve()))} \"$@\"\n")
+        wrapper.write_text(
+            f"#!/bin/sh\nETK_FAKE_FVP_AS={name} exec {shlex.quote(sys.executable)} "
+            f'{shlex.quote(str(Path(__file__).resolve()))} "$@"\n'
+        )
         wrapper.chmod(0o755)
     return bin_dir
 
@@ -151,11 +177,14 @@ def parse_args(argv: list[str]) -> tuple[dict[str, str], Path, int]:
 def check_params(model: FvpModel, params: dict[str, str]) -> tuple[Path, list[str]]:
     """The semihosting cwd and runner argv, after checking every parameter."""
     for key, value in params.items():
-        if "extra_args" in key and (key != f"{model.macs_param.rsplit('.', 1)[0]}.extra_args"
-                                    or value != "--fast"
-                                    or os.environ.get("ETK_FAKE_FVP_FAST") != "1"):
-            raise Rejected(f"{key}={value}: extra_args only as --fvp-fast passes it "
-                           f"(ETK_FAKE_FVP_FAST=1)")
+        if "extra_args" in key and (
+            key != f"{model.macs_param.rsplit('.', 1)[0]}.extra_args"
+            or value != "--fast"
+            or os.environ.get("ETK_FAKE_FVP_FAST") != "1"
+        ):
+            raise Rejected(
+                f"{key}={value}: extra_args only as --fvp-fast passes it (ETK_FAKE_FVP_FAST=1)"
+            )
         if not key.startswith(model.components):
             raise Rejected(f"parameter '{key}' not found in this model")
     for key, value in model.required.items():
@@ -172,8 +201,9 @@ def check_params(model: FvpModel, params: dict[str, str]) -> tuple[Path, list[st
         raise Rejected(f"semihosting-cwd {cwd} is not an existing absolute folder")
     cmd_line = params.get(f"{model.cpu}.semihosting-cmd_line", "")
     if len(cmd_line) > 255:
-        raise Rejected(f"semihosting-cmd_line is {len(cmd_line)} characters (the FVP truncates "
-                       f"beyond 255)")
+        raise Rejected(
+            f"semihosting-cmd_line is {len(cmd_line)} characters (the FVP truncates beyond 255)"
+        )
     return cwd, shlex.split(cmd_line)
 
 
@@ -201,8 +231,9 @@ def run_program(model: FvpModel, cwd: Path, argv: list[str], time_limit: int) ->
     (pte,) = _option(argv, "-m")
     (out_base,) = _option(argv, "-o")
     inputs = _option(argv, "-i")
-    magic = "".join(c if c.isprintable() else "." for c in
-                    (cwd / pte).read_bytes()[4:8].decode("latin-1")).ljust(4, ".")
+    magic = "".join(
+        c if c.isprintable() else "." for c in (cwd / pte).read_bytes()[4:8].decode("latin-1")
+    ).ljust(4, ".")
     for n, name in enumerate(inputs, 1):
         _runner(f"Reading input tensor {n} from file {name}")
     _runner(f"PTE @ 0x70000000 [----{magic}]", line=640)
@@ -227,10 +258,19 @@ def run_program(model: FvpModel, cwd: Path, argv: list[str], time_limit: int) ->
     if mode == "crash":
         os.kill(os.getpid(), signal.SIGSEGV)
     if mode == "fatal":
-        _log("E", "method.cpp", 1375, "execute", "KernelCall failed at instruction 0:2 in operator "
-             "aten::add.out: 0x12")
-        _runner("In function run_model(), assert failed (status == Error::Ok): Execution of "
-                "method forward failed with status 0x12", line=520, level="F")
+        _log(
+            "E",
+            "method.cpp",
+            1375,
+            "execute",
+            "KernelCall failed at instruction 0:2 in operator aten::add.out: 0x12",
+        )
+        _runner(
+            "In function run_model(), assert failed (status == Error::Ok): Execution of "
+            "method forward failed with status 0x12",
+            line=520,
+            level="F",
+        )
         return 1
 
     reference = Path(os.environ["ETK_FAKE_FVP_REFERENCE"])
@@ -245,8 +285,9 @@ def run_program(model: FvpModel, cwd: Path, argv: list[str], time_limit: int) ->
     _perf("NPU Inferences : 1")
     _perf("NPU delegations: 1 (1.00 per inference)")
     _perf(f"Inference runtime: {CPU_CYCLES} CPU cycles total ({CPU_CYCLES:.2f} per inference)")
-    _perf("NOTE: CPU cycle values and ratio calculations require FPGA and identical CPU/NPU "
-          "frequency")
+    _perf(
+        "NOTE: CPU cycle values and ratio calculations require FPGA and identical CPU/NPU frequency"
+    )
     _perf("Ethos-U PMU report:")
     _perf(f"ethosu_pmu_cycle_cntr : {NPU_CYCLES} ({NPU_CYCLES:.2f} per inference)")
     for i in range(len(events)):
@@ -259,7 +300,8 @@ def run_program(model: FvpModel, cwd: Path, argv: list[str], time_limit: int) ->
         array = np.load(reference / f"out-{n}.npy")
         _runner(f"Writing output to file: {out_base}-{n}.bin")
         (cwd / f"{out_base}-{n}.bin").write_bytes(
-            array.astype(array.dtype.newbyteorder("<")).tobytes())
+            array.astype(array.dtype.newbyteorder("<")).tobytes()
+        )
         n += 1
     _runner("Model run: 1")
     _runner("Program complete, exiting.")
@@ -269,8 +311,10 @@ def run_program(model: FvpModel, cwd: Path, argv: list[str], time_limit: int) ->
 def main(argv: list[str]) -> int:
     name = os.environ.get("ETK_FAKE_FVP_AS", "")
     if name not in MODELS:
-        print(f"Error: fake_fvp.py must run as one of {', '.join(MODELS)} (ETK_FAKE_FVP_AS)",
-              file=sys.stderr)
+        print(
+            f"Error: fake_fvp.py must run as one of {', '.join(MODELS)} (ETK_FAKE_FVP_AS)",
+            file=sys.stderr,
+        )
         return 2
     model = MODELS[name]
     try:

@@ -50,8 +50,11 @@ def baseline_from_records(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
     for record in records:
         if record["status"] != "ok":
             continue
-        runs[record["key"]] = {"label": record["label"], "cycles": record["cycles"],
-                               "outputs": record["outputs"]["quantized"]}
+        runs[record["key"]] = {
+            "label": record["label"],
+            "cycles": record["cycles"],
+            "outputs": record["outputs"]["quantized"],
+        }
     return {"schema": BASELINE_SCHEMA, "runs": runs}
 
 
@@ -64,15 +67,22 @@ def load_baseline(path: Path) -> dict[str, Any]:
         raise UserError(f"baseline {path} is not JSON: {exc}") from None
     except OSError as exc:
         raise UserError(f"baseline {path} cannot be read: {exc.strerror}") from None
-    if not isinstance(data, dict) or data.get("schema") != BASELINE_SCHEMA or not isinstance(
-            data.get("runs"), dict):
-        raise UserError(f"baseline {path} is not an etk baseline (schema {BASELINE_SCHEMA} with "
-                        "'runs'): make one with etk bench, it writes DIR/baseline.json")
+    if (
+        not isinstance(data, dict)
+        or data.get("schema") != BASELINE_SCHEMA
+        or not isinstance(data.get("runs"), dict)
+    ):
+        raise UserError(
+            f"baseline {path} is not an etk baseline (schema {BASELINE_SCHEMA} with "
+            "'runs'): make one with etk bench, it writes DIR/baseline.json"
+        )
     for key, entry in data["runs"].items():
         problem = _entry_problem(entry)
         if problem:
-            raise UserError(f"baseline {path}: run {key} {problem}: make the baseline again "
-                            "with etk bench (it writes DIR/baseline.json)")
+            raise UserError(
+                f"baseline {path}: run {key} {problem}: make the baseline again "
+                "with etk bench (it writes DIR/baseline.json)"
+            )
     return data
 
 
@@ -85,8 +95,9 @@ def _entry_problem(entry: Any) -> str | None:
         return "has no label or cycles"
     for name in ("run", "estimate"):
         figures = cycles.get(name)
-        if not isinstance(figures, dict) or not isinstance(figures.get("npu_cycles"),
-                                                           (int, type(None))):
+        if not isinstance(figures, dict) or not isinstance(
+            figures.get("npu_cycles"), (int, type(None))
+        ):
             return f"has no {name} cycles (an object with an integer npu_cycles)"
     outputs = entry.get("outputs")
     if not isinstance(outputs, list):
@@ -101,16 +112,24 @@ def _entry_problem(entry: Any) -> str | None:
     return None
 
 
-def _cycles(key: str, label: str, name: str, base: dict, now: dict,
-            tolerance: float) -> Regression | None:
+def _cycles(
+    key: str, label: str, name: str, base: dict, now: dict, tolerance: float
+) -> Regression | None:
     before, after = base.get("npu_cycles"), now.get("npu_cycles")
     if not before or after is None or base.get("kind") != now.get("kind"):
         return None
     change = after / before - 1
     if change <= tolerance:
         return None
-    return Regression(key, label, f"NPU cycles ({now['kind']}, {name})", f"{before:,}",
-                      f"{after:,}", f"{change:+.1%}", f"+{tolerance:.1%}")
+    return Regression(
+        key,
+        label,
+        f"NPU cycles ({now['kind']}, {name})",
+        f"{before:,}",
+        f"{after:,}",
+        f"{change:+.1%}",
+        f"+{tolerance:.1%}",
+    )
 
 
 def _outputs(key: str, label: str, base: list, now: list, tolerance: int) -> Regression | None:
@@ -118,19 +137,37 @@ def _outputs(key: str, label: str, base: list, now: list, tolerance: int) -> Reg
     for b, n in zip(base, now):
         before, after = decode_codes(b["codes"]), decode_codes(n["codes"])
         if before.shape != after.shape:
-            return Regression(key, label, f"output {n['index']}", f"shape {b['shape']}",
-                              f"shape {n['shape']}", "shape changed", f"{tolerance} LSB")
+            return Regression(
+                key,
+                label,
+                f"output {n['index']}",
+                f"shape {b['shape']}",
+                f"shape {n['shape']}",
+                "shape changed",
+                f"{tolerance} LSB",
+            )
         diff = int(np.max(np.abs(before - after))) if before.size else 0
         if diff > worst:
             worst, where = diff, f"output {n['index']}"
     if worst <= tolerance:
         return None
-    return Regression(key, label, f"{where} codes", "baseline codes", "changed",
-                      f"{worst} LSB", f"{tolerance} LSB")
+    return Regression(
+        key,
+        label,
+        f"{where} codes",
+        "baseline codes",
+        "changed",
+        f"{worst} LSB",
+        f"{tolerance} LSB",
+    )
 
 
-def compare(records: Iterable[dict[str, Any]], baseline: dict[str, Any], cycle_tolerance: float,
-            lsb_tolerance: int) -> list[Regression]:
+def compare(
+    records: Iterable[dict[str, Any]],
+    baseline: dict[str, Any],
+    cycle_tolerance: float,
+    lsb_tolerance: int,
+) -> list[Regression]:
     regressions: list[Regression] = []
     for record in records:
         base = baseline["runs"].get(record["key"])
@@ -138,12 +175,16 @@ def compare(records: Iterable[dict[str, Any]], baseline: dict[str, Any], cycle_t
             continue
         key, label = record["key"], record["label"]
         if record["status"] != "ok":
-            regressions.append(Regression(key, label, "run failed", "ok", "failed",
-                                          str(record["reason"])[:120], "ok"))
+            regressions.append(
+                Regression(
+                    key, label, "run failed", "ok", "failed", str(record["reason"])[:120], "ok"
+                )
+            )
             continue
         for name in ("run", "estimate"):
-            found = _cycles(key, label, name, base["cycles"][name], record["cycles"][name],
-                            cycle_tolerance)
+            found = _cycles(
+                key, label, name, base["cycles"][name], record["cycles"][name], cycle_tolerance
+            )
             if found:
                 regressions.append(found)
         found = _outputs(key, label, base["outputs"], record["outputs"]["quantized"], lsb_tolerance)

@@ -23,20 +23,27 @@ def _task(spec: RunSpec, out_root: str) -> dict[str, Any]:
     return execute_run(spec, out_root)
 
 
-def run_dask(specs: Sequence[RunSpec], out_root: str, address: str,
-             on_record: Callable[[dict[str, Any]], None]) -> None:
+def run_dask(
+    specs: Sequence[RunSpec],
+    out_root: str,
+    address: str,
+    on_record: Callable[[dict[str, Any]], None],
+) -> None:
     try:
         from distributed import Client, as_completed
     except ImportError:
-        raise UserError("--scheduler needs Dask: "
-                        "pip install 'ethos-u-toolkit[distributed]'") from None
+        raise UserError(
+            "--scheduler needs Dask: pip install 'ethos-u-toolkit[distributed]'"
+        ) from None
     try:
         client = Client(address, timeout=CONNECT_TIMEOUT_S)
     except OSError as exc:
         raise UserError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
     try:
-        futures = {client.submit(_task, spec, out_root, key=f"etk-run-{run_key(spec)}",
-                                 pure=False): spec for spec in specs}
+        futures = {
+            client.submit(_task, spec, out_root, key=f"etk-run-{run_key(spec)}", pure=False): spec
+            for spec in specs
+        }
         try:
             for future in as_completed(futures):
                 spec = futures[future]

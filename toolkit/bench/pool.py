@@ -69,9 +69,13 @@ def run_local(specs: Sequence[RunSpec], out_root: str, jobs: int, on_record: OnR
                     if attempts[worker.spec] < ATTEMPTS:
                         queue.append(worker.spec)
                     else:
-                        on_record(lost_run_record(
-                            worker.spec, f"worker process died {ATTEMPTS} times on this run "
-                                         f"(last exit code {worker.process.exitcode})"))
+                        on_record(
+                            lost_run_record(
+                                worker.spec,
+                                f"worker process died {ATTEMPTS} times on this run "
+                                f"(last exit code {worker.process.exitcode})",
+                            )
+                        )
                     workers[i] = _start(ctx, out_root)
     except KeyboardInterrupt:
         for worker in workers:  # keep what finished between the last wait and the interrupt

@@ -19,13 +19,21 @@ class BenchProgress:
         self.total, self.done, self.failed = total, 0, 0
         self.console = console
         self._progress = Progress(
-            TextColumn("[bold]bench"), BarColumn(),
-            TextColumn("{task.fields[done]} done, [red]{task.fields[failed]} failed[/red], "
-                       "{task.fields[remaining]} remaining"),
-            TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn(),
-            console=console, transient=False)
-        self._task = self._progress.add_task("bench", total=total, done=0, failed=0,
-                                             remaining=total)
+            TextColumn("[bold]bench"),
+            BarColumn(),
+            TextColumn(
+                "{task.fields[done]} done, [red]{task.fields[failed]} failed[/red], "
+                "{task.fields[remaining]} remaining"
+            ),
+            TimeElapsedColumn(),
+            TextColumn("left"),
+            TimeRemainingColumn(),
+            console=console,
+            transient=False,
+        )
+        self._task = self._progress.add_task(
+            "bench", total=total, done=0, failed=0, remaining=total
+        )
 
     def __enter__(self) -> BenchProgress:
         self._progress.start()
@@ -38,7 +46,13 @@ class BenchProgress:
         self.done += 1
         if record["status"] != "ok":
             self.failed += 1
-            self._progress.console.print(f"FAILED {record['label']}: {record['reason']}",
-                                         markup=False, highlight=False)
-        self._progress.update(self._task, advance=1, done=self.done, failed=self.failed,
-                              remaining=self.total - self.done)
+            self._progress.console.print(
+                f"FAILED {record['label']}: {record['reason']}", markup=False, highlight=False
+            )
+        self._progress.update(
+            self._task,
+            advance=1,
+            done=self.done,
+            failed=self.failed,
+            remaining=self.total - self.done,
+        )

@@ -44,17 +44,26 @@ def _row(record: dict[str, Any]) -> Row:
     cycles = record.get("cycles", {})
     outputs = record.get("outputs", {})
     return Row(
-        key=record["key"], model=spec["model"], target=spec["target"], npu=spec["npu"],
-        variant=spec["variant"], vela=spec["vela"]["name"],
-        runner=record["runner"]["name"] if ok else spec["runner"], status=record["status"],
+        key=record["key"],
+        model=spec["model"],
+        target=spec["target"],
+        npu=spec["npu"],
+        variant=spec["variant"],
+        vela=spec["vela"]["name"],
+        runner=record["runner"]["name"] if ok else spec["runner"],
+        status=record["status"],
         reason=record.get("reason") or "",
         estimate_cycles=cycles.get("estimate", {}).get("npu_cycles"),
         run_cycles=cycles.get("run", {}).get("npu_cycles"),
         run_kind=cycles.get("run", {}).get("kind", ""),
-        sqnr_db=outputs.get("sqnr_db"), max_err_lsb=outputs.get("max_abs_err_lsb"),
+        sqnr_db=outputs.get("sqnr_db"),
+        max_err_lsb=outputs.get("max_abs_err_lsb"),
         matches_reference=outputs.get("outputs_match_reference"),
-        layers=tuple((f"{layer['operator']} {layer['name']}", layer["npu_cycles"])
-                     for layer in record.get("layers", {}).get("rows", [])))
+        layers=tuple(
+            (f"{layer['operator']} {layer['name']}", layer["npu_cycles"])
+            for layer in record.get("layers", {}).get("rows", [])
+        ),
+    )
 
 
 def load_rows(folder: Path) -> list[Row]:
@@ -74,17 +83,54 @@ def _fmt(value: Any, digits: int = 2) -> str:
     return str(value)
 
 
-RUN_HEADER = ("model", "target", "NPU", "variant", "Vela", "runner", "status",
-              "NPU cycles (estimate)", "NPU cycles (run)", "run cycles kind", "SQNR (dB)",
-              "max err vs float (LSB)", "outputs == host ref")
-PAIR_HEADER = ("model", "NPU", "Vela", "runner", "kind", "fused NPU cycles",
-               "unfused NPU cycles", "unfused - fused", "fused SQNR (dB)", "unfused SQNR (dB)")
+RUN_HEADER = (
+    "model",
+    "target",
+    "NPU",
+    "variant",
+    "Vela",
+    "runner",
+    "status",
+    "NPU cycles (estimate)",
+    "NPU cycles (run)",
+    "run cycles kind",
+    "SQNR (dB)",
+    "max err vs float (LSB)",
+    "outputs == host ref",
+)
+PAIR_HEADER = (
+    "model",
+    "NPU",
+    "Vela",
+    "runner",
+    "kind",
+    "fused NPU cycles",
+    "unfused NPU cycles",
+    "unfused - fused",
+    "fused SQNR (dB)",
+    "unfused SQNR (dB)",
+)
 
 
 def run_table(rows: list[Row]) -> list[list[str]]:
-    return [[r.model, r.target, r.npu, r.variant, r.vela, r.runner, r.status,
-             _fmt(r.estimate_cycles), _fmt(r.run_cycles), r.run_kind or "-", _fmt(r.sqnr_db),
-             _fmt(r.max_err_lsb), _fmt(r.matches_reference)] for r in rows]
+    return [
+        [
+            r.model,
+            r.target,
+            r.npu,
+            r.variant,
+            r.vela,
+            r.runner,
+            r.status,
+            _fmt(r.estimate_cycles),
+            _fmt(r.run_cycles),
+            r.run_kind or "-",
+            _fmt(r.sqnr_db),
+            _fmt(r.max_err_lsb),
+            _fmt(r.matches_reference),
+        ]
+        for r in rows
+    ]
 
 
 def _pairs(rows: list[Row]) -> dict[tuple, dict[str, Row]]:
@@ -101,34 +147,68 @@ def pair_table(rows: list[Row]) -> list[list[str]]:
     table = []
     for (model, _target, npu, vela, runner), pair in _pairs(rows).items():
         fused, unfused = pair["fused"], pair["unfused"]
-        delta = (unfused.run_cycles - fused.run_cycles
-                 if None not in (fused.run_cycles, unfused.run_cycles) else None)
-        table.append([model, npu, vela, runner, fused.run_kind, _fmt(fused.run_cycles),
-                      _fmt(unfused.run_cycles), _fmt(delta), _fmt(fused.sqnr_db),
-                      _fmt(unfused.sqnr_db)])
+        delta = (
+            unfused.run_cycles - fused.run_cycles
+            if None not in (fused.run_cycles, unfused.run_cycles)
+            else None
+        )
+        table.append(
+            [
+                model,
+                npu,
+                vela,
+                runner,
+                fused.run_kind,
+                _fmt(fused.run_cycles),
+                _fmt(unfused.run_cycles),
+                _fmt(delta),
+                _fmt(fused.sqnr_db),
+                _fmt(unfused.sqnr_db),
+            ]
+        )
     return table
 
 
 def _summary(rows: list[Row]) -> str:
     failed = sum(r.status != "ok" for r in rows)
     kinds = sorted({r.run_kind for r in rows if r.run_kind})
-    return (f"{len(rows)} runs, {len(rows) - failed} ok, {failed} failed. Run cycles are "
-            f"{' / '.join(kinds) or '-'} figures; estimates are Vela's performance model.")
+    return (
+        f"{len(rows)} runs, {len(rows) - failed} ok, {failed} failed. Run cycles are "
+        f"{' / '.join(kinds) or '-'} figures; estimates are Vela's performance model."
+    )
 
 
 def _md_table(header, table) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
-            *["| " + " | ".join(row) + " |" for row in table]]
+    return [
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+        *["| " + " | ".join(row) + " |" for row in table],
+    ]
 
 
 def markdown(rows: list[Row], title: str) -> str:
-    lines = [f"# Benchmark {title}", "", _summary(rows), "", "## Runs", "",
-             *_md_table(RUN_HEADER, run_table(rows)), "", "## Fused vs unfused", "",
-             *_md_table(PAIR_HEADER, pair_table(rows)), ""]
+    lines = [
+        f"# Benchmark {title}",
+        "",
+        _summary(rows),
+        "",
+        "## Runs",
+        "",
+        *_md_table(RUN_HEADER, run_table(rows)),
+        "",
+        "## Fused vs unfused",
+        "",
+        *_md_table(PAIR_HEADER, pair_table(rows)),
+        "",
+    ]
     failed = [r for r in rows if r.status != "ok"]
     if failed:
-        lines += ["## Failed runs", "", *[f"- {r.model} {r.variant} {r.npu} {r.vela} "
-                                          f"{r.runner}: {r.reason}" for r in failed], ""]
+        lines += [
+            "## Failed runs",
+            "",
+            *[f"- {r.model} {r.variant} {r.npu} {r.vela} {r.runner}: {r.reason}" for r in failed],
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -166,11 +246,15 @@ def plots(rows: list[Row]) -> list[tuple[str, str]]:
             ax = fig.add_subplot(len(configs), 1, i + 1)
             keys = [k for k in pairs if k[1:] == config]
             kind = pairs[keys[0]]["fused"].run_kind
-            _grouped_bars(ax, [k[0] for k in keys],
-                          {v: [pairs[k][v].run_cycles for k in keys] for v in ("fused", "unfused")},
-                          f"NPU cycles ({kind})")
-            ax.set_title(f"{config[1]} ({config[0]}), Vela {config[2]}, runner {config[3]}",
-                         fontsize=9)
+            _grouped_bars(
+                ax,
+                [k[0] for k in keys],
+                {v: [pairs[k][v].run_cycles for k in keys] for v in ("fused", "unfused")},
+                f"NPU cycles ({kind})",
+            )
+            ax.set_title(
+                f"{config[1]} ({config[0]}), Vela {config[2]}, runner {config[3]}", fontsize=9
+            )
         fig.tight_layout()
         figures.append(("Cycles per model, fused vs unfused", _png(fig)))
     measured = [r for r in rows if r.status == "ok" and r.estimate_cycles and r.run_cycles]
@@ -181,8 +265,12 @@ def plots(rows: list[Row]) -> list[tuple[str, str]]:
             points = [r for r in measured if r.variant == variant]
             if not points:
                 continue
-            ax.scatter([r.estimate_cycles for r in points], [r.run_cycles for r in points],
-                       marker=marker, label=variant)
+            ax.scatter(
+                [r.estimate_cycles for r in points],
+                [r.run_cycles for r in points],
+                marker=marker,
+                label=variant,
+            )
         top = max(max(r.estimate_cycles, r.run_cycles) for r in measured)
         low = min(min(r.estimate_cycles, r.run_cycles) for r in measured)
         ax.plot([low, top], [low, top], color="grey", linewidth=0.8, label="equal")
@@ -201,56 +289,77 @@ def plots(rows: list[Row]) -> list[tuple[str, str]]:
         fig = Figure(figsize=(10, 0.35 * max(len(fused.layers), len(unfused.layers)) + 1.5))
         axes = fig.subplots(1, 2, sharex=True)
         for ax, run in zip(axes, (fused, unfused)):
-            ax.barh(range(len(run.layers)), [c for _, c in run.layers],
-                    color="C0" if run.variant == "fused" else "C1")
+            ax.barh(
+                range(len(run.layers)),
+                [c for _, c in run.layers],
+                color="C0" if run.variant == "fused" else "C1",
+            )
             ax.set_yticks(range(len(run.layers)))
             ax.set_yticklabels([n for n, _ in run.layers], fontsize=8)
             ax.invert_yaxis()
             ax.set_title(f"{run.variant}: {sum(c for _, c in run.layers):,} cycles", fontsize=9)
             ax.set_xlabel("NPU cycles (Vela estimate)")
         fig.tight_layout()
-        figures.append((f"Per-layer NPU cycles of {key[0]} on {key[2]}, fused vs unfused "
-                        "(Vela's per-layer estimate)", _png(fig)))
+        figures.append(
+            (
+                f"Per-layer NPU cycles of {key[0]} on {key[2]}, fused vs unfused "
+                "(Vela's per-layer estimate)",
+                _png(fig),
+            )
+        )
     if configs:
         config = configs[0]
         keys = [k for k in pairs if k[1:] == config]
         fig = Figure(figsize=(10, 3.5))
         ax = fig.add_subplot()
-        _grouped_bars(ax, [k[0] for k in keys],
-                      {v: [_sqnr(pairs[k][v].sqnr_db) for k in keys] for v in ("fused", "unfused")},
-                      "SQNR vs float model (dB)")
-        figures.append((f"Accuracy (SQNR vs the float model) per model and variant, {config[1]}",
-                        _png(fig)))
+        _grouped_bars(
+            ax,
+            [k[0] for k in keys],
+            {v: [_sqnr(pairs[k][v].sqnr_db) for k in keys] for v in ("fused", "unfused")},
+            "SQNR vs float model (dB)",
+        )
+        figures.append(
+            (f"Accuracy (SQNR vs the float model) per model and variant, {config[1]}", _png(fig))
+        )
     return figures
 
 
 def _html_table(header, table) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
-                   for row in table)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in table
+    )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-STYLE = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;font-size:12px}"
-         "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}"
-         "td:first-child,th:first-child{text-align:left}figure{margin:1em 0}img{max-width:100%}")
+STYLE = (
+    "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;font-size:12px}"
+    "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}"
+    "td:first-child,th:first-child{text-align:left}figure{margin:1em 0}img{max-width:100%}"
+)
 
 
 def html_page(rows: list[Row], title: str) -> str:
     figures = "".join(
         f'<figure><img alt="{html.escape(caption)}" src="data:image/png;base64,{png}">'
         f"<figcaption>{html.escape(caption)}</figcaption></figure>"
-        for caption, png in plots(rows))
-    failed = "".join(f"<li>{html.escape(f'{r.model} {r.variant} {r.npu}: {r.reason}')}</li>"
-                     for r in rows if r.status != "ok")
-    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>Benchmark "
-            f"{html.escape(title)}</title><style>{STYLE}</style></head><body>"
-            f"<h1>Benchmark {html.escape(title)}</h1><p>{html.escape(_summary(rows))}</p>"
-            f"<h2>Plots</h2>{figures}<h2>Fused vs unfused</h2>"
-            f"{_html_table(PAIR_HEADER, pair_table(rows))}<h2>Runs</h2>"
-            f"{_html_table(RUN_HEADER, run_table(rows))}"
-            + (f"<h2>Failed runs</h2><ul>{failed}</ul>" if failed else "")
-            + "</body></html>\n")
+        for caption, png in plots(rows)
+    )
+    failed = "".join(
+        f"<li>{html.escape(f'{r.model} {r.variant} {r.npu}: {r.reason}')}</li>"
+        for r in rows
+        if r.status != "ok"
+    )
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>Benchmark "
+        f"{html.escape(title)}</title><style>{STYLE}</style></head><body>"
+        f"<h1>Benchmark {html.escape(title)}</h1><p>{html.escape(_summary(rows))}</p>"
+        f"<h2>Plots</h2>{figures}<h2>Fused vs unfused</h2>"
+        f"{_html_table(PAIR_HEADER, pair_table(rows))}<h2>Runs</h2>"
+        f"{_html_table(RUN_HEADER, run_table(rows))}"
+        + (f"<h2>Failed runs</h2><ul>{failed}</ul>" if failed else "")
+        + "</body></html>\n"
+    )
 
 
 def _write(path: Path, text: str) -> None:

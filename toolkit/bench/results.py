@@ -27,8 +27,12 @@ RECORD_SCHEMA = 1
 
 def base_record(spec: RunSpec) -> dict[str, Any]:
     """The fields every record has, whatever became of the run."""
-    return {"schema": RECORD_SCHEMA, "key": run_key(spec), "label": spec.label,
-            "spec": asdict(spec)}
+    return {
+        "schema": RECORD_SCHEMA,
+        "key": run_key(spec),
+        "label": spec.label,
+        "spec": asdict(spec),
+    }
 
 
 def lost_run_record(spec: RunSpec, reason: str) -> dict[str, Any]:

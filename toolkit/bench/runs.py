@@ -10,19 +10,19 @@ import os
 import socket
 import time
 import traceback
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..errors import UserError
+from ..models.loader import model_file
 from ..pipeline import Job, JobResult, report_dict, run_job
 from ..runners.select import runner_for_model, select_runner
 from ..targets import load_target
 from ..versions import tool_versions
 from .results import base_record, encode_codes, run_key
-from ..models.loader import model_file
 from .suite import RunSpec, model_file_sha256
 
 
@@ -38,10 +38,18 @@ def _output_codes(result: JobResult, variant: str) -> list[dict[str, Any]]:
         if np.issubdtype(values.dtype, np.integer):  # a .tflite model's outputs are the codes
             codes = values.astype(np.int64)
         else:  # dequantized by the program's graph
-            codes = np.rint(values.astype(np.float64) / quant.scale).astype(np.int64) \
-                + quant.zero_point
-        entries.append({"index": index, "shape": list(values.shape), "scale": quant.scale,
-                        "zero_point": quant.zero_point, "codes": encode_codes(codes)})
+            codes = (
+                np.rint(values.astype(np.float64) / quant.scale).astype(np.int64) + quant.zero_point
+            )
+        entries.append(
+            {
+                "index": index,
+                "shape": list(values.shape),
+                "scale": quant.scale,
+                "zero_point": quant.zero_point,
+                "codes": encode_codes(codes),
+            }
+        )
     return entries
 
 
@@ -57,15 +65,22 @@ def _ok_fields(result: JobResult, variant: str, note: str) -> dict[str, Any]:
         "vela": report["vela"],
         "runner": {"name": run["runner"], "note": note},
         "cycles": {"estimate": estimate, "run": run["cycles"]},
-        "layers": {"kind": "estimate", "source": estimate["source"],
-                   "rows": [{k: layer[k] for k in ("delegate", "name", "operator", "npu_cycles")}
-                            for layer in entry["estimate"]["layers"]]},
+        "layers": {
+            "kind": "estimate",
+            "source": estimate["source"],
+            "rows": [
+                {k: layer[k] for k in ("delegate", "name", "operator", "npu_cycles")}
+                for layer in entry["estimate"]["layers"]
+            ],
+        },
         "npu_ops": entry["npu_ops"],
-        "outputs": {**entry.get("accuracy", {}),
-                    "outputs_match_reference": run["outputs_match_reference"],
-                    "max_diff_lsb": run["max_diff_lsb"],
-                    "exact_match_rate": run["exact_match_rate"],
-                    "quantized": _output_codes(result, variant)},
+        "outputs": {
+            **entry.get("accuracy", {}),
+            "outputs_match_reference": run["outputs_match_reference"],
+            "max_diff_lsb": run["max_diff_lsb"],
+            "exact_match_rate": run["exact_match_rate"],
+            "quantized": _output_codes(result, variant),
+        },
     }
 
 
@@ -74,9 +89,11 @@ def _check_model_file(spec: RunSpec) -> None:
     the run rather than recording new figures under the old contents' key."""
     now = model_file_sha256(spec.model)
     if spec.model_sha256 and now and now != spec.model_sha256:
-        raise UserError(f"model file {model_file(spec.model)} changed after the suite started "
-                        f"(sha256 {spec.model_sha256[:12]}..., now {now[:12]}...): run the suite "
-                        "again with --resume")
+        raise UserError(
+            f"model file {model_file(spec.model)} changed after the suite started "
+            f"(sha256 {spec.model_sha256[:12]}..., now {now[:12]}...): run the suite "
+            "again with --resume"
+        )
 
 
 def execute_run(spec: RunSpec, out_root: str) -> dict[str, Any]:
@@ -85,24 +102,37 @@ def execute_run(spec: RunSpec, out_root: str) -> dict[str, Any]:
     started = time.time()
     record: dict[str, Any] = {
         **base_record(spec),
-        "started": datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="seconds"),
-        "host": socket.gethostname(), "pid": os.getpid(), "out_dir": str(out_dir),
-        "versions": tool_versions()}
+        "started": datetime.fromtimestamp(started, UTC).isoformat(timespec="seconds"),
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "out_dir": str(out_dir),
+        "versions": tool_versions(),
+    }
     try:
         target = load_target(spec.target)
         npu = target.npu(spec.npu, spec.vela.system_config, spec.vela.memory_mode)
         runner, note = select_runner(runner_for_model(spec.model, spec.runner), target, npu)
         _check_model_file(spec)
-        job = Job(model=spec.model, target=spec.target, variants=(spec.variant,), npu=spec.npu,
-                  system_config=spec.vela.system_config, memory_mode=spec.vela.memory_mode,
-                  calibration_samples=spec.settings.calibration_samples, seed=spec.settings.seed,
-                  eval_samples=spec.settings.eval_samples, out_dir=out_dir,
-                  extra_vela=spec.vela.extra_flags(), runner=runner.name)
+        job = Job(
+            model=spec.model,
+            target=spec.target,
+            variants=(spec.variant,),
+            npu=spec.npu,
+            system_config=spec.vela.system_config,
+            memory_mode=spec.vela.memory_mode,
+            calibration_samples=spec.settings.calibration_samples,
+            seed=spec.settings.seed,
+            eval_samples=spec.settings.eval_samples,
+            out_dir=out_dir,
+            extra_vela=spec.vela.extra_flags(),
+            runner=runner.name,
+        )
         result = run_job(job, runner=runner, runner_note=note)
         record.update(status="ok", reason=None, **_ok_fields(result, spec.variant, note))
     except Exception as exc:  # a failing run is a result: recorded with its reason
-        lines = [line for line in traceback.format_exception_only(exc)[-1].strip().splitlines()
-                 if line]
+        lines = [
+            line for line in traceback.format_exception_only(exc)[-1].strip().splitlines() if line
+        ]
         record.update(status="failed", reason=" ".join(lines)[-2000:])
     record["duration_s"] = round(time.time() - started, 3)
     return record

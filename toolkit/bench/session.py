@@ -34,35 +34,51 @@ class BenchOutcome:
     results: Path
 
 
-def run_suite(suite: Suite, out: Path, jobs: int = 1, resume: bool = False,
-              scheduler: str | None = None, console: Console | None = None) -> BenchOutcome:
+def run_suite(
+    suite: Suite,
+    out: Path,
+    jobs: int = 1,
+    resume: bool = False,
+    scheduler: str | None = None,
+    console: Console | None = None,
+) -> BenchOutcome:
     console = console or Console(stderr=True)
     with locked_output_folder(out, "bench folder"):
         return _run_suite(suite, out, jobs, resume, scheduler, console)
 
 
-def _run_suite(suite: Suite, out: Path, jobs: int, resume: bool, scheduler: str | None,
-               console: Console) -> BenchOutcome:
+def _run_suite(
+    suite: Suite, out: Path, jobs: int, resume: bool, scheduler: str | None, console: Console
+) -> BenchOutcome:
     specs = suite.runs()
     results = out / RESULTS_NAME
     torn = repair_torn_tail(results)
     if torn:
-        console.print(f"note: {results} ended in a torn line ({torn} bytes, from a run killed "
-                      f"while writing it): moved to {results.name}.torn; that run runs again",
-                      markup=False, highlight=False)
+        console.print(
+            f"note: {results} ended in a torn line ({torn} bytes, from a run killed "
+            f"while writing it): moved to {results.name}.torn; that run runs again",
+            markup=False,
+            highlight=False,
+        )
     previous = read_records(results)
     if previous and not resume:
-        raise UserError(f"{results} already holds {len(previous)} runs: pass --resume to "
-                        "continue that suite, or choose another --out")
+        raise UserError(
+            f"{results} already holds {len(previous)} runs: pass --resume to "
+            "continue that suite, or choose another --out"
+        )
     done = finished_keys(previous)
     todo = [s for s in specs if run_key(s) not in done]
     if suite.source.resolve() != (out / "suite.toml").resolve():
         shutil.copyfile(suite.source, out / "suite.toml")
-    console.print(f"{suite.name}: {len(specs)} runs, {len(specs) - len(todo)} already recorded, "
-                  f"{len(todo)} to run" + (f" on {scheduler}" if scheduler else f" with -j {jobs}"),
-                  markup=False, highlight=False)
+    console.print(
+        f"{suite.name}: {len(specs)} runs, {len(specs) - len(todo)} already recorded, "
+        f"{len(todo)} to run" + (f" on {scheduler}" if scheduler else f" with -j {jobs}"),
+        markup=False,
+        highlight=False,
+    )
     failed = 0
     with BenchProgress(len(todo), console) as progress:
+
         def on_record(record: dict) -> None:  # written first: an interrupt after this loses nothing
             nonlocal failed
             append_record(results, record)
@@ -71,9 +87,11 @@ def _run_suite(suite: Suite, out: Path, jobs: int, resume: bool, scheduler: str 
 
         if scheduler:
             from .dask_pool import run_dask
+
             run_dask(todo, str(out.resolve()), scheduler, on_record)
         elif todo:
             from .pool import run_local
+
             run_local(todo, str(out.resolve()), jobs, on_record)
     keys = {run_key(s) for s in specs}
     newest = [r for k, r in latest(read_records(results)).items() if k in keys]

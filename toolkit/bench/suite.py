@@ -1,34 +1,33 @@
 """SUITE.toml -> Suite, and the cross product of runs it describes.
 
-    name = "zoo"
-    models = ["zoo:*", "models/kws.py:Net"]   # zoo names may use shell wildcards; files
-                                              # (path.py:Name, .pt2, .tflite) are relative to
-                                              # the directory etk runs in
-    targets = ["corstone-300"]
-    npus = ["ethos-u55-128", "ethos-u65-256"]  # optional: each target's default
-    fusion = ["on", "off"]                      # optional: both (a .tflite model: one run, as is)
-    runners = ["sim"]                           # fvp, sim, tosa-ref, auto
-    [settings]                                  # optional
-    seed = 0
-    eval_samples = 8
-    calibration_samples = 8
-    [[vela]]                                    # optional: Vela's defaults for the target
-    name = "size"
-    optimise = "Size"                           # Performance or Size
-    memory_mode = "Shared_Sram"
-    system_config = "Ethos_U55_High_End_Embedded"
-    flags = ["--verbose-allocation"]
+name = "zoo"
+models = ["zoo:*", "models/kws.py:Net"]   # zoo names may use shell wildcards; files
+                                          # (path.py:Name, .pt2, .tflite) are relative to
+                                          # the directory etk runs in
+targets = ["corstone-300"]
+npus = ["ethos-u55-128", "ethos-u65-256"]  # optional: each target's default
+fusion = ["on", "off"]                      # optional: both (a .tflite model: one run, as is)
+runners = ["sim"]                           # fvp, sim, tosa-ref, auto
+[settings]                                  # optional
+seed = 0
+eval_samples = 8
+calibration_samples = 8
+[[vela]]                                    # optional: Vela's defaults for the target
+name = "size"
+optimise = "Size"                           # Performance or Size
+memory_mode = "Shared_Sram"
+system_config = "Ethos_U55_High_End_Embedded"
+flags = ["--verbose-allocation"]
 """
 
 from __future__ import annotations
 
 import fnmatch
 import hashlib
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import tomllib
 
 from ..errors import UserError
 
@@ -72,8 +71,7 @@ class RunSpec:
 
     @property
     def label(self) -> str:
-        return (f"{self.model} {self.variant} {self.npu} vela={self.vela.name} "
-                f"runner={self.runner}")
+        return f"{self.model} {self.variant} {self.npu} vela={self.vela.name} runner={self.runner}"
 
 
 @dataclass(frozen=True)
@@ -96,7 +94,8 @@ class Suite:
         for target_name in self.targets:
             target = load_target(target_name)
             npus = [n for n in self.npus if n in target.supported_npus] or (
-                [] if self.npus else [target.default_npu])
+                [] if self.npus else [target.default_npu]
+            )
             for model in self.models:
                 variants = (TFLITE,) if is_tflite(model) else self.variants
                 if model not in hashes:
@@ -105,8 +104,18 @@ class Suite:
                     for variant in variants:
                         for vela in self.vela:
                             for runner in self.runners:
-                                specs.append(RunSpec(model, target_name, npu, variant, vela,
-                                                     runner, self.settings, hashes[model]))
+                                specs.append(
+                                    RunSpec(
+                                        model,
+                                        target_name,
+                                        npu,
+                                        variant,
+                                        vela,
+                                        runner,
+                                        self.settings,
+                                        hashes[model],
+                                    )
+                                )
         return tuple(specs)
 
 
@@ -144,14 +153,16 @@ class _Reader:
             raise self.fail(key, f"is {type(value).__name__} {value!r}, expected {expected}")
         return value
 
-    def strings(self, key: str, default: Any = ...,
-                choices: tuple[str, ...] = ()) -> tuple[str, ...]:
+    def strings(
+        self, key: str, default: Any = ..., choices: tuple[str, ...] = ()
+    ) -> tuple[str, ...]:
         if key not in self.data and default is not ...:
             return tuple(default)
         expected = "a list of strings" + (f" from {', '.join(choices)}" if choices else "")
         value = self.value(key, list, expected)
         if not all(isinstance(v, str) for v in value) or (
-                choices and not set(value) <= set(choices)):
+            choices and not set(value) <= set(choices)
+        ):
             raise self.fail(key, f"is {value!r}, expected {expected}")
         if not value:
             raise self.fail(key, "is empty")
@@ -182,13 +193,18 @@ def _check_model_exists(spec: str, zoo: list[str], reader: _Reader) -> None:
 
     if spec.startswith("zoo:"):
         if spec[4:] not in zoo:
-            raise reader.fail("models", f"names '{spec}', which is not in the zoo: use one of "
-                                        f"{', '.join(sorted(zoo))}")
+            raise reader.fail(
+                "models",
+                f"names '{spec}', which is not in the zoo: use one of {', '.join(sorted(zoo))}",
+            )
         return
     path = model_file(spec)
     if path is None or not path.is_file():
-        raise reader.fail("models", f"names '{spec}', but {path} is not a file (paths are "
-                                    "relative to the current directory)")
+        raise reader.fail(
+            "models",
+            f"names '{spec}', but {path} is not a file (paths are "
+            "relative to the current directory)",
+        )
 
 
 def _vela_options(reader: _Reader) -> tuple[VelaOptions, ...]:
@@ -202,17 +218,22 @@ def _vela_options(reader: _Reader) -> tuple[VelaOptions, ...]:
         sub = _Reader(table, reader.path, f"vela[{i}].")
         unknown = set(table) - {"name", "optimise", "memory_mode", "system_config", "flags"}
         if unknown:
-            raise sub.fail(sorted(unknown)[0], "is not a Vela option key (name, optimise, "
-                                               "memory_mode, system_config, flags)")
+            raise sub.fail(
+                sorted(unknown)[0],
+                "is not a Vela option key (name, optimise, memory_mode, system_config, flags)",
+            )
         optimise = sub.value("optimise", str, "Performance or Size", None)
         if optimise is not None and optimise not in OPTIMISE:
             raise sub.fail("optimise", f"is {optimise!r}, expected Performance or Size")
-        options.append(VelaOptions(
-            name=sub.value("name", str, "a string naming this option set", f"vela{i}"),
-            optimise=optimise,
-            memory_mode=sub.value("memory_mode", str, "a Vela memory mode", None),
-            system_config=sub.value("system_config", str, "a Vela system config", None),
-            flags=sub.strings("flags", default=[])))
+        options.append(
+            VelaOptions(
+                name=sub.value("name", str, "a string naming this option set", f"vela{i}"),
+                optimise=optimise,
+                memory_mode=sub.value("memory_mode", str, "a Vela memory mode", None),
+                system_config=sub.value("system_config", str, "a Vela system config", None),
+                flags=sub.strings("flags", default=[]),
+            )
+        )
     if len({o.name for o in options}) != len(options):
         raise reader.fail("vela", "has two option sets with the same name")
     return tuple(options)
@@ -221,8 +242,10 @@ def _vela_options(reader: _Reader) -> tuple[VelaOptions, ...]:
 def _settings(reader: _Reader) -> Settings:
     table = reader.value("settings", dict, "a table", default={})
     sub = _Reader(table, reader.path, "settings.")
-    values = {key: sub.value(key, int, "an integer", default)
-              for key, default in (("seed", 0), ("eval_samples", 8), ("calibration_samples", 8))}
+    values = {
+        key: sub.value(key, int, "an integer", default)
+        for key, default in (("seed", 0), ("eval_samples", 8), ("calibration_samples", 8))
+    }
     for key in ("eval_samples", "calibration_samples"):
         if values[key] < 1:
             raise sub.fail(key, f"is {values[key]}, expected at least 1")
@@ -245,8 +268,9 @@ def load_suite(path: Path) -> Suite:
     reader = _Reader(data, path)
     unknown = set(data) - KNOWN_KEYS
     if unknown:
-        raise reader.fail(sorted(unknown)[0],
-                          f"is unknown; a suite has {', '.join(sorted(KNOWN_KEYS))}")
+        raise reader.fail(
+            sorted(unknown)[0], f"is unknown; a suite has {', '.join(sorted(KNOWN_KEYS))}"
+        )
     models = reader.strings("models")
     targets = reader.strings("targets", default=["corstone-300"])
     loaded = []
@@ -258,8 +282,9 @@ def load_suite(path: Path) -> Suite:
     npus = reader.strings("npus", default=[])
     for npu in npus:
         if not any(npu in t.supported_npus for t in loaded):
-            raise reader.fail("npus", f"has {npu}, which none of the targets "
-                                      f"({', '.join(targets)}) offers")
+            raise reader.fail(
+                "npus", f"has {npu}, which none of the targets ({', '.join(targets)}) offers"
+            )
     fusion = reader.strings("fusion", default=["on", "off"], choices=tuple(FUSION))
     return Suite(
         name=reader.value("name", str, "a string", path.stem),
@@ -270,4 +295,5 @@ def load_suite(path: Path) -> Suite:
         variants=tuple(FUSION[f] for f in fusion),
         vela=_vela_options(reader),
         runners=reader.strings("runners", default=["auto"], choices=RUNNERS),
-        settings=_settings(reader))
+        settings=_settings(reader),
+    )

@@ -15,16 +15,27 @@ import warnings
 from ..console_capture import capture_fds
 from ..errors import ToolError, UserError
 
-VERB_MODULES = ("bench", "compile", "deploy", "diff", "doctor", "import_weights", "log", "ports",
-                "targets")
+VERB_MODULES = (
+    "bench",
+    "compile",
+    "deploy",
+    "diff",
+    "doctor",
+    "import_weights",
+    "log",
+    "ports",
+    "targets",
+)
 # verbs that load torch and ExecuTorch (the others start in a fraction of a second)
 TORCH_VERBS = frozenset({"bench", "compile", "compare", "deploy", "import-weights"})
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="etk", description="PyTorch models on Arm Ethos-U NPUs: compile, deploy, compare "
-        "fused vs unfused activations.")
+        prog="etk",
+        description="PyTorch models on Arm Ethos-U NPUs: compile, deploy, compare "
+        "fused vs unfused activations.",
+    )
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     subparsers = parser.add_subparsers(dest="verb", metavar="VERB")
     for name in VERB_MODULES:

@@ -39,16 +39,26 @@ def _bench(args) -> int:
         outcome = run_suite(suite, args.out, args.jobs, args.resume, args.scheduler, console)
     except KeyboardInterrupt:
         done = len(latest(read_records(args.out / RESULTS_NAME)))
-        console.print(f"interrupted: {done} runs are recorded in {args.out}; continue with "
-                      f"etk bench {args.suite} --out {args.out} --resume", markup=False)
+        console.print(
+            f"interrupted: {done} runs are recorded in {args.out}; continue with "
+            f"etk bench {args.suite} --out {args.out} --resume",
+            markup=False,
+        )
         return 130
-    console.print(f"{outcome.ran} runs made ({outcome.failed} failed), {outcome.skipped} already "
-                  f"recorded; results in {outcome.results}", markup=False, highlight=False)
+    console.print(
+        f"{outcome.ran} runs made ({outcome.failed} failed), {outcome.skipped} already "
+        f"recorded; results in {outcome.results}",
+        markup=False,
+        highlight=False,
+    )
     failed = 1 if outcome.failed else 0  # each failed run's reason is in its record
     if failed:
-        console.print(f"etk: {outcome.failed} runs failed: their reasons are in "
-                      f"{outcome.results}; fix them and run again with --resume",
-                      markup=False, highlight=False)
+        console.print(
+            f"etk: {outcome.failed} runs failed: their reasons are in "
+            f"{outcome.results}; fix them and run again with --resume",
+            markup=False,
+            highlight=False,
+        )
     if baseline is None:
         return failed
     keys = {run_key(s) for s in suite.runs()}
@@ -60,8 +70,11 @@ def _bench(args) -> int:
             out = Console(width=200)
         out.print(regression_table(regressions))
         return 1
-    console.print(f"no regression against {args.baseline} (cycles +{cycle_tolerance:.1%}, "
-                  f"outputs {args.tolerance_lsb} LSB)", markup=False)
+    console.print(
+        f"no regression against {args.baseline} (cycles +{cycle_tolerance:.1%}, "
+        f"outputs {args.tolerance_lsb} LSB)",
+        markup=False,
+    )
     return failed
 
 
@@ -73,25 +86,45 @@ def _report(args) -> int:
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "bench", help="run a suite: models x targets x NPUs x fusion x Vela options x runners")
+        "bench", help="run a suite: models x targets x NPUs x fusion x Vela options x runners"
+    )
     parser.add_argument("suite", type=Path, metavar="SUITE.toml")
     parser.add_argument("-j", "--jobs", type=int, default=1, help="worker processes (default 1)")
-    parser.add_argument("--out", type=Path, default=Path("etk-bench"),
-                        help="results folder (default etk-bench)")
-    parser.add_argument("--resume", action="store_true",
-                        help="skip runs already recorded in OUT/results.jsonl (failed ones run again)")
-    parser.add_argument("--baseline", type=Path, metavar="BASELINE.json",
-                        help="exit 1 when a run regresses against this baseline "
-                             "(a copy of an earlier OUT/baseline.json)")
-    parser.add_argument("--tolerance-cycles", default="2%",
-                        help="allowed relative growth of NPU cycles (default 2%%)")
-    parser.add_argument("--tolerance-lsb", type=_lsb, default=0,
-                        help="allowed change of any output code, in LSB (default 0)")
-    parser.add_argument("--scheduler", metavar="ADDRESS",
-                        help="run on a Dask distributed cluster, e.g. tcp://host:8786")
+    parser.add_argument(
+        "--out", type=Path, default=Path("etk-bench"), help="results folder (default etk-bench)"
+    )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="skip runs already recorded in OUT/results.jsonl (failed ones run again)",
+    )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="BASELINE.json",
+        help="exit 1 when a run regresses against this baseline "
+        "(a copy of an earlier OUT/baseline.json)",
+    )
+    parser.add_argument(
+        "--tolerance-cycles",
+        default="2%",
+        help="allowed relative growth of NPU cycles (default 2%%)",
+    )
+    parser.add_argument(
+        "--tolerance-lsb",
+        type=_lsb,
+        default=0,
+        help="allowed change of any output code, in LSB (default 0)",
+    )
+    parser.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run on a Dask distributed cluster, e.g. tcp://host:8786",
+    )
     parser.set_defaults(func=_bench)
     parser = subparsers.add_parser("report", help="report.md (and --html) from a bench folder")
     parser.add_argument("folder", type=Path, metavar="DIR")
-    parser.add_argument("--html", action="store_true",
-                        help="also a self-contained report.html with plots")
+    parser.add_argument(
+        "--html", action="store_true", help="also a self-contained report.html with plots"
+    )
     parser.set_defaults(func=_report)

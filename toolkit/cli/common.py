@@ -13,62 +13,118 @@ if TYPE_CHECKING:  # the pipeline imports torch and ExecuTorch: only when a job 
 
 
 def add_job_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", metavar="MODEL",
-                        help="zoo:NAME, path/to/file.py:ClassOrFactory, a .pt2 file or an int8 "
-                             ".tflite file. A .py model is code: it runs with your rights, so "
-                             "use only files you trust; a .pt2 with pickled entries is refused")
+    parser.add_argument(
+        "model",
+        metavar="MODEL",
+        help="zoo:NAME, path/to/file.py:ClassOrFactory, a .pt2 file or an int8 "
+        ".tflite file. A .py model is code: it runs with your rights, so "
+        "use only files you trust; a .pt2 with pickled entries is refused",
+    )
     parser.add_argument("--target", default="corstone-300", help="target name or .toml file")
-    parser.add_argument("--npu", help="NPU configuration, e.g. ethos-u55-256 (default: the target's)")
+    parser.add_argument(
+        "--npu", help="NPU configuration, e.g. ethos-u55-256 (default: the target's)"
+    )
     parser.add_argument("--system-config", help="Vela system config (default: the target's)")
     parser.add_argument("--memory-mode", help="Vela memory mode (default: the target's)")
-    parser.add_argument("--vela-config", type=Path, metavar="FILE",
-                        help="a vendor's Vela .ini (e.g. Alif's ensemble_vela.ini) holding the "
-                             "--system-config and --memory-mode; Vela and etk's cycle model "
-                             "read it (default: the target's, else Vela's Arm/vela.ini)")
+    parser.add_argument(
+        "--vela-config",
+        type=Path,
+        metavar="FILE",
+        help="a vendor's Vela .ini (e.g. Alif's ensemble_vela.ini) holding the "
+        "--system-config and --memory-mode; Vela and etk's cycle model "
+        "read it (default: the target's, else Vela's Arm/vela.ini)",
+    )
     parser.add_argument("--input-shape", help="input shape(s) for file models, e.g. 1,3,32,32")
-    parser.add_argument("--calibration-samples", type=int,
-                        help="random calibration inputs (default 8); with --calibration-data and "
-                             "--seeds, the size of each seed's random subset (default half)")
-    parser.add_argument("--calibration-data", type=Path,
-                        help="folder of .npy/.npz inputs, or x.npy (+ y.npy, ignored) as for "
-                             "--eval-data")
-    parser.add_argument("--eval-data", type=Path, metavar="DIR",
-                        help="labelled data: DIR/x.npy (float32, N inputs in the model's layout) "
-                             "and DIR/y.npy (N integer labels): top-1 per variant (ROC AUC of the "
-                             "reconstruction error for autoencoders), next to the float model's")
-    parser.add_argument("--seeds", type=int, default=1,
-                        help="with --eval-data: calibrate N times (seeds, or random subsets of "
-                             "--calibration-data) and report mean and spread")
-    parser.add_argument("--seed", type=int, default=0, help="seed for calibration and evaluation inputs")
-    parser.add_argument("--eval-samples", type=int, default=8,
-                        help="inputs to compare against the float model (default 8)")
-    parser.add_argument("--vela-option", action="append", default=[], metavar="FLAG",
-                        help="extra Vela flag, e.g. --vela-option=--optimise=Size (repeatable)")
-    parser.add_argument("--rewrites", default="default",
-                        help="graph rewrites: default (all), none, or a comma-separated list of "
-                             "global-pool-stride, global-pool-1d-as-mean, residual-branch-order, "
-                             "fold-pad-into-conv")
-    parser.add_argument("--io-layout", choices=("nchw", "nhwc"), default="nchw",
-                        help="nhwc: the model takes and returns channels-last tensors, so the NPU "
-                             "needs no transposes at its edges")
+    parser.add_argument(
+        "--calibration-samples",
+        type=int,
+        help="random calibration inputs (default 8); with --calibration-data and "
+        "--seeds, the size of each seed's random subset (default half)",
+    )
+    parser.add_argument(
+        "--calibration-data",
+        type=Path,
+        help="folder of .npy/.npz inputs, or x.npy (+ y.npy, ignored) as for --eval-data",
+    )
+    parser.add_argument(
+        "--eval-data",
+        type=Path,
+        metavar="DIR",
+        help="labelled data: DIR/x.npy (float32, N inputs in the model's layout) "
+        "and DIR/y.npy (N integer labels): top-1 per variant (ROC AUC of the "
+        "reconstruction error for autoencoders), next to the float model's",
+    )
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        default=1,
+        help="with --eval-data: calibrate N times (seeds, or random subsets of "
+        "--calibration-data) and report mean and spread",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed for calibration and evaluation inputs"
+    )
+    parser.add_argument(
+        "--eval-samples",
+        type=int,
+        default=8,
+        help="inputs to compare against the float model (default 8)",
+    )
+    parser.add_argument(
+        "--vela-option",
+        action="append",
+        default=[],
+        metavar="FLAG",
+        help="extra Vela flag, e.g. --vela-option=--optimise=Size (repeatable)",
+    )
+    parser.add_argument(
+        "--rewrites",
+        default="default",
+        help="graph rewrites: default (all), none, or a comma-separated list of "
+        "global-pool-stride, global-pool-1d-as-mean, residual-branch-order, "
+        "fold-pad-into-conv",
+    )
+    parser.add_argument(
+        "--io-layout",
+        choices=("nchw", "nhwc"),
+        default="nchw",
+        help="nhwc: the model takes and returns channels-last tensors, so the NPU "
+        "needs no transposes at its edges",
+    )
     parser.add_argument("-o", "--out", type=Path, default=Path("etk-out"), help="output folder")
-    parser.add_argument("--require-full-npu", action="store_true",
-                        help="exit 1 unless every variant is one delegate with no CPU operators")
+    parser.add_argument(
+        "--require-full-npu",
+        action="store_true",
+        help="exit 1 unless every variant is one delegate with no CPU operators",
+    )
 
 
 def job_from_args(args, variants, runner: str | None = None) -> Job:
     from ..pipeline import Job
 
-    return Job(model=args.model, target=args.target, variants=variants, npu=args.npu,
-               system_config=args.system_config, memory_mode=args.memory_mode,
-               vela_config=args.vela_config, input_shape=args.input_shape,
-               calibration_samples=8 if args.calibration_samples is None else args.calibration_samples,
-               calibration_dir=args.calibration_data, seed=args.seed,
-               eval_data=args.eval_data, seeds=args.seeds,
-               calibration_subset=args.calibration_samples if args.calibration_data else None,
-               eval_samples=args.eval_samples, out_dir=args.out,
-               extra_vela=tuple(args.vela_option), rewrites=args.rewrites,
-               io_layout=args.io_layout, runner=runner, parallel_variants=True)
+    return Job(
+        model=args.model,
+        target=args.target,
+        variants=variants,
+        npu=args.npu,
+        system_config=args.system_config,
+        memory_mode=args.memory_mode,
+        vela_config=args.vela_config,
+        input_shape=args.input_shape,
+        calibration_samples=8 if args.calibration_samples is None else args.calibration_samples,
+        calibration_dir=args.calibration_data,
+        seed=args.seed,
+        eval_data=args.eval_data,
+        seeds=args.seeds,
+        calibration_subset=args.calibration_samples if args.calibration_data else None,
+        eval_samples=args.eval_samples,
+        out_dir=args.out,
+        extra_vela=tuple(args.vela_option),
+        rewrites=args.rewrites,
+        io_layout=args.io_layout,
+        runner=runner,
+        parallel_variants=True,
+    )
 
 
 def show(result: JobResult, require_full_npu: bool = False) -> int:
@@ -80,9 +136,11 @@ def show(result: JobResult, require_full_npu: bool = False) -> int:
     write_markdown(result, result.report_path.with_name("report.md"))
     if not require_full_npu:
         return 0
-    failures = [f"{name}: {len(v.program.delegates)} delegates, {len(v.program.cpu_ops)} CPU "
-                "operators" for name, v in result.variants.items()
-                if len(v.program.delegates) != 1 or v.program.cpu_ops]
+    failures = [
+        f"{name}: {len(v.program.delegates)} delegates, {len(v.program.cpu_ops)} CPU operators"
+        for name, v in result.variants.items()
+        if len(v.program.delegates) != 1 or v.program.cpu_ops
+    ]
     if failures:
         console.print(f"etk: --require-full-npu: {'; '.join(failures)}", markup=False)
         return 1

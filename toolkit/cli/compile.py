@@ -9,23 +9,28 @@ def _compile(args) -> int:
     from ..pipeline import run_job
 
     variant = "fused" if args.fusion == "on" else "unfused"
-    return show(run_job(job_from_args(args, (variant,)), progress_printer()),
-                args.require_full_npu)
+    return show(run_job(job_from_args(args, (variant,)), progress_printer()), args.require_full_npu)
 
 
 def _compare(args) -> int:
     from ..pipeline import run_job
 
-    return show(run_job(job_from_args(args, ("fused", "unfused")), progress_printer()),
-                args.require_full_npu)
+    return show(
+        run_job(job_from_args(args, ("fused", "unfused")), progress_printer()),
+        args.require_full_npu,
+    )
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("compile", help="quantize, lower and compile one variant")
     add_job_arguments(parser)
-    parser.add_argument("--fusion", choices=("on", "off"), default="on",
-                        help="on: conv/linear + relu/relu6 as one block, activation in the "
-                             "RESCALE; off: the activation stays its own operator")
+    parser.add_argument(
+        "--fusion",
+        choices=("on", "off"),
+        default="on",
+        help="on: conv/linear + relu/relu6 as one block, activation in the "
+        "RESCALE; off: the activation stays its own operator",
+    )
     parser.set_defaults(func=_compile)
     parser = subparsers.add_parser("compare", help="compile fused and unfused, side by side")
     add_job_arguments(parser)

@@ -17,16 +17,29 @@ def _deploy(args) -> int:
         raise UserError("--port, --baud, --no-build and --no-flash are for --runner serial")
     if args.fvp_fast and args.runner not in ("fvp", "auto"):
         raise UserError("--fvp-fast is for the FVP runner (--runner fvp)")
-    runner, note = select_runner(runner_for_model(args.model, args.runner), target, npu,
-                                 runner_elf=args.runner_elf, port=args.port, baud=args.baud,
-                                 build=not args.no_build, flash=not args.no_flash,
-                                 fvp_fast=args.fvp_fast)
-    variants = ("fused", "unfused") if args.compare_fusion else (
-        "fused" if args.fusion == "on" else "unfused",)
+    runner, note = select_runner(
+        runner_for_model(args.model, args.runner),
+        target,
+        npu,
+        runner_elf=args.runner_elf,
+        port=args.port,
+        baud=args.baud,
+        build=not args.no_build,
+        flash=not args.no_flash,
+        fvp_fast=args.fvp_fast,
+    )
+    variants = (
+        ("fused", "unfused")
+        if args.compare_fusion
+        else ("fused" if args.fusion == "on" else "unfused",)
+    )
     result = run_job(job_from_args(args, variants, runner.name), progress_printer(), runner, note)
     status = show(result, args.require_full_npu)
-    mismatched = [n for n, v in result.variants.items()
-                  if v.device is not None and v.device.outputs_match_reference is False]
+    mismatched = [
+        n
+        for n, v in result.variants.items()
+        if v.device is not None and v.device.outputs_match_reference is False
+    ]
     if mismatched and runner.name != "tosa-ref":
         print(f"etk: ran, outputs differ from the host reference for: {', '.join(mismatched)}")
         return 1
@@ -34,28 +47,48 @@ def _deploy(args) -> int:
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("deploy", help="compile and run on a target (FVP, board, "
-                                                  "simulator or TOSA reference)")
+    parser = subparsers.add_parser(
+        "deploy", help="compile and run on a target (FVP, board, simulator or TOSA reference)"
+    )
     add_job_arguments(parser)
-    parser.add_argument("--runner", choices=RUNNER_CHOICES, default="auto",
-                        help="auto: the FVP when installed, else the simulator, else the TOSA "
-                             "reference model; serial: a board target's board (flashes it)")
-    parser.add_argument("--runner-elf", help="ExecuTorch executor runner: the semihosting one "
-                                             "for the FVP, or the board image ({elf}) for serial")
+    parser.add_argument(
+        "--runner",
+        choices=RUNNER_CHOICES,
+        default="auto",
+        help="auto: the FVP when installed, else the simulator, else the TOSA "
+        "reference model; serial: a board target's board (flashes it)",
+    )
+    parser.add_argument(
+        "--runner-elf",
+        help="ExecuTorch executor runner: the semihosting one "
+        "for the FVP, or the board image ({elf}) for serial",
+    )
     parser.add_argument("--port", help="serial port of the board (--runner serial; see etk ports)")
-    parser.add_argument("--baud", type=int, help="baud rate (--runner serial; default: the "
-                                                 "target file's board.baud)")
-    parser.add_argument("--fvp-fast", action="store_true",
-                        help="the FVP's fast Ethos-U model (ethosu.extra_args=--fast, as "
-                             "ExecuTorch's run_fvp.sh --fast): quicker, outputs still checked, "
-                             "but no cycles (its counts are not meaningful)")
-    parser.add_argument("--no-build", action="store_true",
-                        help="--runner serial: flash the prebuilt image (--runner-elf or "
-                             "board.image) without the target's build command")
-    parser.add_argument("--no-flash", action="store_true",
-                        help="--runner serial with your own firmware: no build, flash or reset; "
-                             "etk listens on the port while you start it, and parses what it "
-                             "prints")
+    parser.add_argument(
+        "--baud",
+        type=int,
+        help="baud rate (--runner serial; default: the target file's board.baud)",
+    )
+    parser.add_argument(
+        "--fvp-fast",
+        action="store_true",
+        help="the FVP's fast Ethos-U model (ethosu.extra_args=--fast, as "
+        "ExecuTorch's run_fvp.sh --fast): quicker, outputs still checked, "
+        "but no cycles (its counts are not meaningful)",
+    )
+    parser.add_argument(
+        "--no-build",
+        action="store_true",
+        help="--runner serial: flash the prebuilt image (--runner-elf or "
+        "board.image) without the target's build command",
+    )
+    parser.add_argument(
+        "--no-flash",
+        action="store_true",
+        help="--runner serial with your own firmware: no build, flash or reset; "
+        "etk listens on the port while you start it, and parses what it "
+        "prints",
+    )
     parser.add_argument("--compare-fusion", action="store_true", help="run fused and unfused")
     parser.add_argument("--fusion", choices=("on", "off"), default="on")
     parser.set_defaults(func=_deploy)

@@ -14,14 +14,23 @@ from ..sim.payload import NpuProgram
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "diff", help="compare two compiled programs' NPU operations register by register",
-        description="A and B: .pte files, Vela _vela.npz files, or compile output folders.")
+        "diff",
+        help="compare two compiled programs' NPU operations register by register",
+        description="A and B: .pte files, Vela _vela.npz files, or compile output folders.",
+    )
     parser.add_argument("a", type=Path)
     parser.add_argument("b", type=Path)
-    parser.add_argument("--delegate", type=int, default=0,
-                        help="which NPU delegate of a multi-delegate program (default 0)")
-    parser.add_argument("--addresses", action="store_true",
-                        help="also compare base addresses (usually differ after any change)")
+    parser.add_argument(
+        "--delegate",
+        type=int,
+        default=0,
+        help="which NPU delegate of a multi-delegate program (default 0)",
+    )
+    parser.add_argument(
+        "--addresses",
+        action="store_true",
+        help="also compare base addresses (usually differ after any change)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -41,11 +50,15 @@ def run(args: argparse.Namespace) -> int:
             print(f"  -A  #{r.a.index:<4} {r.a.kind:<18} @{r.a.offset:#07x}  only in A")
         elif r.changed:
             regs = ", ".join(f"{n} {_fmt(va)}->{_fmt(vb)}" for n, va, vb in r.changed)
-            print(f"  ~   #{r.a.index:<4} {r.a.kind:<18} @{r.a.offset:#07x}/{r.b.offset:#07x}  {regs}")
+            print(
+                f"  ~   #{r.a.index:<4} {r.a.kind:<18} @{r.a.offset:#07x}/{r.b.offset:#07x}  {regs}"
+            )
         else:
             print(f"  =   #{r.a.index:<4} {r.a.kind:<18} @{r.a.offset:#07x}/{r.b.offset:#07x}")
-    print(f"{len(rows)} operations: {same} same, {changed} differ in registers, "
-          f"{only_a} only in A, {only_b} only in B")
+    print(
+        f"{len(rows)} operations: {same} same, {changed} differ in registers, "
+        f"{only_a} only in A, {only_b} only in B"
+    )
     return 0
 
 
@@ -84,5 +97,5 @@ def payloads_in_pte(data: bytes) -> list[bytes]:
         end = data.find(_END, match.start())
         if end < 0:
             raise UserError("a vela_bin_stream in the .pte has no vela_end_stream: truncated file")
-        out.append(data[match.start():end + 32])
+        out.append(data[match.start() : end + 32])
     return out

@@ -13,17 +13,22 @@ from ..targets import list_targets
 from .console import plain_console
 
 # (label, distribution) pairs etk doctor reports.
-DISTRIBUTIONS = (("torch", "torch"), ("executorch", "executorch"),
-                 ("ethos-u-vela", "ethos-u-vela"), ("tosa-tools", "tosa-tools"),
-                 ("toolkit", "ethos-u-toolkit"))
-
+DISTRIBUTIONS = (
+    ("torch", "torch"),
+    ("executorch", "executorch"),
+    ("ethos-u-vela", "ethos-u-vela"),
+    ("tosa-tools", "tosa-tools"),
+    ("toolkit", "ethos-u-toolkit"),
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     doctor = subparsers.add_parser(
-        "doctor", help="tool chain versions; FVP binaries and runner ELF found or missing")
-    doctor.add_argument("--runner-elf", type=Path,
-                        help="the semihosting executor runner ELF to check")
+        "doctor", help="tool chain versions; FVP binaries and runner ELF found or missing"
+    )
+    doctor.add_argument(
+        "--runner-elf", type=Path, help="the semihosting executor runner ELF to check"
+    )
     doctor.set_defaults(func=run_doctor)
 
 
@@ -42,10 +47,13 @@ def run_doctor(args: argparse.Namespace) -> int:
     binaries = sorted({b for t in targets if t.fvp for b in t.fvp.binaries.values()})
     for binary in binaries:
         found = find_fvp(binary)
-        lines.append(f"  {binary}: " + (f"found at {found}" if found
-                                         else f"missing; {how_to_get_fvp(binary)}"))
-    lines.append("executor runner ELF (--runner-elf, ETK_RUNNER_ELF, or fvp.runner_elf in the "
-                 "target file):")
+        lines.append(
+            f"  {binary}: "
+            + (f"found at {found}" if found else f"missing; {how_to_get_fvp(binary)}")
+        )
+    lines.append(
+        "executor runner ELF (--runner-elf, ETK_RUNNER_ELF, or fvp.runner_elf in the target file):"
+    )
     for target in targets:
         if target.fvp is None:
             continue

@@ -18,9 +18,11 @@ def _log(args) -> int:
     except OSError as exc:
         raise UserError(f"cannot read {path}: {exc.strerror}") from None
     if not log.recognised:
-        raise UserError(f"{path} holds no run: none of its {len(log.lines)} lines is an "
-                        f"ExecuTorch or ML-kit log record, PMU report, output or failure; pass the "
-                        f"firmware's console capture (UART or FVP output)")
+        raise UserError(
+            f"{path} holds no run: none of its {len(log.lines)} lines is an "
+            f"ExecuTorch or ML-kit log record, PMU report, output or failure; pass the "
+            f"firmware's console capture (UART or FVP output)"
+        )
     check = check_outputs(log, Path(args.program), args.sample) if args.program else None
     entry = run_entry(log, path, check)
     if args.json:
@@ -29,14 +31,18 @@ def _log(args) -> int:
         cycles = entry["cycles"]
         print(f"{path}: {entry['verdict']}")
         if cycles["kind"] == "measured":
-            figures = [f"NPU {cycles['npu_cycles']}" if cycles["npu_cycles"] is not None else "",
-                       f"CPU {cycles['cpu_cycles']}" if cycles["cpu_cycles"] is not None else ""]
+            figures = [
+                f"NPU {cycles['npu_cycles']}" if cycles["npu_cycles"] is not None else "",
+                f"CPU {cycles['cpu_cycles']}" if cycles["cpu_cycles"] is not None else "",
+            ]
             print(f"  cycles per inference (measured): {', '.join(f for f in figures if f)}")
             for name, count in cycles["counters"].items():
                 print(f"  {name}: {count}")
         if log.outputs:
-            print(f"  outputs printed: {', '.join(str(len(v)) for v in log.outputs)} value(s)"
-                  f"{' (some skipped by the firmware)' if log.outputs_elided else ''}")
+            print(
+                f"  outputs printed: {', '.join(str(len(v)) for v in log.outputs)} value(s)"
+                f"{' (some skipped by the firmware)' if log.outputs_elided else ''}"
+            )
         if log.top_classes:
             print(f"  top classes: {', '.join(str(c) for c, _ in log.top_classes)}")
         if log.inference_ms is not None:
@@ -48,11 +54,16 @@ def _log(args) -> int:
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "log", help="read a console capture (UART or FVP) of a run made outside etk")
+        "log", help="read a console capture (UART or FVP) of a run made outside etk"
+    )
     parser.add_argument("capture", metavar="CAPTURE", help="the saved console output")
-    parser.add_argument("--program", metavar="OUT/VARIANT",
-                        help="compare the printed outputs with this program's host reference")
-    parser.add_argument("--sample", type=int, default=0,
-                        help="the evaluation sample the firmware ran (default 0)")
+    parser.add_argument(
+        "--program",
+        metavar="OUT/VARIANT",
+        help="compare the printed outputs with this program's host reference",
+    )
+    parser.add_argument(
+        "--sample", type=int, default=0, help="the evaluation sample the firmware ran (default 0)"
+    )
     parser.add_argument("--json", action="store_true", help="print the run entry as JSON")
     parser.set_defaults(func=_log)

@@ -25,8 +25,10 @@ def _ports(_args) -> int:
     for port in ports:
         usb = f"{port.vid:04x}:{port.pid:04x}" if port.vid is not None else "-"
         expected = _expected_by(port, boards)
-        print(f"{port.device}  {usb}  {port.description}"
-              + (f"  <- {', '.join(expected)}" if expected else ""))
+        print(
+            f"{port.device}  {usb}  {port.description}"
+            + (f"  <- {', '.join(expected)}" if expected else "")
+        )
     present = {p.device for p in ports}
     if boards:
         print("\nboard targets:")
@@ -40,6 +42,7 @@ def _ports(_args) -> int:
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("ports", help="serial ports found, and the board each board "
-                                                 "target expects")
+    parser = subparsers.add_parser(
+        "ports", help="serial ports found, and the board each board target expects"
+    )
     parser.set_defaults(func=_ports)

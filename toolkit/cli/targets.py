@@ -15,9 +15,13 @@ from .console import plain_console
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     targets = subparsers.add_parser(
-        "targets", help="targets, their NPU configurations, and which runners work here")
-    targets.add_argument("--runner-elf", type=Path,
-                         help="the semihosting executor runner ELF to check for the FVP runner")
+        "targets", help="targets, their NPU configurations, and which runners work here"
+    )
+    targets.add_argument(
+        "--runner-elf",
+        type=Path,
+        help="the semihosting executor runner ELF to check for the FVP runner",
+    )
     targets.set_defaults(func=run_targets)
 
 
@@ -57,23 +61,32 @@ def run_targets(args: argparse.Namespace) -> int:
     runners = candidate_runners(args.runner_elf)
     notes = _Notes()
     table = Table(title="etk targets: where each runner works on this machine")
-    for column in ("target", "NPU configs", "Vela system config\nmemory mode",
-                   *(r.name for r in runners)):
+    for column in (
+        "target",
+        "NPU configs",
+        "Vela system config\nmemory mode",
+        *(r.name for r in runners),
+    ):
         table.add_column(column, overflow="fold")
     for target in list_targets():
         for family, accelerators in _families(target).items():
             # One row per NPU family: its FVP, runner build and Vela defaults are shared.
-            npu = target.npu(target.default_npu if target.default_npu in accelerators
-                             else accelerators[0])
+            npu = target.npu(
+                target.default_npu if target.default_npu in accelerators else accelerators[0]
+            )
             table.add_row(
                 target.name,
                 f"{family}: " + ", ".join(a.rsplit("-", 1)[1] for a in accelerators),
                 f"{npu.system_config}\n{npu.memory_mode}",
-                *(notes.cell(_why_not(r, target, npu.accelerator)) for r in runners))
+                *(notes.cell(_why_not(r, target, npu.accelerator)) for r in runners),
+            )
     console = plain_console()
     console.print(table)
     for n, note in enumerate(notes.items, 1):
         console.print(f"({n}) {note}", soft_wrap=True)
-    console.print("The Vela system config and memory mode must match how the runner ELF was "
-                  "built; edit the target file when your build differs.", soft_wrap=True)
+    console.print(
+        "The Vela system config and memory mode must match how the runner ELF was "
+        "built; edit the target file when your build differs.",
+        soft_wrap=True,
+    )
     return 0

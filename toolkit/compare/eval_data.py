@@ -24,8 +24,9 @@ class LabelledData:
     content_hash: str
 
     def subset(self, indices: np.ndarray, source: str) -> LabelledData:
-        return LabelledData(self.x[indices], self.y[indices], source,
-                            _hash(self.x[indices], self.y[indices]))
+        return LabelledData(
+            self.x[indices], self.y[indices], source, _hash(self.x[indices], self.y[indices])
+        )
 
 
 def _hash(x: np.ndarray, y: np.ndarray) -> str:
@@ -47,17 +48,27 @@ def load_labelled(folder: Path, input_shape: tuple[int, ...], labels: bool = Tru
     """x.npy (and y.npy unless labels=False) checked against the model's input shape (1, ...)."""
     folder = Path(folder)
     if not is_labelled_folder(folder):
-        raise UserError(f"{folder} holds no x.npy: an evaluation folder holds x.npy (float32, "
-                        "N inputs in the model's layout) and y.npy (N integer labels)")
+        raise UserError(
+            f"{folder} holds no x.npy: an evaluation folder holds x.npy (float32, "
+            "N inputs in the model's layout) and y.npy (N integer labels)"
+        )
     x = _load(folder / "x.npy")
     sample = tuple(input_shape[1:])
-    if x.ndim < 1 + len(sample) or tuple(x.shape[-len(sample):] if sample else ()) != sample \
-            or x.ndim > 2 + len(sample) or len(x) == 0:
-        raise UserError(f"{folder / 'x.npy'} has shape {x.shape}: expected (N, {', '.join(map(str, sample))}) "
-                        f"in the model's input layout (an input is {tuple(input_shape)})")
+    if (
+        x.ndim < 1 + len(sample)
+        or tuple(x.shape[-len(sample) :] if sample else ()) != sample
+        or x.ndim > 2 + len(sample)
+        or len(x) == 0
+    ):
+        raise UserError(
+            f"{folder / 'x.npy'} has shape {x.shape}: expected (N, {', '.join(map(str, sample))}) "
+            f"in the model's input layout (an input is {tuple(input_shape)})"
+        )
     if not np.issubdtype(x.dtype, np.floating):
-        raise UserError(f"{folder / 'x.npy'} is {x.dtype}: expected float32 model inputs "
-                        "(dequantize int8 data first: real = scale * (q - zero_point))")
+        raise UserError(
+            f"{folder / 'x.npy'} is {x.dtype}: expected float32 model inputs "
+            "(dequantize int8 data first: real = scale * (q - zero_point))"
+        )
     x = np.ascontiguousarray(x, np.float32)
     if not np.all(np.isfinite(x)):
         raise UserError(f"{folder / 'x.npy'} holds NaN or infinite values")
@@ -68,7 +79,9 @@ def load_labelled(folder: Path, input_shape: tuple[int, ...], labels: bool = Tru
             raise UserError(f"{folder} holds x.npy but no y.npy (N integer labels)")
         y = _load(folder / "y.npy")
         if y.shape != (len(x),) or not np.issubdtype(y.dtype, np.integer):
-            raise UserError(f"{folder / 'y.npy'} is {y.dtype} {y.shape}: expected {len(x)} "
-                            "integer labels, one per sample of x.npy")
+            raise UserError(
+                f"{folder / 'y.npy'} is {y.dtype} {y.shape}: expected {len(x)} "
+                "integer labels, one per sample of x.npy"
+            )
         y = y.astype(np.int64)
     return LabelledData(x, y, str(folder), _hash(x, y))

@@ -28,22 +28,33 @@ class Evaluation:
     accuracy: Accuracy | None  # of the first model output; None without a float model
 
 
-def evaluation_inputs(model: LoadedModel, samples: int, seed: int) -> tuple[tuple[np.ndarray, ...], ...]:
+def evaluation_inputs(
+    model: LoadedModel, samples: int, seed: int
+) -> tuple[tuple[np.ndarray, ...], ...]:
     generator = torch.Generator().manual_seed(seed + EVAL_SEED_OFFSET)
     return tuple(
-        tuple(torch.randn(x.shape, generator=generator, dtype=x.dtype).numpy() for x in model.example_inputs)
-        for _ in range(samples))
+        tuple(
+            torch.randn(x.shape, generator=generator, dtype=x.dtype).numpy()
+            for x in model.example_inputs
+        )
+        for _ in range(samples)
+    )
 
 
 def ones_inputs(model: LoadedModel) -> tuple[tuple[np.ndarray, ...], ...]:
     """One sample of all-ones inputs of the model's shapes and dtypes: what firmware that runs the
     model on fixed inputs (board.inputs = "ones") feeds it."""
-    unset = [f"input {i} ({x.dtype})" for i, x in enumerate(model.example_inputs)
-             if x.dtype not in ONES_DTYPES]
+    unset = [
+        f"input {i} ({x.dtype})"
+        for i, x in enumerate(model.example_inputs)
+        if x.dtype not in ONES_DTYPES
+    ]
     if unset:
-        raise UserError(f"{model.name}: the firmware fills only float32, int32 and int8 inputs "
-                        f"with ones and leaves {', '.join(unset)} unset, so its outputs cannot be "
-                        f"checked: use firmware that takes etk's inputs (--no-build --no-flash)")
+        raise UserError(
+            f"{model.name}: the firmware fills only float32, int32 and int8 inputs "
+            f"with ones and leaves {', '.join(unset)} unset, so its outputs cannot be "
+            f"checked: use firmware that takes etk's inputs (--no-build --no-flash)"
+        )
     return (tuple(torch.ones(x.shape, dtype=x.dtype).numpy() for x in model.example_inputs),)
 
 
@@ -68,8 +79,12 @@ def evaluate(program: Program, runner, inputs, reference_floats, target=None) ->
     runs = tuple(runner.run(program, list(sample), target) for sample in inputs)
     outputs = tuple(r.outputs for r in runs)
     quant = program.output_quant[0]
-    acc = accuracy([f[0] for f in reference_floats], [o[0] for o in outputs],
-                   quant.scale if quant else None, is_classifier(program))
+    acc = accuracy(
+        [f[0] for f in reference_floats],
+        [o[0] for o in outputs],
+        quant.scale if quant else None,
+        is_classifier(program),
+    )
     return Evaluation(tuple(inputs), tuple(reference_floats), outputs, runs, acc)
 
 

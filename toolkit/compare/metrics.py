@@ -23,7 +23,7 @@ def sqnr_db(reference: np.ndarray, test: np.ndarray) -> float:
     """Signal-to-quantization-noise ratio of test against reference, in dB (inf when equal)."""
     reference = np.asarray(reference, np.float64)
     noise = np.sum((reference - np.asarray(test, np.float64)) ** 2)
-    signal = np.sum(reference ** 2)
+    signal = np.sum(reference**2)
     if noise == 0:
         return math.inf
     if signal == 0:
@@ -57,12 +57,19 @@ class Accuracy:
     top1_agreement: float | None  # classifiers only (2-D outputs with more than one class)
 
 
-def accuracy(float_outputs: list[np.ndarray], quant_outputs: list[np.ndarray],
-             output_scale: float | None, classifier: bool) -> Accuracy:
+def accuracy(
+    float_outputs: list[np.ndarray],
+    quant_outputs: list[np.ndarray],
+    output_scale: float | None,
+    classifier: bool,
+) -> Accuracy:
     """Metrics over samples of one model output, stacked."""
     ref = np.stack([np.asarray(o, np.float64) for o in float_outputs])
     test = np.stack([np.asarray(o, np.float64) for o in quant_outputs])
     return Accuracy(
-        samples=len(float_outputs), sqnr_db=sqnr_db(ref, test), cosine=cosine_similarity(ref, test),
+        samples=len(float_outputs),
+        sqnr_db=sqnr_db(ref, test),
+        cosine=cosine_similarity(ref, test),
         max_abs_err_lsb=max_abs_err_lsb(ref, test, output_scale) if output_scale else float("nan"),
-        top1_agreement=top1_agreement(ref, test) if classifier else None)
+        top1_agreement=top1_agreement(ref, test) if classifier else None,
+    )

@@ -47,14 +47,20 @@ def _score(metric: str, data: LabelledData, windows: np.ndarray, outputs: np.nda
     return roc_auc(reconstruction_scores(windows, outputs), data.y)
 
 
-def float_accuracy(module, data: LabelledData, input_shape: tuple[int, ...], metric: str) -> TaskAccuracy:
+def float_accuracy(
+    module, data: LabelledData, input_shape: tuple[int, ...], metric: str
+) -> TaskAccuracy:
     windows = _windows(data, input_shape)
     flat = torch.from_numpy(windows.reshape(-1, *input_shape[1:]))
     with torch.no_grad():
-        outputs = torch.cat([module(flat[i:i + FLOAT_BATCH]) for i in range(0, len(flat), FLOAT_BATCH)])
+        outputs = torch.cat(
+            [module(flat[i : i + FLOAT_BATCH]) for i in range(0, len(flat), FLOAT_BATCH)]
+        )
     outputs = outputs.numpy().reshape(len(windows), windows.shape[1], -1)
     outputs = outputs[:, 0] if metric == "top1" else outputs.reshape(windows.shape)
-    return TaskAccuracy(metric, _score(metric, data, windows, outputs), len(data.y), "float (PyTorch)")
+    return TaskAccuracy(
+        metric, _score(metric, data, windows, outputs), len(data.y), "float (PyTorch)"
+    )
 
 
 def _to_program_input(program: Program, window: np.ndarray) -> np.ndarray:
@@ -80,28 +86,54 @@ def _from_program_output(program: Program, output: np.ndarray, window_shape) -> 
     return out.reshape(-1)
 
 
-def program_accuracy(program: Program, runner, data: LabelledData, input_shape: tuple[int, ...],
-                     metric: str, label: str, target=None) -> TaskAccuracy:
+def program_accuracy(
+    program: Program,
+    runner,
+    data: LabelledData,
+    input_shape: tuple[int, ...],
+    metric: str,
+    label: str,
+    target=None,
+) -> TaskAccuracy:
     windows = _windows(data, input_shape)
     outputs = program_outputs(program, runner, data, input_shape, label, target)
     outputs = outputs[:, 0] if metric == "top1" else outputs.reshape(windows.shape)
     return TaskAccuracy(metric, _score(metric, data, windows, outputs), len(data.y), runner.name)
 
 
-def program_outputs(program: Program, runner, data: LabelledData, input_shape: tuple[int, ...],
-                    label: str, target=None) -> np.ndarray:
+def program_outputs(
+    program: Program,
+    runner,
+    data: LabelledData,
+    input_shape: tuple[int, ...],
+    label: str,
+    target=None,
+) -> np.ndarray:
     """Float outputs (N, W, output elements), one run per window, with a progress bar."""
     windows = _windows(data, input_shape)
     outputs = []
     console = Console(stderr=True)
-    with Progress(TextColumn(f"[dim]... {label}: {runner.name}"), BarColumn(), MofNCompleteColumn(),
-                  TimeRemainingColumn(), console=console, transient=True,
-                  disable=not console.is_terminal) as bar:
+    with Progress(
+        TextColumn(f"[dim]... {label}: {runner.name}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    ) as bar:
         task = bar.add_task(label, total=len(windows))
         for clip in windows:
-            outputs.append([_from_program_output(
-                program, runner.run(program, [_to_program_input(program, w)], target).outputs[0],
-                w.shape) for w in clip])
+            outputs.append(
+                [
+                    _from_program_output(
+                        program,
+                        runner.run(program, [_to_program_input(program, w)], target).outputs[0],
+                        w.shape,
+                    )
+                    for w in clip
+                ]
+            )
             bar.advance(task)
     return np.asarray(outputs)
 

@@ -13,8 +13,10 @@ def reconstruction_scores(inputs: np.ndarray, outputs: np.ndarray) -> np.ndarray
     """The MLPerf Tiny anomaly score: per clip, the mean squared reconstruction error over its
     windows; inputs and outputs (N, W, features) or (N, features)."""
     n = len(inputs)
-    error = (np.asarray(inputs, np.float64).reshape(n, -1) -
-             np.asarray(outputs, np.float64).reshape(n, -1)) ** 2
+    error = (
+        np.asarray(inputs, np.float64).reshape(n, -1)
+        - np.asarray(outputs, np.float64).reshape(n, -1)
+    ) ** 2
     return error.mean(axis=1)
 
 
@@ -32,5 +34,5 @@ def roc_auc(scores: np.ndarray, labels: np.ndarray) -> float:
     for value in np.unique(values[np.r_[False, values[1:] == values[:-1]]]):  # average tied ranks
         tied = np.concatenate([positive, negative]) == value
         ranks[tied] = ranks[tied].mean()
-    u = ranks[:len(positive)].sum() - len(positive) * (len(positive) + 1) / 2
+    u = ranks[: len(positive)].sum() - len(positive) * (len(positive) + 1) / 2
     return float(u / (len(positive) * len(negative)))

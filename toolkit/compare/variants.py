@@ -36,8 +36,13 @@ class VariantComparison:
 
 
 def _layers(program: Program) -> list[tuple[int, LayerEstimate]]:
-    return [(d.index, layer) for d in program.delegates if d.estimate
-            for layer in d.estimate.layers if layer.operator not in _FOLDED_OPERATORS]
+    return [
+        (d.index, layer)
+        for d in program.delegates
+        if d.estimate
+        for layer in d.estimate.layers
+        if layer.operator not in _FOLDED_OPERATORS
+    ]
 
 
 def register_differences(fused: Program, unfused: Program) -> dict[str, int]:
@@ -57,8 +62,9 @@ def register_differences(fused: Program, unfused: Program) -> dict[str, int]:
 
 
 def compare_variants(fused: Program, unfused: Program) -> VariantComparison:
-    same_ops = (fused.npu_ops == unfused.npu_ops and
-                [d.command_ops for d in fused.delegates] == [d.command_ops for d in unfused.delegates])
+    same_ops = fused.npu_ops == unfused.npu_ops and [d.command_ops for d in fused.delegates] == [
+        d.command_ops for d in unfused.delegates
+    ]
     fused_cycles = sum(d.estimate.npu_cycles for d in fused.delegates if d.estimate)
     unfused_cycles = sum(d.estimate.npu_cycles for d in unfused.delegates if d.estimate)
     deltas = []
@@ -75,15 +81,19 @@ def compare_variants(fused: Program, unfused: Program) -> VariantComparison:
             f"Both variants run the same {fused.npu_ops} NPU operations; the {delta:+,} estimated "
             "NPU cycles (fused - unfused) are an artifact of Vela's estimator (a conv without a "
             "fused activation operator is charged a lookup-table activation cost), not a speed "
-            "difference.")
+            "difference."
+        )
     elif not same_ops:
-        notes.append(f"The variants differ in NPU operations: fused {fused.npu_ops}, "
-                     f"unfused {unfused.npu_ops}.")
+        notes.append(
+            f"The variants differ in NPU operations: fused {fused.npu_ops}, "
+            f"unfused {unfused.npu_ops}."
+        )
     if len(fused.delegates) != len(unfused.delegates):
         notes.append(f"Delegates: fused {len(fused.delegates)}, unfused {len(unfused.delegates)}.")
     differences = register_differences(fused, unfused)
     if differences:
-        notes.append("Command streams differ only in: " + ", ".join(
-            f"{name} ({count} operations)" for name, count in differences.items()))
-    return VariantComparison(same_ops, delta, tuple(deltas),
-                             effect, tuple(notes), differences)
+        notes.append(
+            "Command streams differ only in: "
+            + ", ".join(f"{name} ({count} operations)" for name, count in differences.items())
+        )
+    return VariantComparison(same_ops, delta, tuple(deltas), effect, tuple(notes), differences)

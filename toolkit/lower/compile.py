@@ -40,20 +40,40 @@ def _timed(timings: dict[str, float], stage: str):
     timings[stage] = timings.get(stage, 0.0) + time.perf_counter() - start
 
 
-def cache_key(model: LoadedModel, calibration: CalibrationSet, variant: Variant,
-              npu: NpuConfig, extra_vela: tuple[str, ...], rewrites: tuple[str, ...]) -> str:
+def cache_key(
+    model: LoadedModel,
+    calibration: CalibrationSet,
+    variant: Variant,
+    npu: NpuConfig,
+    extra_vela: tuple[str, ...],
+    rewrites: tuple[str, ...],
+) -> str:
     """Everything the compiled result depends on, tool versions included."""
     ini = hashlib.sha256(vela_ini_path(npu.config_ini).read_bytes()).hexdigest()  # edits count
-    parts = (model.content_hash, calibration.content_hash, variant, repr(npu), ini,
-             repr(extra_vela), repr(rewrites), toolkit_source_hash(),
-             *sorted(tool_versions().items()))
+    parts = (
+        model.content_hash,
+        calibration.content_hash,
+        variant,
+        repr(npu),
+        ini,
+        repr(extra_vela),
+        repr(rewrites),
+        toolkit_source_hash(),
+        *sorted(tool_versions().items()),
+    )
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:24]
 
 
-def compile_variant(model: LoadedModel, calibration: CalibrationSet, variant: Variant,
-                    npu: NpuConfig, out_dir: Path, extra_vela: tuple[str, ...] = (),
-                    rewrites: tuple[str, ...] = DEFAULT_REWRITES,
-                    note: Callable[[str], None] = print_note) -> Program:
+def compile_variant(
+    model: LoadedModel,
+    calibration: CalibrationSet,
+    variant: Variant,
+    npu: NpuConfig,
+    out_dir: Path,
+    extra_vela: tuple[str, ...] = (),
+    rewrites: tuple[str, ...] = DEFAULT_REWRITES,
+    note: Callable[[str], None] = print_note,
+) -> Program:
     key = cache_key(model, calibration, variant, npu, extra_vela, rewrites)
     final = Path(out_dir) / variant
     cached = _CACHE.get(key)
@@ -72,31 +92,52 @@ def compile_variant(model: LoadedModel, calibration: CalibrationSet, variant: Va
     with _timed(timings, "quantize"):
         quantized = quantize(model, calibration, variant, npu, rewrites=rewrites)
     with _timed(timings, "lower"):
-        lowered = lower(quantized, npu, staging, fold_pads=FOLD_PAD in rewrites,
-                        extra_vela=extra_vela)
+        lowered = lower(
+            quantized, npu, staging, fold_pads=FOLD_PAD in rewrites, extra_vela=extra_vela
+        )
     flags = vela_flags(npu, extra_vela)
     delegates = []
     with _timed(timings, "reports"):
         for index, (tosa, payload, vela_dir, (d_in, d_out)) in enumerate(
-                zip(lowered.tosa_files, lowered.payloads, lowered.vela_dirs, lowered.delegate_io)):
+            zip(lowered.tosa_files, lowered.payloads, lowered.vela_dirs, lowered.delegate_io)
+        ):
             npz = vela_dir / f"{tosa.stem}_vela.npz"
             estimate, vela_layers = read_estimate(vela_dir, tosa.stem)
             operations = command_stream_operations(payload, npu)
-            delegates.append(Delegate(
-                index=index, tosa_path=final / tosa.name, vela_npz_path=final / vela_dir.name / npz.name,
-                payload=payload, tosa_ops=read_tosa(tosa).histogram(),
-                npu_ops=kernel_operation_count(operations) if operations else vela_layers,
-                command_ops=operations,
-                estimate=estimate, inputs=d_in, outputs=d_out))
+            delegates.append(
+                Delegate(
+                    index=index,
+                    tosa_path=final / tosa.name,
+                    vela_npz_path=final / vela_dir.name / npz.name,
+                    payload=payload,
+                    tosa_ops=read_tosa(tosa).histogram(),
+                    npu_ops=kernel_operation_count(operations) if operations else vela_layers,
+                    command_ops=operations,
+                    estimate=estimate,
+                    inputs=d_in,
+                    outputs=d_out,
+                )
+            )
     (staging / "model.pte").write_bytes(lowered.pte)
     program = Program(
-        variant=variant, model_name=model.name, npu=npu, out_dir=final,
-        pte_path=final / "model.pte", delegates=tuple(delegates), cpu_ops=lowered.cpu_ops,
-        vela_flags=flags, input_specs=lowered.input_specs, output_specs=lowered.output_specs,
-        input_quant=lowered.input_quant, output_quant=lowered.output_quant,
-        decisions=quantized.decisions, rewrites=quantized.rewrites + lowered.rewrites, graph_module=lowered.graph_module, timings=timings)
+        variant=variant,
+        model_name=model.name,
+        npu=npu,
+        out_dir=final,
+        pte_path=final / "model.pte",
+        delegates=tuple(delegates),
+        cpu_ops=lowered.cpu_ops,
+        vela_flags=flags,
+        input_specs=lowered.input_specs,
+        output_specs=lowered.output_specs,
+        input_quant=lowered.input_quant,
+        output_quant=lowered.output_quant,
+        decisions=quantized.decisions,
+        rewrites=quantized.rewrites + lowered.rewrites,
+        graph_module=lowered.graph_module,
+        timings=timings,
+    )
     save_program(program, staging, key)
     move_into_place(staging, final)
     _CACHE[key] = program
     return program
-

@@ -36,13 +36,16 @@ def compiled_npu(graph: TfliteGraph, npu: NpuConfig, npu_given: bool) -> NpuConf
         return npu
     (accelerator,) = compiled
     if npu_given and accelerator != npu.accelerator:
-        raise UserError(f"{graph.source} was compiled by Vela for {accelerator}, not "
-                        f"{npu.accelerator}: pass --npu {accelerator} (or drop --npu)")
+        raise UserError(
+            f"{graph.source} was compiled by Vela for {accelerator}, not "
+            f"{npu.accelerator}: pass --npu {accelerator} (or drop --npu)"
+        )
     return dataclasses.replace(npu, accelerator=accelerator)
 
 
-def load_compiled_program(path: Path, npu: NpuConfig, out_dir: Path,
-                          npu_given: bool = False) -> Program:
+def load_compiled_program(
+    path: Path, npu: NpuConfig, out_dir: Path, npu_given: bool = False
+) -> Program:
     graph = load_compiled_tflite(path)
     npu = compiled_npu(graph, npu, npu_given)
     final = Path(out_dir) / "tflite"
@@ -54,17 +57,35 @@ def load_compiled_program(path: Path, npu: NpuConfig, out_dir: Path,
     for i, npu_program in enumerate(graph.npu_programs):
         ops = Counter(c.name for c in decode(npu_program.command_stream) if c.is_operation)
         ops = dict(sorted(ops.items()))
-        delegates.append(Delegate(i, None, copy, b"", npu_ops=kernel_operation_count(ops),
-                                  command_ops=ops))
-    cpu_ops = tuple(CpuOp(op.op, graph.tensors[op.outputs[0]].name, copy.name,
-                          "outside the ethos-u operator: runs on the CPU (host here)")
-                    for op in graph.cpu_ops)
+        delegates.append(
+            Delegate(i, None, copy, b"", npu_ops=kernel_operation_count(ops), command_ops=ops)
+        )
+    cpu_ops = tuple(
+        CpuOp(
+            op.op,
+            graph.tensors[op.outputs[0]].name,
+            copy.name,
+            "outside the ethos-u operator: runs on the CPU (host here)",
+        )
+        for op in graph.cpu_ops
+    )
 
     def specs(indices):
-        return tuple(TensorSpec(graph.tensors[i].shape, graph.tensors[i].dtype.name)
-                     for i in indices)
+        return tuple(
+            TensorSpec(graph.tensors[i].shape, graph.tensors[i].dtype.name) for i in indices
+        )
 
-    return Program("tflite", copy.stem, npu, final, copy, tuple(delegates), cpu_ops, (),
-                   specs(graph.inputs), specs(graph.outputs),
-                   tuple(_quant(graph.tensors[i]) for i in graph.inputs),
-                   tuple(_quant(graph.tensors[i]) for i in graph.outputs))
+    return Program(
+        "tflite",
+        copy.stem,
+        npu,
+        final,
+        copy,
+        tuple(delegates),
+        cpu_ops,
+        (),
+        specs(graph.inputs),
+        specs(graph.outputs),
+        tuple(_quant(graph.tensors[i]) for i in graph.inputs),
+        tuple(_quant(graph.tensors[i]) for i in graph.outputs),
+    )

@@ -54,8 +54,9 @@ def _is_delegate_call(node: torch.fx.Node) -> bool:
 
 def _tensor_quant(node: torch.fx.Node) -> TensorQuant:
     _x, scale, zero_point, qmin, qmax, dtype = node.args[:6]
-    return TensorQuant(float(scale), int(zero_point), int(qmin), int(qmax),
-                       str(dtype).replace("torch.", ""))
+    return TensorQuant(
+        float(scale), int(zero_point), int(qmin), int(qmax), str(dtype).replace("torch.", "")
+    )
 
 
 def _is_q(node, names) -> bool:
@@ -75,8 +76,9 @@ def _spec(node: torch.fx.Node) -> TensorSpec:
 def _delegate_io(call: torch.fx.Node):
     inputs = tuple(_tensor_quant(a) for a in call.args[1:] if _is_q(a, _QUANTIZE_NAMES))
     outputs = []
-    for item in sorted((u for u in call.users if u.target is operator.getitem),
-                       key=lambda u: u.args[1]):
+    for item in sorted(
+        (u for u in call.users if u.target is operator.getitem), key=lambda u: u.args[1]
+    ):
         consumers = [u for u in item.users if _is_q(u, _DEQUANTIZE_NAMES)]
         if consumers:
             outputs.append(_tensor_quant(consumers[0]))
@@ -92,7 +94,8 @@ def _boundary_quant(graph: torch.fx.GraphModule):
     output_node = next(n for n in graph.graph.nodes if n.op == "output")
     outputs = [
         _tensor_quant(o) if isinstance(o, torch.fx.Node) and _is_q(o, _DEQUANTIZE_NAMES) else None
-        for o in output_node.args[0]]
+        for o in output_node.args[0]
+    ]
     specs_in = tuple(_spec(p) for p in placeholders)
     specs_out = tuple(_spec(o) for o in output_node.args[0])
     return tuple(inputs), tuple(outputs), specs_in, specs_out
@@ -101,8 +104,11 @@ def _boundary_quant(graph: torch.fx.GraphModule):
 def _cpu_ops(graph: torch.fx.GraphModule, rejections: dict[str, str]) -> tuple[CpuOp, ...]:
     ops = []
     for node in graph.graph.nodes:
-        if (node.op != "call_function" or _is_delegate_call(node)
-                or node.target in _IGNORED_CPU_TARGETS):
+        if (
+            node.op != "call_function"
+            or _is_delegate_call(node)
+            or node.target in _IGNORED_CPU_TARGETS
+        ):
             continue
         name = _target_name(node)
         if _is_q(node, _QUANTIZE_NAMES + _DEQUANTIZE_NAMES) and _at_io_boundary(node):
@@ -128,8 +134,13 @@ def _delegation_tag(lowered_module) -> str:
     return tags.pop()
 
 
-def lower(quantized: QuantizedModel, npu: NpuConfig, work_dir: Path,
-          fold_pads: bool = True, extra_vela: tuple[str, ...] = ()) -> LoweredGraph:
+def lower(
+    quantized: QuantizedModel,
+    npu: NpuConfig,
+    work_dir: Path,
+    fold_pads: bool = True,
+    extra_vela: tuple[str, ...] = (),
+) -> LoweredGraph:
     """quantized graph -> edge program with Ethos-U delegates -> .pte bytes. `fold_pads`: the
     fold-pad-into-conv rewrite (fold_pad.py); `extra_vela`: Vela options for the payloads."""
     spec = compile_spec(npu, extra_vela)
@@ -140,11 +151,17 @@ def lower(quantized: QuantizedModel, npu: NpuConfig, work_dir: Path,
     try:
         program = torch.export.export(quantized.graph_module, quantized.example_inputs)
         folding = fold_pads_into_convs() if fold_pads else nullcontext()
-        with capture_partition_rejections() as rejections, capture_fds() as log, \
-                folding as fold_pass, recorded_vela_runs(dump_dir / "vela") as vela_runs:
+        with (
+            capture_partition_rejections() as rejections,
+            capture_fds() as log,
+            folding as fold_pass,
+            recorded_vela_runs(dump_dir / "vela") as vela_runs,
+        ):
             edge = to_edge_transform_and_lower(
-                program, partitioner=[create_partitioner(spec)],
-                compile_config=EdgeCompileConfig(_check_ir_validity=False))
+                program,
+                partitioner=[create_partitioner(spec)],
+                compile_config=EdgeCompileConfig(_check_ir_validity=False),
+            )
             graph = edge.exported_program().module()  # before to_executorch() rewrites it
             pte = edge.to_executorch().buffer
     except (Exception, SystemExit) as exc:  # many types, all meaning lowering failed; Vela's
@@ -170,22 +187,39 @@ def lower(quantized: QuantizedModel, npu: NpuConfig, work_dir: Path,
         tosa_files.append(target)
     payloads = tuple(getattr(graph, c.args[0].target).processed_bytes for c in calls)
     try:
-        vela_dirs = tuple(keep_vela_run(vela_runs, payload, index, work_dir)
-                          for index, payload in enumerate(payloads))
+        vela_dirs = tuple(
+            keep_vela_run(vela_runs, payload, index, work_dir)
+            for index, payload in enumerate(payloads)
+        )
     finally:
         shutil.rmtree(dump_dir, ignore_errors=True)
     input_quant, output_quant, input_specs, output_specs = _boundary_quant(graph)
-    return LoweredGraph(graph, pte, tuple(tosa_files), payloads, vela_dirs,
-                        tuple(_delegate_io(c) for c in calls), _cpu_ops(graph, rejections),
-                        input_specs, output_specs, input_quant, output_quant,
-                        _fold_records(fold_pass))
+    return LoweredGraph(
+        graph,
+        pte,
+        tuple(tosa_files),
+        payloads,
+        vela_dirs,
+        tuple(_delegate_io(c) for c in calls),
+        _cpu_ops(graph, rejections),
+        input_specs,
+        output_specs,
+        input_quant,
+        output_quant,
+        _fold_records(fold_pass),
+    )
 
 
 def _fold_records(fold_pass) -> tuple[RewriteRecord, ...]:
     if fold_pass is None:
         return ()
-    return tuple(RewriteRecord(
-        "fold-pad-into-conv", conv, "TOSA lowering",
-        f"PAD [{', '.join(map(str, added))}] (top, bottom, left, right) folded into the "
-        "convolution's padding: no separate NPU operations for it (same result)")
-        for conv, added in fold_pass.folded)
+    return tuple(
+        RewriteRecord(
+            "fold-pad-into-conv",
+            conv,
+            "TOSA lowering",
+            f"PAD [{', '.join(map(str, added))}] (top, bottom, left, right) folded into the "
+            "convolution's padding: no separate NPU operations for it (same result)",
+        )
+        for conv, added in fold_pass.folded
+    )

@@ -52,8 +52,9 @@ def _ints(value) -> list[int] | None:
 def _kernel_hw(conv: Node) -> tuple[int, int]:
     shape = get_first_fake_tensor(conv.args[_WEIGHT]).shape
     # CONV2D weights are OHWI, DEPTHWISE_CONV2D weights HWCM (see RewriteConvPass)
-    return (int(shape[1]), int(shape[2])) if conv.target == _CONV2D else (int(shape[0]),
-                                                                           int(shape[1]))
+    return (
+        (int(shape[1]), int(shape[2])) if conv.target == _CONV2D else (int(shape[0]), int(shape[1]))
+    )
 
 
 def _input_zero_point(conv: Node) -> int | None:
@@ -79,9 +80,12 @@ def _fits(size: int, before: int, after: int, kernel: int, stride: int, dilation
     condition (IH - 1 + pad_before + pad_after - (KH - 1) * dilation) % stride == 0, which holds
     whenever the padded input was exact for the unpadded convolution."""
     extent = (kernel - 1) * dilation + 1
-    return (before <= extent // 2 and after <= extent // 2
-            and _leading_pad_ok(before, stride, extent)
-            and (size - 1 + before + after - (kernel - 1) * dilation) % stride == 0)
+    return (
+        before <= extent // 2
+        and after <= extent // 2
+        and _leading_pad_ok(before, stride, extent)
+        and (size - 1 + before + after - (kernel - 1) * dilation) % stride == 0
+    )
 
 
 class FoldPadIntoConvPass(ArmPass):
@@ -127,10 +131,15 @@ class FoldPadIntoConvPass(ArmPass):
         padding = _ints(pad.args[1])
         rank = len(get_first_fake_tensor(pad).shape)
         order = list(permute.args[1]) if permute is not None else list(range(rank))
-        if (rank != 4 or padding is None or len(padding) != 2 * rank or min(padding) < 0
-                or sorted(order) != list(range(rank))):
+        if (
+            rank != 4
+            or padding is None
+            or len(padding) != 2 * rank
+            or min(padding) < 0
+            or sorted(order) != list(range(rank))
+        ):
             return None
-        pairs = [padding[2 * d: 2 * d + 2] for d in order]  # in the conv's NHWC order
+        pairs = [padding[2 * d : 2 * d + 2] for d in order]  # in the conv's NHWC order
         if pairs[0] != [0, 0] or pairs[3] != [0, 0]:
             return None
         zero_point = _input_zero_point(conv)
@@ -139,21 +148,28 @@ class FoldPadIntoConvPass(ArmPass):
         stride, old, dilation = (_ints(conv.args[i]) for i in (_STRIDE, _PADDING, _DILATION))
         if stride is None or old is None or dilation is None or len(old) != 4:
             return None
-        new = [old[0] + pairs[1][0], old[1] + pairs[1][1], old[2] + pairs[2][0],
-               old[3] + pairs[2][1]]
+        new = [
+            old[0] + pairs[1][0],
+            old[1] + pairs[1][1],
+            old[2] + pairs[2][0],
+            old[3] + pairs[2][1],
+        ]
         source_shape = get_first_fake_tensor(source).shape
         height, width = (source_shape[order[1]], source_shape[order[2]])
         if not isinstance(height, int) or not isinstance(width, int):
             return None
         kernel_h, kernel_w = _kernel_hw(conv)
-        if not (_fits(height, new[0], new[1], kernel_h, stride[0], dilation[0])
-                and _fits(width, new[2], new[3], kernel_w, stride[1], dilation[1])):
+        if not (
+            _fits(height, new[0], new[1], kernel_h, stride[0], dilation[0])
+            and _fits(width, new[2], new[3], kernel_w, stride[1], dilation[1])
+        ):
             return None
 
         if permute is not None:
             permute.replace_input_with(pad, source)
             permute.meta["val"] = permute_fake_tensor_metadata(
-                get_first_fake_tensor(source), tuple(order))
+                get_first_fake_tensor(source), tuple(order)
+            )
         else:
             conv.replace_input_with(pad, source)
         args = list(conv.args)

@@ -24,7 +24,9 @@ def _target_name(target) -> str:
         return "getitem"
     if target is _DELEGATE_CALL:
         return "delegate"
-    name = getattr(target, "__name__", str(target))  # "quantized_decomposed.quantize_per_tensor.default"
+    name = getattr(
+        target, "__name__", str(target)
+    )  # "quantized_decomposed.quantize_per_tensor.default"
     if type(target).__name__ == "EdgeOpOverload":
         return f"edge:{name}"
     return f"aten:{name}"
@@ -81,7 +83,10 @@ def save_host_graph(graph_module: torch.fx.GraphModule, path: Path) -> None:
             record["args"] = _encode(node.args)
         value = node.meta.get("val")
         if isinstance(value, torch.Tensor):
-            record["shape"], record["dtype"] = list(value.shape), str(value.dtype).replace("torch.", "")
+            record["shape"], record["dtype"] = (
+                list(value.shape),
+                str(value.dtype).replace("torch.", ""),
+            )
         nodes.append(record)
     path.write_text(json.dumps({"nodes": nodes}))
     if constants:
@@ -106,8 +111,11 @@ def load_host_graph(path: Path) -> torch.fx.GraphModule:
                 setattr(root, name, torch.nn.Module())
             node = graph.get_attr(name)
         elif op == "call_function":
-            node = graph.call_function(_resolve(record["target"]), _decode(record["args"], env),
-                                       {k: _decode(v, env) for k, v in record["kwargs"].items()})
+            node = graph.call_function(
+                _resolve(record["target"]),
+                _decode(record["args"], env),
+                {k: _decode(v, env) for k, v in record["kwargs"].items()},
+            )
         else:
             node = graph.output(_decode(record["args"], env)[0])
         if "shape" in record:

@@ -39,14 +39,23 @@ def _child(connection, args) -> None:
 
 
 def can_compile_in_parallel() -> bool:
-    return (os.cpu_count() or 1) >= 2 and "fork" in multiprocessing.get_all_start_methods() \
+    return (
+        (os.cpu_count() or 1) >= 2
+        and "fork" in multiprocessing.get_all_start_methods()
         and not multiprocessing.current_process().daemon
+    )
 
 
-def compile_variants(model: LoadedModel, calibration: CalibrationSet,
-                     variants: tuple[Variant, ...], npu: NpuConfig, out_dir: Path,
-                     extra_vela: tuple[str, ...], rewrites: tuple[str, ...],
-                     parallel: bool) -> dict[str, Program]:
+def compile_variants(
+    model: LoadedModel,
+    calibration: CalibrationSet,
+    variants: tuple[Variant, ...],
+    npu: NpuConfig,
+    out_dir: Path,
+    extra_vela: tuple[str, ...],
+    rewrites: tuple[str, ...],
+    parallel: bool,
+) -> dict[str, Program]:
     """variant -> Program; with parallel and two variants, the last one in a forked child."""
     args = {v: (model, calibration, v, npu, out_dir, extra_vela, rewrites) for v in variants}
     if not parallel or len(variants) != 2 or not can_compile_in_parallel():
@@ -67,8 +76,9 @@ def compile_variants(model: LoadedModel, calibration: CalibrationSet,
         error = receive.recv()
     except EOFError:  # the child died before it could report
         child.join()
-        raise ToolError(f"compiling the {second} variant in a child process failed (exit code "
-                        f"{child.exitcode})") from None
+        raise ToolError(
+            f"compiling the {second} variant in a child process failed (exit code {child.exitcode})"
+        ) from None
     child.join()
     if error is not None:
         raise error

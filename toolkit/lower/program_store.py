@@ -37,8 +37,11 @@ def _sha256(path: Path) -> str:
 
 
 def _checksums(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): _sha256(p) for p in sorted(folder.rglob("*"))
-            if p.is_file() and p.name != PROGRAM_FILE}
+    return {
+        str(p.relative_to(folder)): _sha256(p)
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != PROGRAM_FILE
+    }
 
 
 class StoreDamaged(Exception):
@@ -60,8 +63,14 @@ def save_program(program: Program, folder: Path, key: str) -> None:
     from .host_graph import save_host_graph  # torch: only when a program is stored
 
     save_host_graph(program.graph_module, folder / HOST_GRAPH_FILE)
-    data.update(store_version=STORE_VERSION, cache_key=key, delegates=delegates,
-                out_dir=None, pte_path=program.pte_path.name, files=_checksums(folder))
+    data.update(
+        store_version=STORE_VERSION,
+        cache_key=key,
+        delegates=delegates,
+        out_dir=None,
+        pte_path=program.pte_path.name,
+        files=_checksums(folder),
+    )
     (folder / PROGRAM_FILE).write_text(json.dumps(data, indent=1))
 
 
@@ -72,15 +81,21 @@ def _quant(entry) -> TensorQuant | None:
 def _delegate(entry: dict, folder: Path) -> Delegate:
     estimate = entry["estimate"]
     if estimate is not None:
-        estimate = VelaEstimate(**{**estimate, "layers": tuple(
-            LayerEstimate(**layer) for layer in estimate["layers"])})
+        estimate = VelaEstimate(
+            **{**estimate, "layers": tuple(LayerEstimate(**layer) for layer in estimate["layers"])}
+        )
     return Delegate(
-        index=entry["index"], tosa_path=folder / entry["tosa_path"],
+        index=entry["index"],
+        tosa_path=folder / entry["tosa_path"],
         vela_npz_path=folder / entry["vela_npz_path"],
         payload=(folder / f"delegate{entry['index']}.bin").read_bytes(),
-        tosa_ops=entry["tosa_ops"], npu_ops=entry["npu_ops"], command_ops=entry["command_ops"],
-        estimate=estimate, inputs=tuple(TensorQuant(**q) for q in entry["inputs"]),
-        outputs=tuple(TensorQuant(**q) for q in entry["outputs"]))
+        tosa_ops=entry["tosa_ops"],
+        npu_ops=entry["npu_ops"],
+        command_ops=entry["command_ops"],
+        estimate=estimate,
+        inputs=tuple(TensorQuant(**q) for q in entry["inputs"]),
+        outputs=tuple(TensorQuant(**q) for q in entry["outputs"]),
+    )
 
 
 def _check_files(folder: Path, files) -> None:
@@ -121,8 +136,11 @@ def _program(folder: Path, data: dict) -> Program:
     from .host_graph import load_host_graph  # torch: only when a program is loaded
 
     return Program(
-        variant=data["variant"], model_name=data["model_name"], npu=NpuConfig(**data["npu"]),
-        out_dir=folder, pte_path=folder / data["pte_path"],
+        variant=data["variant"],
+        model_name=data["model_name"],
+        npu=NpuConfig(**data["npu"]),
+        out_dir=folder,
+        pte_path=folder / data["pte_path"],
         delegates=tuple(_delegate(d, folder) for d in data["delegates"]),
         cpu_ops=tuple(CpuOp(**op) for op in data["cpu_ops"]),
         vela_flags=tuple(data["vela_flags"]),
@@ -132,15 +150,20 @@ def _program(folder: Path, data: dict) -> Program:
         output_quant=tuple(_quant(q) for q in data["output_quant"]),
         decisions=tuple(FusionDecision(**d) for d in data["decisions"]),
         rewrites=tuple(RewriteRecord(**r) for r in data["rewrites"]),
-        graph_module=load_host_graph(folder / HOST_GRAPH_FILE), timings={})
+        graph_module=load_host_graph(folder / HOST_GRAPH_FILE),
+        timings={},
+    )
 
 
-def load_output_interface(folder: Path) -> tuple[tuple[TensorSpec, ...],
-                                                 tuple[TensorQuant | None, ...]] | None:
+def load_output_interface(
+    folder: Path,
+) -> tuple[tuple[TensorSpec, ...], tuple[TensorQuant | None, ...]] | None:
     """The stored program's output specs and quantization, without loading its graphs."""
     try:
         data = json.loads((folder / PROGRAM_FILE).read_text())
     except (OSError, ValueError):
         return None
-    return (tuple(TensorSpec(tuple(s["shape"]), s["dtype"]) for s in data["output_specs"]),
-            tuple(_quant(q) for q in data["output_quant"]))
+    return (
+        tuple(TensorSpec(tuple(s["shape"]), s["dtype"]) for s in data["output_specs"]),
+        tuple(_quant(q) for q in data["output_quant"]),
+    )

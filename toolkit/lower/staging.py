@@ -18,8 +18,10 @@ _STAGING = ".{name}.partial-"
 
 def _check_replaceable(final: Path) -> None:
     if final.exists() and not (final / MARKER).is_file():
-        raise UserError(f"{final} exists and was not written by etk (no {MARKER} marker): move "
-                        "it away or choose another output folder; etk does not delete it")
+        raise UserError(
+            f"{final} exists and was not written by etk (no {MARKER} marker): move "
+            "it away or choose another output folder; etk does not delete it"
+        )
 
 
 def new_staging(final: Path) -> Path:
@@ -41,8 +43,9 @@ def move_into_place(staging: Path, final: Path) -> None:
     """Replace final (only if etk wrote it) by staging; the old folder is removed after."""
     _check_replaceable(final)
     if final.exists():
-        old = Path(tempfile.mkdtemp(prefix=_STAGING.format(name=final.name + ".old"),
-                                    dir=final.parent))
+        old = Path(
+            tempfile.mkdtemp(prefix=_STAGING.format(name=final.name + ".old"), dir=final.parent)
+        )
         final.rename(old / final.name)
         staging.rename(final)
         shutil.rmtree(old, ignore_errors=True)

@@ -30,28 +30,39 @@ _CPU_OPS_IN_RAW = "RawWriter expects a graph without passthrough/CPU operations"
 
 def _io(data, prefix: str) -> tuple[tuple[TensorSpec, ...], tuple[TensorQuant, ...]]:
     specs, quants = [], []
-    for shape, size, quant in zip(data[f"{prefix}_shape"], data[f"{prefix}_elem_size"],
-                                  data[f"{prefix}_quantization"]):
+    for shape, size, quant in zip(
+        data[f"{prefix}_shape"], data[f"{prefix}_elem_size"], data[f"{prefix}_quantization"]
+    ):
         dims = [int(d) for d in shape]
         while len(dims) > 1 and dims[0] == 1:
             dims.pop(0)
         dtype = INT_TYPES[int(size)]
         specs.append(TensorSpec((1, *dims), dtype))
         info = np.iinfo(dtype)
-        quants.append(TensorQuant(float(quant["scale"][0]), int(quant["zero_point"][0]),
-                                  int(info.min), int(info.max), dtype))
+        quants.append(
+            TensorQuant(
+                float(quant["scale"][0]),
+                int(quant["zero_point"][0]),
+                int(info.min),
+                int(info.max),
+                dtype,
+            )
+        )
     return tuple(specs), tuple(quants)
 
 
 def _cpu_ops(per_layer_csv: Path, source: str) -> tuple[CpuOp, ...]:
     with open(per_layer_csv, newline="") as handle:
-        return tuple(CpuOp(row["Original Operator"], row["Name"], source,
-                           "Vela leaves it to the CPU")
-                     for row in csv.DictReader(handle) if row.get("Target") != "NPU")
+        return tuple(
+            CpuOp(row["Original Operator"], row["Name"], source, "Vela leaves it to the CPU")
+            for row in csv.DictReader(handle)
+            if row.get("Target") != "NPU"
+        )
 
 
-def compile_tflite(path: Path, npu: NpuConfig, out_dir: Path,
-                   extra_vela: tuple[str, ...] = ()) -> Program:
+def compile_tflite(
+    path: Path, npu: NpuConfig, out_dir: Path, extra_vela: tuple[str, ...] = ()
+) -> Program:
     path = Path(path)
     if not path.is_file():
         raise UserError(f"model file {path} not found")
@@ -74,19 +85,42 @@ def compile_tflite(path: Path, npu: NpuConfig, out_dir: Path,
         output_specs, output_quant = _io(data, "output")
     cpu_ops = _cpu_ops(vela_dir / f"{path.stem}_per-layer.csv", path.name)
     move_into_place(staging, final)
-    delegate = Delegate(0, None, final / vela_dir.name / npz.name, b"", {},
-                        kernel_operation_count(operations), operations, estimate,
-                        input_quant, output_quant)
-    return Program("tflite", path.stem, npu, final, final / path.name, (delegate,), cpu_ops, flags,
-                   input_specs, output_specs, input_quant, output_quant)
+    delegate = Delegate(
+        0,
+        None,
+        final / vela_dir.name / npz.name,
+        b"",
+        {},
+        kernel_operation_count(operations),
+        operations,
+        estimate,
+        input_quant,
+        output_quant,
+    )
+    return Program(
+        "tflite",
+        path.stem,
+        npu,
+        final,
+        final / path.name,
+        (delegate,),
+        cpu_ops,
+        flags,
+        input_specs,
+        output_specs,
+        input_quant,
+        output_quant,
+    )
 
 
-def _with_cpu_ops(path: Path, npu: NpuConfig, staging: Path, final: Path, vela_dir: Path,
-                  flags: tuple[str, ...]) -> Program:
+def _with_cpu_ops(
+    path: Path, npu: NpuConfig, staging: Path, final: Path, vela_dir: Path, flags: tuple[str, ...]
+) -> Program:
     """A file with CPU operators (QUANTIZE/DEQUANTIZE at float edges, ...): Vela's TFLite output,
     the NPU part as ethos-u operators, the rest run on the host (toolkit.sim.vela_tflite)."""
-    flags = tuple(f for f in flags if not f.startswith("--output-format")) + \
-        ("--output-format=tflite",)
+    flags = tuple(f for f in flags if not f.startswith("--output-format")) + (
+        "--output-format=tflite",
+    )
     shutil.rmtree(vela_dir, ignore_errors=True)
     run_vela(staging / path.name, vela_dir, flags)
     estimate, _ = read_estimate(vela_dir, path.stem)
@@ -94,7 +128,10 @@ def _with_cpu_ops(path: Path, npu: NpuConfig, staging: Path, final: Path, vela_d
     move_into_place(staging, final)
     compiled = final / vela_dir.name / f"{path.stem}_vela.tflite"
     program = load_compiled_program(compiled, npu, final.parent, npu_given=True)
-    delegates = tuple(dataclasses.replace(d, estimate=estimate if d.index == 0 else None)
-                      for d in program.delegates)
-    return dataclasses.replace(program, model_name=path.stem, delegates=delegates,
-                               cpu_ops=cpu_ops, vela_flags=flags)
+    delegates = tuple(
+        dataclasses.replace(d, estimate=estimate if d.index == 0 else None)
+        for d in program.delegates
+    )
+    return dataclasses.replace(
+        program, model_name=path.stem, delegates=delegates, cpu_ops=cpu_ops, vela_flags=flags
+    )

@@ -33,8 +33,9 @@ def _check_buffers(model: Model, size: int) -> None:
             start = tab.Get(struct.Struct("<Q"), tab.Pos + offset)
             length = tab.Get(struct.Struct("<Q"), tab.Pos + extent)
             if start + length > size:
-                raise _Damaged(f"buffer {index} (stored after the flatbuffer) runs past the end "
-                               "of the file")
+                raise _Damaged(
+                    f"buffer {index} (stored after the flatbuffer) runs past the end of the file"
+                )
 
 
 def _check_graphs(model: Model) -> None:
@@ -70,8 +71,11 @@ def _io_types(model: Model) -> list[tuple[str, int, str]]:
     graph = model.Subgraphs(0)
     io = [("input", int(i)) for i in graph.InputsAsNumpy().tolist()]
     io += [("output", int(i)) for i in graph.OutputsAsNumpy().tolist()]
-    return [(kind, i, _TYPE_NAMES.get(graph.Tensors(i).Type(), "unknown")) for kind, i in io
-            if graph.Tensors(i).Type() not in IO_TYPES]
+    return [
+        (kind, i, _TYPE_NAMES.get(graph.Tensors(i).Type(), "unknown"))
+        for kind, i in io
+        if graph.Tensors(i).Type() not in IO_TYPES
+    ]
 
 
 def check_tflite(path: Path) -> None:
@@ -81,8 +85,10 @@ def check_tflite(path: Path) -> None:
     except OSError as exc:
         raise UserError(f"cannot read {path}: {exc.strerror}") from None
     if len(data) < 8 or data[4:8] != b"TFL3":
-        raise UserError(f"{path} is not a TFLite file (no TFL3 flatbuffer identifier): give an "
-                        "int8 .tflite file")
+        raise UserError(
+            f"{path} is not a TFLite file (no TFL3 flatbuffer identifier): give an "
+            "int8 .tflite file"
+        )
     try:
         model = Model.GetRootAs(data, 0)
         if model.SubgraphsLength() < 1:
@@ -91,9 +97,12 @@ def check_tflite(path: Path) -> None:
         _check_graphs(model)
         wrong = _io_types(model)
     except (_Damaged, struct.error, IndexError, ValueError, TypeError, OverflowError) as exc:
-        raise UserError(f"{path} is truncated or damaged ({exc or type(exc).__name__}): "
-                        "export it again") from None
+        raise UserError(
+            f"{path} is truncated or damaged ({exc or type(exc).__name__}): export it again"
+        ) from None
     if wrong:
         kind, index, name = wrong[0]
-        raise UserError(f"{path} is not an int8 model: {kind} tensor {index} is {name} (Vela "
-                        "compiles int8/int16 models: quantize it fully, inputs and outputs too)")
+        raise UserError(
+            f"{path} is not an int8 model: {kind} tensor {index} is {name} (Vela "
+            "compiles int8/int16 models: quantize it fully, inputs and outputs too)"
+        )

@@ -31,8 +31,10 @@ def without_final_softmax(data: bytes, source: str = "model") -> bytes:
     """The model with its last operator, a SOFTMAX producing the only output, removed."""
     model = Model.GetRootAs(data, 0)
     if model.SubgraphsLength() != 1:
-        raise UserError(f"{source} has {model.SubgraphsLength()} subgraphs: only single-subgraph "
-                        "models can drop their softmax")
+        raise UserError(
+            f"{source} has {model.SubgraphsLength()} subgraphs: only single-subgraph "
+            "models can drop their softmax"
+        )
     graph = model.Subgraphs(0)
     count = graph.OperatorsLength()
     last = graph.Operators(count - 1) if count else None
@@ -48,8 +50,9 @@ def without_final_softmax(data: bytes, source: str = "model") -> bytes:
     return bytes(edited)
 
 
-def compile_without_softmax(path: Path, npu: NpuConfig, out_dir: Path,
-                            extra_vela: tuple[str, ...] = ()) -> Program | None:
+def compile_without_softmax(
+    path: Path, npu: NpuConfig, out_dir: Path, extra_vela: tuple[str, ...] = ()
+) -> Program | None:
     """Vela's compile of `path` with its final softmax dropped; None if it has none."""
     try:
         body = without_final_softmax(path.read_bytes(), path.name)

@@ -14,8 +14,16 @@ from tosa.TosaGraph import TosaGraph
 
 _OP_NAMES = {v: k for k, v in vars(_Op.Op).items() if not k.startswith("_")}
 _DTYPE_NAMES = {v: k for k, v in vars(_DType.DType).items() if not k.startswith("_")}
-_NUMPY = {"INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "INT48": None, "BOOL": np.bool_,
-          "FP32": np.float32, "FP16": np.float16, "SHAPE": np.int64}
+_NUMPY = {
+    "INT8": np.int8,
+    "INT16": np.int16,
+    "INT32": np.int32,
+    "INT48": None,
+    "BOOL": np.bool_,
+    "FP32": np.float32,
+    "FP16": np.float16,
+    "SHAPE": np.int64,
+}
 CONSTANT_OPS = {"CONST", "CONST_SHAPE"}
 
 
@@ -40,8 +48,11 @@ class TosaProgram:
 
     def rescale_output_zero_points(self) -> list[int]:
         """Output zero point of each RESCALE, in graph order (RESCALE inputs: x, mult, shift, izp, ozp)."""
-        return [int(self.constants[o.inputs[4]].reshape(-1)[0])
-                for o in self.operators if o.op == "RESCALE"]
+        return [
+            int(self.constants[o.inputs[4]].reshape(-1)[0])
+            for o in self.operators
+            if o.op == "RESCALE"
+        ]
 
     def producer(self, tensor: str) -> TosaOperator | None:
         return next((o for o in self.operators if tensor in o.outputs), None)

@@ -44,7 +44,9 @@ def run_vela(tosa_path: Path, out_dir: Path, flags: tuple[str, ...]) -> Path:
             error = exc
     (out_dir / "vela.log").write_text(log.text)
     if error is not None:
-        raise ToolError(f"Vela failed on {tosa_path.name}: {type(error).__name__}: {error}") from error
+        raise ToolError(
+            f"Vela failed on {tosa_path.name}: {type(error).__name__}: {error}"
+        ) from error
     suffix = ".tflite" if "--output-format=tflite" in flags else ".npz"
     npz = out_dir / f"{tosa_path.stem}_vela{suffix}"
     if status not in (0, None) or not npz.is_file():
@@ -71,10 +73,16 @@ def read_estimate(out_dir: Path, stem: str) -> tuple[VelaEstimate, int]:
     with open(per_layer, newline="") as handle:
         rows = list(csv.DictReader(handle))
     layers = tuple(
-        LayerEstimate(name=row["Name"], operator=row["NNG Operator"],
-                      npu_cycles=int(_number(row["NPU"])), op_cycles=int(_number(row["Op Cycles"])),
-                      macs=int(_number(row["MAC Count"])))
-        for row in rows if row.get("Target") == "NPU")
+        LayerEstimate(
+            name=row["Name"],
+            operator=row["NNG Operator"],
+            npu_cycles=int(_number(row["NPU"])),
+            op_cycles=int(_number(row["Op Cycles"])),
+            macs=int(_number(row["MAC Count"])),
+        )
+        for row in rows
+        if row.get("Target") == "NPU"
+    )
     estimate = VelaEstimate(
         npu_cycles=int(_number(summary["cycles_npu"])),
         total_cycles=int(_number(summary["cycles_total"])),
@@ -83,12 +91,16 @@ def read_estimate(out_dir: Path, stem: str) -> tuple[VelaEstimate, int]:
         macs=int(_number(summary["nn_macs"])),
         layers=layers,
         sram_used_bytes=round(_number(summary["sram_memory_used"]) * 1024),  # KiB in the CSV
-        arena_bytes=_arena_bytes(out_dir / f"{stem}_vela.npz"))
+        arena_bytes=_arena_bytes(out_dir / f"{stem}_vela.npz"),
+    )
     return estimate, len(layers)
 
 
 def _arena_bytes(npz: Path) -> int:
     """Scratch plus fast scratch, as Vela sized them for the runtime."""
     with np.load(npz, allow_pickle=False) as data:
-        return sum(int(data[k][0]) for k in ("scratch_shape", "scratch_fast_shape")
-                   if k in data.files and len(data[k]))
+        return sum(
+            int(data[k][0])
+            for k in ("scratch_shape", "scratch_fast_shape")
+            if k in data.files and len(data[k])
+        )

@@ -15,10 +15,14 @@ from ..npu import NpuConfig
 
 # Flags the toolkit sets from the target and NPU: given again as extra flags, one would silently
 # win over the other.
-OWN_FLAGS = {"--accelerator-config": "--npu", "--config": "the target file",
-             "--system-config": "--system-config", "--memory-mode": "--memory-mode",
-             "--output-format": "nothing (etk needs raw output)",
-             "--output-dir": "-o (etk chooses Vela's output folder)"}
+OWN_FLAGS = {
+    "--accelerator-config": "--npu",
+    "--config": "the target file",
+    "--system-config": "--system-config",
+    "--memory-mode": "--memory-mode",
+    "--output-format": "nothing (etk needs raw output)",
+    "--output-dir": "-o (etk chooses Vela's output folder)",
+}
 
 
 def _config_sections(config_ini: str) -> list[str]:
@@ -32,16 +36,19 @@ def _config_sections(config_ini: str) -> list[str]:
         if not parser.read(path):
             raise UserError(f"Vela config file {config_ini} not found")
     except ConfigError as exc:
-        raise UserError(f"Vela config file {config_ini} is not an .ini file Vela reads: "
-                        f"{exc}") from None
+        raise UserError(
+            f"Vela config file {config_ini} is not an .ini file Vela reads: {exc}"
+        ) from None
     return parser.sections()
 
 
 def _check_name(kind: str, option: str, name: str, sections: list[str], config_ini: str) -> None:
     names = sorted(s.split(".", 1)[1] for s in sections if s.startswith(f"{kind}."))
     if name not in names:
-        raise UserError(f"{option} '{name}' is not in the Vela config file {config_ini}: use one "
-                        f"of {', '.join(names)}")
+        raise UserError(
+            f"{option} '{name}' is not in the Vela config file {config_ini}: use one "
+            f"of {', '.join(names)}"
+        )
 
 
 class _Parsed(Exception):
@@ -90,9 +97,11 @@ def check_vela_options(npu: NpuConfig, extra: tuple[str, ...]) -> None:
     for flag in extra:
         name = flag.split("=", 1)[0].split(" ", 1)[0]
         if name in OWN_FLAGS:
-            raise UserError(f"--vela-option={flag}: etk sets {name} itself; use "
-                            f"{OWN_FLAGS[name]} instead")
+            raise UserError(
+                f"--vela-option={flag}: etk sets {name} itself; use {OWN_FLAGS[name]} instead"
+            )
     problem = vela_flag_problem(extra)
     if problem:
-        raise UserError(f"--vela-option {' '.join(extra)}: Vela rejects it: {problem} (see "
-                        "vela --help)")
+        raise UserError(
+            f"--vela-option {' '.join(extra)}: Vela rejects it: {problem} (see vela --help)"
+        )

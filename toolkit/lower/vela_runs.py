@@ -36,15 +36,21 @@ def recorded_vela_runs(root: Path):
     original = backend.vela_compile
     runs: list[VelaRun] = []
 
-    def recording(tosa_flatbuffer, args, verbose=False, intermediate_path=None,
-                  block_placements=None):
+    def recording(
+        tosa_flatbuffer, args, verbose=False, intermediate_path=None, block_placements=None
+    ):
         folder = root / f"vela_run{len(runs)}"
         folder.mkdir(parents=True)
         error = None
         with capture_fds() as log:
             try:
-                result = original(tosa_flatbuffer, [*args, *REPORT_FLAGS], verbose=verbose,
-                                  intermediate_path=str(folder), block_placements=block_placements)
+                result = original(
+                    tosa_flatbuffer,
+                    [*args, *REPORT_FLAGS],
+                    verbose=verbose,
+                    intermediate_path=str(folder),
+                    block_placements=block_placements,
+                )
             except (Exception, SystemExit) as exc:  # Vela's argument parser exits
                 error = exc
         (folder / "vela.log").write_text(log.text)
@@ -73,7 +79,7 @@ def keep_vela_run(runs: list[VelaRun], payload: bytes, index: int, work_dir: Pat
     for path in sorted((run.folder / "output").iterdir()):
         name = path.name
         if name.startswith(VELA_STEM):
-            name = stem + name[len(VELA_STEM):]
+            name = stem + name[len(VELA_STEM) :]
         shutil.copyfile(path, target / name)
     shutil.copyfile(run.folder / "vela.log", target / "vela.log")
     return target

@@ -21,5 +21,9 @@ class SoftmaxHead(nn.Module):
 
 
 def with_softmax(model: LoadedModel) -> LoadedModel:
-    return replace(model, module=SoftmaxHead(model.module).eval(),
-                   name=f"{model.name} + softmax", content_hash=f"{model.content_hash}-softmax")
+    return replace(
+        model,
+        module=SoftmaxHead(model.module).eval(),
+        name=f"{model.name} + softmax",
+        content_hash=f"{model.content_hash}-softmax",
+    )

@@ -17,11 +17,16 @@ from ..errors import UserError
 from .tflite_weights import TfliteLayer, read_layers
 
 
-def layers_in_execution_order(module: nn.Module, example_inputs: tuple) -> list[tuple[str, nn.Module]]:
+def layers_in_execution_order(
+    module: nn.Module, example_inputs: tuple
+) -> list[tuple[str, nn.Module]]:
     names = {m: n for n, m in module.named_modules()}
     order: list[nn.Module] = []
-    hooks = [m.register_forward_hook(lambda m, _i, _o: order.append(m) if m not in order else None)
-             for m in module.modules() if isinstance(m, (nn.Conv2d, nn.Linear))]
+    hooks = [
+        m.register_forward_hook(lambda m, _i, _o: order.append(m) if m not in order else None)
+        for m in module.modules()
+        if isinstance(m, (nn.Conv2d, nn.Linear))
+    ]
     try:
         with torch.no_grad():
             module(*example_inputs)
@@ -39,11 +44,18 @@ def _kind_matches(layer: nn.Module, tfl: TfliteLayer) -> bool:
     if isinstance(layer, nn.Linear):
         return tfl.kind == "linear"
     depthwise = layer.groups > 1 and layer.groups == layer.in_channels
-    return tfl.kind == ("depthwise" if depthwise else "conv2d") and layer.groups in (1, layer.in_channels)
+    return tfl.kind == ("depthwise" if depthwise else "conv2d") and layer.groups in (
+        1,
+        layer.in_channels,
+    )
 
 
-def load_tflite_weights(module: nn.Module, example_inputs: tuple, tflite: Path | tuple[TfliteLayer, ...],
-                        source: str = "the .tflite file") -> None:
+def load_tflite_weights(
+    module: nn.Module,
+    example_inputs: tuple,
+    tflite: Path | tuple[TfliteLayer, ...],
+    source: str = "the .tflite file",
+) -> None:
     """Copy the file's dequantized weights and biases into `module` in place.
 
     Raises UserError naming the first layer whose kind or shape does not match.
@@ -53,24 +65,38 @@ def load_tflite_weights(module: nn.Module, example_inputs: tuple, tflite: Path |
     for position, ((name, layer), tfl) in enumerate(zip(ours, layers)):
         where = f"layer {position + 1} {_describe(name, layer)} vs {source} {tfl.describe()}"
         if not _kind_matches(layer, tfl) or tuple(layer.weight.shape) != tfl.weight.shape:
-            raise UserError(f"first mismatching layer: {where}: expected weight "
-                            f"{tfl.weight.shape} in PyTorch layout")
+            raise UserError(
+                f"first mismatching layer: {where}: expected weight "
+                f"{tfl.weight.shape} in PyTorch layout"
+            )
         if tfl.bias is not None and np.any(tfl.bias) and layer.bias is None:
-            raise UserError(f"{where}: the file has a bias (batch norm folded in) and the layer "
-                            "has none: build it with bias=True")
+            raise UserError(
+                f"{where}: the file has a bias (batch norm folded in) and the layer "
+                "has none: build it with bias=True"
+            )
         with torch.no_grad():
             layer.weight.copy_(torch.from_numpy(tfl.weight))
             if layer.bias is not None:
-                layer.bias.copy_(torch.from_numpy(tfl.bias) if tfl.bias is not None
-                                 else torch.zeros_like(layer.bias))
+                layer.bias.copy_(
+                    torch.from_numpy(tfl.bias)
+                    if tfl.bias is not None
+                    else torch.zeros_like(layer.bias)
+                )
     if len(ours) != len(layers):
-        raise UserError(f"the model has {len(ours)} conv/linear layers, {source} has "
-                        f"{len(layers)} weighted operators: "
-                        + (f"first unmatched: {_describe(*ours[len(layers)])}" if len(ours) > len(layers)
-                           else f"first unmatched: {layers[len(ours)].describe()}"))
+        raise UserError(
+            f"the model has {len(ours)} conv/linear layers, {source} has "
+            f"{len(layers)} weighted operators: "
+            + (
+                f"first unmatched: {_describe(*ours[len(layers)])}"
+                if len(ours) > len(layers)
+                else f"first unmatched: {layers[len(ours)].describe()}"
+            )
+        )
 
 
-def export_with_tflite_weights(tflite: Path, spec: str, out: Path, input_shape: str | None = None) -> Path:
+def export_with_tflite_weights(
+    tflite: Path, spec: str, out: Path, input_shape: str | None = None
+) -> Path:
     """`path.py:Class` (or :factory) with the weights of `tflite`, saved as a torch.export .pt2
     (with its example inputs, so etk compile/compare take it as MODEL)."""
     from .loader import load_model

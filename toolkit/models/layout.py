@@ -29,8 +29,13 @@ class ChannelsLastInterface(nn.Module):
 
 
 def channels_last_io(model: LoadedModel) -> LoadedModel:
-    inputs = tuple(x.permute(0, 2, 3, 1).contiguous() if x.dim() == 4 else x
-                   for x in model.example_inputs)
-    return replace(model, module=ChannelsLastInterface(model.module).eval(),
-                   example_inputs=inputs, name=f"{model.name} (NHWC io)",
-                   content_hash=f"{model.content_hash}-nhwc")
+    inputs = tuple(
+        x.permute(0, 2, 3, 1).contiguous() if x.dim() == 4 else x for x in model.example_inputs
+    )
+    return replace(
+        model,
+        module=ChannelsLastInterface(model.module).eval(),
+        example_inputs=inputs,
+        name=f"{model.name} (NHWC io)",
+        content_hash=f"{model.content_hash}-nhwc",
+    )

@@ -26,8 +26,10 @@ def parse_input_shapes(text: str) -> tuple[tuple[int, ...], ...]:
         except ValueError:
             shape = ()
         if not shape or any(d <= 0 for d in shape):
-            raise UserError(f"--input-shape '{text}' is not a list of positive integers like "
-                            "1,3,32,32 (separate several inputs with ';')")
+            raise UserError(
+                f"--input-shape '{text}' is not a list of positive integers like "
+                "1,3,32,32 (separate several inputs with ';')"
+            )
         shapes.append(shape)
     return tuple(shapes)
 
@@ -84,12 +86,17 @@ def _import_file(path: Path):
 
 def _instantiate(obj, name: str, path: Path) -> nn.Module:
     if inspect.isclass(obj):
-        required = [p.name for p in inspect.signature(obj).parameters.values()
-                    if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        required = [
+            p.name
+            for p in inspect.signature(obj).parameters.values()
+            if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        ]
         if required:
-            raise UserError(f"{path.name}:{name} needs constructor arguments "
-                            f"({', '.join(required)}): add a factory function that builds it "
-                            f"and pass {path.name}:that_function")
+            raise UserError(
+                f"{path.name}:{name} needs constructor arguments "
+                f"({', '.join(required)}): add a factory function that builds it "
+                f"and pass {path.name}:that_function"
+            )
     elif not callable(obj):
         raise UserError(f"{path.name}:{name} is not a class or function returning an nn.Module")
     try:
@@ -110,10 +117,14 @@ def _file_model(spec: str, shapes) -> LoadedModel:
         raise UserError(f"'{spec}' names no class: use {path}:ClassName or {path}:factory")
     module = _import_file(path)
     if not hasattr(module, name):
-        found = sorted(n for n, v in vars(module).items()
-                       if inspect.isclass(v) and issubclass(v, nn.Module) and v.__module__ == module.__name__)
-        raise UserError(f"{path.name} has no '{name}'" +
-                        (f": it defines {', '.join(found)}" if found else ""))
+        found = sorted(
+            n
+            for n, v in vars(module).items()
+            if inspect.isclass(v) and issubclass(v, nn.Module) and v.__module__ == module.__name__
+        )
+        raise UserError(
+            f"{path.name} has no '{name}'" + (f": it defines {', '.join(found)}" if found else "")
+        )
     model = _instantiate(getattr(module, name), name, path).eval()
     if shapes:
         inputs = tuple(torch.randn(s, generator=torch.Generator().manual_seed(0)) for s in shapes)
@@ -121,11 +132,14 @@ def _file_model(spec: str, shapes) -> LoadedModel:
         inputs = module.example_inputs()
         inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
     else:
-        raise UserError(f"no input shape for {spec}: pass --input-shape 1,3,32,32 or define "
-                        f"example_inputs() in {path.name}")
+        raise UserError(
+            f"no input shape for {spec}: pass --input-shape 1,3,32,32 or define "
+            f"example_inputs() in {path.name}"
+        )
     _check_interface(model, inputs, spec)
-    return LoadedModel(spec, f"{path.stem}.{name}", model, inputs,
-                       _model_hash(model, inputs, path.read_bytes()))
+    return LoadedModel(
+        spec, f"{path.stem}.{name}", model, inputs, _model_hash(model, inputs, path.read_bytes())
+    )
 
 
 def _check_interface(model: nn.Module, inputs: tuple, spec: str) -> None:
@@ -133,18 +147,24 @@ def _check_interface(model: nn.Module, inputs: tuple, spec: str) -> None:
     and compare."""
     for index, x in enumerate(inputs):
         if not isinstance(x, torch.Tensor):
-            raise UserError(f"{spec}: input {index} is a {type(x).__name__}, not a tensor: "
-                            "the model must take tensors")
+            raise UserError(
+                f"{spec}: input {index} is a {type(x).__name__}, not a tensor: "
+                "the model must take tensors"
+            )
         if not x.is_floating_point():
-            raise UserError(f"{spec}: input {index} is {str(x.dtype).replace('torch.', '')}: "
-                            "etk quantizes float inputs to int8; an integer input (such as an "
-                            "embedding's indices) is not supported: give the model float inputs "
-                            "(do the lookup outside it)")
+            raise UserError(
+                f"{spec}: input {index} is {str(x.dtype).replace('torch.', '')}: "
+                "etk quantizes float inputs to int8; an integer input (such as an "
+                "embedding's indices) is not supported: give the model float inputs "
+                "(do the lookup outside it)"
+            )
     output = _check_runs(model, inputs, spec)
     outputs = output if isinstance(output, (tuple, list)) else (output,)
     if not outputs or not all(isinstance(o, torch.Tensor) for o in outputs):
-        raise UserError(f"{spec}: forward returns a {type(output).__name__}; return a tensor or a "
-                        "tuple of tensors")
+        raise UserError(
+            f"{spec}: forward returns a {type(output).__name__}; return a tensor or a "
+            "tuple of tensors"
+        )
 
 
 def _check_runs(model: nn.Module, inputs: tuple, spec: str):
@@ -154,8 +174,9 @@ def _check_runs(model: nn.Module, inputs: tuple, spec: str):
     except Exception as exc:
         shapes = ", ".join(str(tuple(x.shape)) for x in inputs)
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise UserError(f"{spec} does not run on inputs of shape {shapes}: {first} "
-                        "(check --input-shape)") from exc
+        raise UserError(
+            f"{spec} does not run on inputs of shape {shapes}: {first} (check --input-shape)"
+        ) from exc
 
 
 def _pt2_model(spec: str) -> LoadedModel:
@@ -171,8 +192,10 @@ def _pt2_model(spec: str) -> LoadedModel:
         raise UserError(f"{path} is not a loadable torch.export .pt2 file: {first}") from exc
     args, _kwargs = program.example_inputs or ((), {})
     if not args:
-        raise UserError(f"{path} holds no example inputs: save it with torch.export.save after "
-                        "torch.export.export(model, example_inputs)")
+        raise UserError(
+            f"{path} holds no example inputs: save it with torch.export.save after "
+            "torch.export.export(model, example_inputs)"
+        )
     model = program.module(check_guards=False)
     _check_interface(model, tuple(args), spec)
     return LoadedModel(spec, path.stem, model, tuple(args), file_hash(path))
@@ -190,5 +213,6 @@ def load_model(spec: str, input_shape: str | None = None) -> LoadedModel:
         return _pt2_model(spec)
     if _names_a_definition(spec):
         return _file_model(spec, shapes)
-    raise UserError(f"cannot tell what model '{spec}' is: use zoo:NAME, file.py:ClassName "
-                    "or a .pt2 file")
+    raise UserError(
+        f"cannot tell what model '{spec}' is: use zoo:NAME, file.py:ClassName or a .pt2 file"
+    )

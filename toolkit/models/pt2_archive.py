@@ -23,17 +23,20 @@ _TENSOR_PREFIX = "tensor_"  # plain constant tensors; custom_obj_/opaque_obj_ ar
 
 
 def _refuse(path: Path, what: str) -> UserError:
-    return UserError(f"{path} holds {what}, which would run code while loading: refused "
-                     "(re-export the model with plain tensors, or load it from its .py file, "
-                     "which is code you can read)")
+    return UserError(
+        f"{path} holds {what}, which would run code while loading: refused "
+        "(re-export the model with plain tensors, or load it from its .py file, "
+        "which is code you can read)"
+    )
 
 
 def _config_entries(archive: zipfile.ZipFile, name: str, path: Path) -> dict:
     try:
         config = json.loads(archive.read(name)).get("config", {})
     except (ValueError, AttributeError, zipfile.BadZipFile, OSError) as exc:
-        raise UserError(f"{path} is not a torch.export .pt2 file: {name} is unreadable "
-                        f"({exc})") from None
+        raise UserError(
+            f"{path} is not a torch.export .pt2 file: {name} is unreadable ({exc})"
+        ) from None
     if not isinstance(config, dict) or not all(isinstance(e, dict) for e in config.values()):
         raise UserError(f"{path} is not a torch.export .pt2 file: {name} is malformed")
     return config
@@ -44,14 +47,19 @@ def check_pt2_archive(path: Path) -> None:
     try:
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError, ValueError):
-        raise UserError(f"{path} is not a torch.export .pt2 file (not a zip archive): save it "
-                        "with torch.export.save") from None
+        raise UserError(
+            f"{path} is not a torch.export .pt2 file (not a zip archive): save it "
+            "with torch.export.save"
+        ) from None
     with archive:
         names = archive.namelist()
-        if not any(n.split("/", 1)[-1].startswith("models/") and n.endswith(".json")
-                   for n in names):
-            raise UserError(f"{path} is not a torch.export .pt2 file (no models/*.json): save "
-                            "it with torch.export.save")
+        if not any(
+            n.split("/", 1)[-1].startswith("models/") and n.endswith(".json") for n in names
+        ):
+            raise UserError(
+                f"{path} is not a torch.export .pt2 file (no models/*.json): save "
+                "it with torch.export.save"
+            )
         for name in names:
             inner = "/" + name
             if "/data/aotinductor/" in inner:

@@ -20,8 +20,11 @@ from ethosu.vela.tflite.Model import Model
 
 from ..errors import UserError
 
-_KINDS = {BuiltinOperator.CONV_2D: "conv2d", BuiltinOperator.DEPTHWISE_CONV_2D: "depthwise",
-          BuiltinOperator.FULLY_CONNECTED: "linear"}
+_KINDS = {
+    BuiltinOperator.CONV_2D: "conv2d",
+    BuiltinOperator.DEPTHWISE_CONV_2D: "depthwise",
+    BuiltinOperator.FULLY_CONNECTED: "linear",
+}
 _ACTIVATIONS = {0: None, 1: "relu", 2: "relu_n1_to_1", 3: "relu6"}
 _PADDING = {0: "same", 1: "valid"}
 
@@ -48,8 +51,9 @@ class TfliteLayer:
         return tuple(self.weight.shape)
 
     def describe(self) -> str:
-        kind = {"conv2d": "CONV_2D", "depthwise": "DEPTHWISE_CONV_2D",
-                "linear": "FULLY_CONNECTED"}[self.kind]
+        kind = {"conv2d": "CONV_2D", "depthwise": "DEPTHWISE_CONV_2D", "linear": "FULLY_CONNECTED"}[
+            self.kind
+        ]
         return f"operator {self.index} {kind} '{self.name}' (weights {self.tflite_shape})"
 
 
@@ -58,8 +62,10 @@ def _dequantize(graph, tensor_index: int, data: Model, axis: int) -> np.ndarray:
     raw = data.Buffers(tensor.Buffer()).DataAsNumpy()
     dtype = {9: np.int8, 2: np.int32, 0: np.float32}.get(tensor.Type())
     if dtype is None or isinstance(raw, int):
-        raise UserError(f"tensor '{tensor.Name().decode()}' is not a constant int8/int32/float32 "
-                        "tensor: only int8 .tflite files with constant weights can be imported")
+        raise UserError(
+            f"tensor '{tensor.Name().decode()}' is not a constant int8/int32/float32 "
+            "tensor: only int8 .tflite files with constant weights can be imported"
+        )
     values = np.frombuffer(raw.tobytes(), dtype).reshape(tensor.ShapeAsNumpy())
     if dtype == np.float32:
         return values.copy()
@@ -75,8 +81,11 @@ def _dequantize(graph, tensor_index: int, data: Model, axis: int) -> np.ndarray:
 
 def _options(op, kind: str):
     table = op.BuiltinOptions()
-    options = {"conv2d": Conv2DOptions, "depthwise": DepthwiseConv2DOptions,
-               "linear": FullyConnectedOptions}[kind]()
+    options = {
+        "conv2d": Conv2DOptions,
+        "depthwise": DepthwiseConv2DOptions,
+        "linear": FullyConnectedOptions,
+    }[kind]()
     options.Init(table.Bytes, table.Pos)
     return options
 
@@ -108,11 +117,21 @@ def read_layers(path: Path) -> tuple[TfliteLayer, ...]:
             weight = _dequantize(graph, inputs[1], model, 0).transpose(0, 3, 1, 2)
         else:
             weight = _dequantize(graph, inputs[1], model, 0)
-        bias = (_dequantize(graph, inputs[2], model, 0)
-                if len(inputs) > 2 and inputs[2] >= 0 else None)
-        stride = ((options.StrideH(), options.StrideW()) if kind != "linear" else (1, 1))
+        bias = (
+            _dequantize(graph, inputs[2], model, 0) if len(inputs) > 2 and inputs[2] >= 0 else None
+        )
+        stride = (options.StrideH(), options.StrideW()) if kind != "linear" else (1, 1)
         padding = _PADDING[options.Padding()] if kind != "linear" else "valid"
-        layers.append(TfliteLayer(index, kind, graph.Tensors(inputs[1]).Name().decode(),
-                                  np.ascontiguousarray(weight), bias, stride, padding,
-                                  _ACTIVATIONS.get(options.FusedActivationFunction(), "other")))
+        layers.append(
+            TfliteLayer(
+                index,
+                kind,
+                graph.Tensors(inputs[1]).Name().decode(),
+                np.ascontiguousarray(weight),
+                bias,
+                stride,
+                padding,
+                _ACTIVATIONS.get(options.FusedActivationFunction(), "other"),
+            )
+        )
     return tuple(layers)

@@ -39,7 +39,8 @@ def _bounds(node: Node) -> tuple[float | None, float | None] | None:
         lower = node.args[1] if len(node.args) > 1 else node.kwargs.get("min")
         upper = node.args[2] if len(node.args) > 2 else node.kwargs.get("max")
         if (lower is not None and _number(lower) is None) or (
-                upper is not None and _number(upper) is None):
+            upper is not None and _number(upper) is None
+        ):
             return None
         return _number(lower), _number(upper)
     if node.target in (aten.clamp_min.default, aten.clamp_min_.default):

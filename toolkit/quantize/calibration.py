@@ -27,7 +27,8 @@ def random_calibration(example_inputs: tuple, samples: int = 8, seed: int = 0) -
     generator = torch.Generator().manual_seed(seed)
     data = tuple(
         tuple(torch.randn(x.shape, generator=generator, dtype=x.dtype) for x in example_inputs)
-        for _ in range(samples))
+        for _ in range(samples)
+    )
     return CalibrationSet(data, f"random(seed={seed}, samples={samples})", seed, _hash(data))
 
 
@@ -43,12 +44,16 @@ def _load_file(path: Path, n_inputs: int) -> list[np.ndarray]:
 
 def _check_values(array: np.ndarray, path: Path) -> None:
     if array.dtype.kind not in "fiub":
-        raise UserError(f"calibration file {path.name} holds {array.dtype} data: give numbers "
-                        "(float32 inputs as the model takes them)")
+        raise UserError(
+            f"calibration file {path.name} holds {array.dtype} data: give numbers "
+            "(float32 inputs as the model takes them)"
+        )
     if array.dtype.kind == "f" and not np.isfinite(array).all():
         bad = int(np.size(array) - np.isfinite(array).sum())
-        raise UserError(f"calibration file {path.name} holds {bad} NaN or infinite values: "
-                        "calibration needs finite inputs")
+        raise UserError(
+            f"calibration file {path.name} holds {bad} NaN or infinite values: "
+            "calibration needs finite inputs"
+        )
 
 
 def folder_calibration(folder: Path, example_inputs: tuple) -> CalibrationSet:
@@ -62,8 +67,11 @@ def folder_calibration(folder: Path, example_inputs: tuple) -> CalibrationSet:
     folder = Path(folder)
     if not folder.is_dir():
         raise UserError(f"calibration folder {folder} not found")
-    files = ([folder / "x.npy"] if is_labelled_folder(folder) else
-             sorted(p for p in folder.iterdir() if p.suffix in (".npy", ".npz")))
+    files = (
+        [folder / "x.npy"]
+        if is_labelled_folder(folder)
+        else sorted(p for p in folder.iterdir() if p.suffix in (".npy", ".npz"))
+    )
     if not files:
         raise UserError(f"calibration folder {folder} holds no .npy or .npz files")
     shapes = [tuple(x.shape) for x in example_inputs]
@@ -71,8 +79,10 @@ def folder_calibration(folder: Path, example_inputs: tuple) -> CalibrationSet:
     for path in files:
         arrays = _load_file(path, len(example_inputs))
         if len(arrays) != len(shapes):
-            raise UserError(f"calibration file {path.name} holds {len(arrays)} arrays, "
-                            f"the model takes {len(shapes)} inputs")
+            raise UserError(
+                f"calibration file {path.name} holds {len(arrays)} arrays, "
+                f"the model takes {len(shapes)} inputs"
+            )
         batches = []
         for array, shape in zip(arrays, shapes):
             _check_values(array, path)
@@ -81,14 +91,21 @@ def folder_calibration(folder: Path, example_inputs: tuple) -> CalibrationSet:
             elif shape[:1] == (1,) and tuple(array.shape[1:]) == shape[1:]:
                 batches.append(array[:, None])
             else:
-                raise UserError(f"calibration file {path.name} has shape {tuple(array.shape)}, "
-                                f"expected {shape} (or a batch of them along the first axis)")
+                raise UserError(
+                    f"calibration file {path.name} has shape {tuple(array.shape)}, "
+                    f"expected {shape} (or a batch of them along the first axis)"
+                )
         if len({len(b) for b in batches}) != 1:
-            raise UserError(f"calibration file {path.name}: its arrays hold different numbers "
-                            "of samples")
+            raise UserError(
+                f"calibration file {path.name}: its arrays hold different numbers of samples"
+            )
         for i in range(len(batches[0])):
-            samples.append(tuple(torch.from_numpy(np.ascontiguousarray(
-                b[i].reshape(s), dtype=np.float32)) for b, s in zip(batches, shapes)))
+            samples.append(
+                tuple(
+                    torch.from_numpy(np.ascontiguousarray(b[i].reshape(s), dtype=np.float32))
+                    for b, s in zip(batches, shapes)
+                )
+            )
     data = tuple(samples)
     return CalibrationSet(data, str(folder), None, _hash(data))
 
@@ -97,9 +114,14 @@ def calibration_subset(calibration: CalibrationSet, size: int, seed: int) -> Cal
     """`size` samples drawn without replacement by a seeded generator (repeat calibration over
     several subsets to see how much the result depends on the choice)."""
     if not 1 <= size <= len(calibration.samples):
-        raise UserError(f"a calibration subset of {size} samples: the set holds "
-                        f"{len(calibration.samples)} (pass --calibration-samples 1..{len(calibration.samples)})")
-    picked = np.sort(np.random.default_rng(seed).choice(len(calibration.samples), size, replace=False))
+        raise UserError(
+            f"a calibration subset of {size} samples: the set holds "
+            f"{len(calibration.samples)} (pass --calibration-samples 1..{len(calibration.samples)})"
+        )
+    picked = np.sort(
+        np.random.default_rng(seed).choice(len(calibration.samples), size, replace=False)
+    )
     data = tuple(calibration.samples[i] for i in picked)
-    return CalibrationSet(data, f"{calibration.source} (subset of {size}, seed {seed})", seed,
-                          _hash(data))
+    return CalibrationSet(
+        data, f"{calibration.source} (subset of {size}, seed {seed})", seed, _hash(data)
+    )

@@ -13,11 +13,18 @@ aten = torch.ops.aten
 qd = torch.ops.quantized_decomposed
 
 BLOCK_PARENTS = {
-    aten.conv1d.default, aten.conv2d.default, aten.conv2d.padding, aten.convolution.default,
-    aten.linear.default, aten.batch_norm.default,
+    aten.conv1d.default,
+    aten.conv2d.default,
+    aten.conv2d.padding,
+    aten.convolution.default,
+    aten.linear.default,
+    aten.batch_norm.default,
 }
-ACTIVATIONS = set(RELU_TARGETS) | set(HARDTANH_TARGETS) | {
-    aten.clamp.default, aten.clamp_.default, aten.clamp_min.default, aten.relu6.default}
+ACTIVATIONS = (
+    set(RELU_TARGETS)
+    | set(HARDTANH_TARGETS)
+    | {aten.clamp.default, aten.clamp_.default, aten.clamp_min.default, aten.relu6.default}
+)
 QUANTIZE = {qd.quantize_per_tensor.default, qd.quantize_per_tensor.tensor}
 DEQUANTIZE = {qd.dequantize_per_tensor.default, qd.dequantize_per_tensor.tensor}
 
@@ -81,39 +88,55 @@ def _decide(act: Node) -> FusionDecision | None:
     name, source = describe_activation(act), node_source(act)
     lower = lower_bound(act)
     if lower != 0.0:
-        return FusionDecision(parent.name, name, source, False,
-                              f"lower bound {lower:g} is not 0: the RESCALE cannot implement it")
+        return FusionDecision(
+            parent.name,
+            name,
+            source,
+            False,
+            f"lower bound {lower:g} is not 0: the RESCALE cannot implement it",
+        )
     raised = act.meta.get("etk_raised_zero_point")
     if raised is not None and not in_block:
         zero_point, qmin = raised
         quant = _output_quantize(act)
         top, bound_from, note = _upper_saturation(act, quant) if quant else (None, "", "")
         return FusionDecision(
-            parent.name, name, source, True,
+            parent.name,
+            name,
+            source,
+            True,
             f"output zero point {zero_point} above qmin {qmin}: one block quantization, qmin "
             f"raised to the zero point as CLAMP({zero_point}, qmax) on it, which Vela folds into "
             "the output stage (a CLAMP remains in TOSA: ExecuTorch's RESCALE ignores qmin)"
-            + (f"; {note}" if note else ""), True, top, bound_from)
+            + (f"; {note}" if note else ""),
+            True,
+            top,
+            bound_from,
+        )
     if not in_block:
         others = [u.name for u in _float_users(parent) if u is not act]
-        reason = (f"{parent.name}'s output is also used by {', '.join(others)}: fusing the "
-                  "activation would clip it for them" if others else
-                  "fusion off: the activation keeps its own quantization and CLAMP")
+        reason = (
+            f"{parent.name}'s output is also used by {', '.join(others)}: fusing the "
+            "activation would clip it for them"
+            if others
+            else "fusion off: the activation keeps its own quantization and CLAMP"
+        )
         return FusionDecision(parent.name, name, source, False, reason)
     quant = _output_quantize(act)
     if quant is None:
-        return FusionDecision(parent.name, name, source, False,
-                              "the activation's output is not quantized per tensor")
-    scale, zero_point, qmin, qmax = (float(quant.args[1]), int(quant.args[2]),
-                                     int(quant.args[3]), int(quant.args[4]))
+        return FusionDecision(
+            parent.name, name, source, False, "the activation's output is not quantized per tensor"
+        )
+    zero_point, qmin = int(quant.args[2]), int(quant.args[3])
     notes = [f"output zero point {zero_point} is the RESCALE's lower saturation"]
     raised = zero_point > qmin
     if raised:
         notes.append(f"qmin raised from {qmin} to the zero point {zero_point}")
     top, bound_from, note = _upper_saturation(act, quant)
     notes.append(note)
-    return FusionDecision(parent.name, name, source, True, "; ".join(notes), raised,
-                          top, bound_from)
+    return FusionDecision(
+        parent.name, name, source, True, "; ".join(notes), raised, top, bound_from
+    )
 
 
 def fusion_decisions(graph: GraphModule) -> tuple[FusionDecision, ...]:

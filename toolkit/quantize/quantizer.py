@@ -42,9 +42,13 @@ from .decisions import BLOCK_PARENTS, QUANTIZE, fusion_decisions, lower_bound
 
 def compile_spec(npu: NpuConfig, extra_vela: tuple[str, ...] = ()) -> EthosUCompileSpec:
     """The spec ExecuTorch compiles with; `extra_vela` reaches the Vela run that makes the .pte."""
-    return EthosUCompileSpec(npu.accelerator, system_config=npu.system_config,
-                             memory_mode=npu.memory_mode, config_ini=npu.config_ini,
-                             extra_flags=list(extra_vela))
+    return EthosUCompileSpec(
+        npu.accelerator,
+        system_config=npu.system_config,
+        memory_mode=npu.memory_mode,
+        config_ini=npu.config_ini,
+        extra_flags=list(extra_vela),
+    )
 
 
 def support_table(variant: Variant) -> dict:
@@ -97,8 +101,10 @@ def export_module(model: LoadedModel) -> torch.fx.GraphModule:
         return torch.export.export(model.module, model.example_inputs).module(check_guards=False)
     except Exception as exc:  # torch raises many types here; all mean the same to the user
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise UserError(f"model '{model.spec}' failed to export with torch.export: {first} "
-                        "(check the input shape, or make the model export-friendly)") from exc
+        raise UserError(
+            f"model '{model.spec}' failed to export with torch.export: {first} "
+            "(check the input shape, or make the model export-friendly)"
+        ) from exc
 
 
 RAISED_ZERO_POINT = "etk_raised_zero_point"  # node meta: (zero point, qmin) of a split block
@@ -121,8 +127,13 @@ def split_blocks_above_qmin(graph: torch.fx.GraphModule) -> int:
             continue
         producer = act.args[0]
         users = list(act.users)
-        if (not isinstance(producer, torch.fx.Node) or producer.target not in BLOCK_PARENTS
-                or lower_bound(act) != 0.0 or len(users) != 1 or users[0].target not in QUANTIZE):
+        if (
+            not isinstance(producer, torch.fx.Node)
+            or producer.target not in BLOCK_PARENTS
+            or lower_bound(act) != 0.0
+            or len(users) != 1
+            or users[0].target not in QUANTIZE
+        ):
             continue
         quant = users[0]
         zero_point, qmin = int(quant.args[2]), int(quant.args[3])
@@ -132,7 +143,9 @@ def split_blocks_above_qmin(graph: torch.fx.GraphModule) -> int:
             q = graph.graph.call_function(quant.target, (producer, *quant.args[1:]), quant.kwargs)
             dq = graph.graph.call_function(
                 torch.ops.quantized_decomposed.dequantize_per_tensor.default,
-                (q, *quant.args[1:]), quant.kwargs)
+                (q, *quant.args[1:]),
+                quant.kwargs,
+            )
         for node in (q, dq):
             node.meta = {k: v for k, v in producer.meta.items() if k != "val"}
             if "val" in producer.meta:
@@ -146,9 +159,14 @@ def split_blocks_above_qmin(graph: torch.fx.GraphModule) -> int:
     return count
 
 
-def quantize(model: LoadedModel, calibration: CalibrationSet, variant: Variant,
-             npu: NpuConfig, config: QuantizationConfig | None = None,
-             rewrites: tuple[str, ...] = ()) -> QuantizedModel:
+def quantize(
+    model: LoadedModel,
+    calibration: CalibrationSet,
+    variant: Variant,
+    npu: NpuConfig,
+    config: QuantizationConfig | None = None,
+    rewrites: tuple[str, ...] = (),
+) -> QuantizedModel:
     graph = export_module(model)
     canonicalize_activations(graph)
     rewrite_records = apply_rewrites(graph, rewrites)
@@ -159,5 +177,6 @@ def quantize(model: LoadedModel, calibration: CalibrationSet, variant: Variant,
     converted = convert_pt2e(prepared)
     if variant == "fused":
         split_blocks_above_qmin(converted)
-    return QuantizedModel(variant, converted, model.example_inputs, fusion_decisions(converted),
-                          rewrite_records)
+    return QuantizedModel(
+        variant, converted, model.example_inputs, fusion_decisions(converted), rewrite_records
+    )

@@ -14,7 +14,9 @@ from ..artifacts import Program, RunResult
 from ..compare.evaluate import Evaluation
 from ..compare.variants import VariantComparison
 
-SCHEMA_VERSION = 2  # 2: estimate.sram_bytes (it was traffic) -> sram_used_bytes, arena_bytes, sram_traffic_bytes
+SCHEMA_VERSION = (
+    2  # 2: estimate.sram_bytes (it was traffic) -> sram_used_bytes, arena_bytes, sram_traffic_bytes
+)
 
 
 def _finite(value: float | None):
@@ -27,9 +29,15 @@ def _finite(value: float | None):
 
 def cycles_entry(run: RunResult) -> dict[str, Any]:
     c = run.cycles
-    return {"kind": c.kind, "source": c.source, "npu_cycles": c.npu_cycles,
-            "total_cycles": c.total_cycles, "cpu_cycles": c.cpu_cycles, "note": c.note,
-            "beats": c.beats}
+    return {
+        "kind": c.kind,
+        "source": c.source,
+        "npu_cycles": c.npu_cycles,
+        "total_cycles": c.total_cycles,
+        "cpu_cycles": c.cpu_cycles,
+        "note": c.note,
+        "beats": c.beats,
+    }
 
 
 def variant_entry(program: Program, evaluation: Evaluation | None) -> dict[str, Any]:
@@ -41,7 +49,8 @@ def variant_entry(program: Program, evaluation: Evaluation | None) -> dict[str, 
         "npu_ops": program.npu_ops,
         "command_stream_ops": [d.command_ops for d in program.delegates],
         "estimate": {
-            "kind": "estimate", "source": "Vela",
+            "kind": "estimate",
+            "source": "Vela",
             "npu_cycles": sum(e.npu_cycles for e in estimates),
             "total_cycles": sum(e.total_cycles for e in estimates),
             # delegates run one at a time: the largest is the program's peak
@@ -50,35 +59,49 @@ def variant_entry(program: Program, evaluation: Evaluation | None) -> dict[str, 
             "sram_traffic_bytes": sum(e.sram_traffic_bytes for e in estimates),
             "off_chip_flash_bytes": sum(e.off_chip_flash_bytes for e in estimates),
             "macs": sum(e.macs for e in estimates),
-            "layers": [dict(asdict(layer), delegate=d.index) for d in program.delegates
-                       if d.estimate for layer in d.estimate.layers],
+            "layers": [
+                dict(asdict(layer), delegate=d.index)
+                for d in program.delegates
+                if d.estimate
+                for layer in d.estimate.layers
+            ],
         },
         "fusion": [asdict(d) for d in program.decisions],
         "rewrites": [asdict(r) for r in program.rewrites],
-        "io": {"inputs": [asdict(q) if q else None for q in program.input_quant],
-               "outputs": [asdict(q) if q else None for q in program.output_quant]},
-        "files": {"pte": str(program.pte_path),
-                  "tosa": [str(d.tosa_path) for d in program.delegates],
-                  "vela": [str(d.vela_npz_path) for d in program.delegates]},
+        "io": {
+            "inputs": [asdict(q) if q else None for q in program.input_quant],
+            "outputs": [asdict(q) if q else None for q in program.output_quant],
+        },
+        "files": {
+            "pte": str(program.pte_path),
+            "tosa": [str(d.tosa_path) for d in program.delegates],
+            "vela": [str(d.vela_npz_path) for d in program.delegates],
+        },
         "timings_s": {k: round(v, 3) for k, v in program.timings.items()},
     }
     if evaluation is not None:
         acc = evaluation.accuracy
-        entry["accuracy"] = {"samples": acc.samples, "sqnr_db": _finite(acc.sqnr_db),
-                             "cosine": _finite(acc.cosine),
-                             "max_abs_err_lsb": _finite(acc.max_abs_err_lsb),
-                             "top1_agreement": _finite(acc.top1_agreement),
-                             "against": "float model", "runner": evaluation.runs[0].runner}
+        entry["accuracy"] = {
+            "samples": acc.samples,
+            "sqnr_db": _finite(acc.sqnr_db),
+            "cosine": _finite(acc.cosine),
+            "max_abs_err_lsb": _finite(acc.max_abs_err_lsb),
+            "top1_agreement": _finite(acc.top1_agreement),
+            "against": "float model",
+            "runner": evaluation.runs[0].runner,
+        }
     return entry
 
 
 def comparison_entry(comparison: VariantComparison) -> dict[str, Any]:
-    return {"same_npu_operations": comparison.same_npu_operations,
-            "estimate_delta_npu_cycles": comparison.estimate_delta_npu_cycles,
-            "estimator_effect": comparison.estimator_effect,
-            "layer_deltas": [asdict(d) for d in comparison.layer_deltas],
-            "register_differences": comparison.register_differences,
-            "notes": list(comparison.notes)}
+    return {
+        "same_npu_operations": comparison.same_npu_operations,
+        "estimate_delta_npu_cycles": comparison.estimate_delta_npu_cycles,
+        "estimator_effect": comparison.estimator_effect,
+        "layer_deltas": [asdict(d) for d in comparison.layer_deltas],
+        "register_differences": comparison.register_differences,
+        "notes": list(comparison.notes),
+    }
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:

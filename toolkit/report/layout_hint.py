@@ -10,7 +10,6 @@ from __future__ import annotations
 from ..artifacts import Program
 from ..lower.tosa_graph import read_tosa
 
-
 PASS_THROUGH = {"CLAMP", "RESCALE"}  # per-element ops that may sit between a transpose and an edge
 
 
@@ -21,21 +20,27 @@ def edge_transposes(program: Program) -> int:
     for delegate in program.delegates:
         tosa = read_tosa(delegate.tosa_path)
 
-        def from_input(tensor: str) -> bool:
+        def from_input(tensor: str, tosa=tosa) -> bool:
             producer = tosa.producer(tensor)
             if producer is None:
                 return tensor not in tosa.constants
             return producer.op in PASS_THROUGH and from_input(producer.inputs[0])
 
-        def to_output(tensor: str) -> bool:
+        def to_output(tensor: str, tosa=tosa) -> bool:
             consumers = [op for op in tosa.operators if tensor in op.inputs]
             if not consumers:
                 return True
-            return (len(consumers) == 1 and consumers[0].op in PASS_THROUGH
-                    and to_output(consumers[0].outputs[0]))
+            return (
+                len(consumers) == 1
+                and consumers[0].op in PASS_THROUGH
+                and to_output(consumers[0].outputs[0])
+            )
 
-        count += sum(1 for op in tosa.operators if op.op == "TRANSPOSE"
-                     and (from_input(op.inputs[0]) or to_output(op.outputs[0])))
+        count += sum(
+            1
+            for op in tosa.operators
+            if op.op == "TRANSPOSE" and (from_input(op.inputs[0]) or to_output(op.outputs[0]))
+        )
     return count
 
 
@@ -47,8 +52,11 @@ def layout_hint(programs: dict[str, Program], io_layout: str, has_image_input: b
     if not any(counts.values()):
         return None
     first = next(iter(programs))
-    return {"edge_transposes": counts, "npu_ops": {n: p.npu_ops for n, p in programs.items()},
-            "note": f"--io-layout nhwc would remove {counts[first]} TRANSPOSE(s) at the NPU's "
-                    f"edges ({first}: {programs[first].npu_ops} NPU operations now, the "
-                    "transposes' lowering included; the model then takes and returns "
-                    "channels-last tensors)"}
+    return {
+        "edge_transposes": counts,
+        "npu_ops": {n: p.npu_ops for n, p in programs.items()},
+        "note": f"--io-layout nhwc would remove {counts[first]} TRANSPOSE(s) at the NPU's "
+        f"edges ({first}: {programs[first].npu_ops} NPU operations now, the "
+        "transposes' lowering included; the model then takes and returns "
+        "channels-last tensors)",
+    }

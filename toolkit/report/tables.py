@@ -32,8 +32,10 @@ def rows(result: JobResult) -> tuple[list[str], list[list[str]]]:
     table: list[list[str]] = []
 
     def add(label, values, delta=None):
-        table.append([label, *(_fmt(v) for v in values)] + (
-            [_fmt(delta) if delta is not None else ""] if result.comparison else []))
+        table.append(
+            [label, *(_fmt(v) for v in values)]
+            + ([_fmt(delta) if delta is not None else ""] if result.comparison else [])
+        )
 
     vs = [result.variants[n] for n in names]
     programs = [v.program for v in vs]
@@ -62,8 +64,11 @@ def rows(result: JobResult) -> tuple[list[str], list[list[str]]]:
     if result.task is not None and all(n in result.task.variants for n in names):
         means = [float(np.mean([a.value for a in result.task.variants[n]])) for n in names]
         delta = both(means)
-        add(f"{_METRIC[result.task.metric]} on eval data", [f"{m:.4f}" for m in means],
-            None if delta is None else f"{delta:+.4f}")
+        add(
+            f"{_METRIC[result.task.metric]} on eval data",
+            [f"{m:.4f}" for m in means],
+            None if delta is None else f"{delta:+.4f}",
+        )
     if all(v.device for v in vs):
         runs = [v.device.evaluation.runs[0] for v in vs]
         kind = runs[0].cycles.kind
@@ -72,8 +77,10 @@ def rows(result: JobResult) -> tuple[list[str], list[list[str]]]:
         if all(r.cycles.total_cycles is not None for r in runs):
             total = [r.cycles.total_cycles for r in runs]
             add(f"total cycles ({runs[0].runner}, {kind})", total, both(total))
-            add(f"  {runs[0].runner} / Vela estimate (total)",
-                [f"{t / e:.3f}x" if e else "-" for t, e in zip(total, tot)])
+            add(
+                f"  {runs[0].runner} / Vela estimate (total)",
+                [f"{t / e:.3f}x" if e else "-" for t, e in zip(total, tot)],
+            )
         add("outputs == host reference", [v.device.outputs_match_reference for v in vs])
         add("max diff vs host reference (LSB)", [v.device.max_diff_lsb for v in vs])
     return header, table
@@ -87,7 +94,9 @@ def _runner_line(note: str, terse: bool) -> str:
     (select_runner appends it as ' (not ...)'), which `etk doctor` and report.md give in full."""
     chosen, sep, _why_not = note.partition(" (not ")
     if terse and sep:
-        return f"Runner: {chosen} (other runners unavailable here: `etk doctor` says how to add them)"
+        return (
+            f"Runner: {chosen} (other runners unavailable here: `etk doctor` says how to add them)"
+        )
     return f"Runner: {note}"
 
 
@@ -100,18 +109,32 @@ def task_rows(task: TaskResult) -> tuple[list[str], list[list[str]]]:
     metric = _METRIC[task.metric]
     seeds = len(task.calibrations)
     spread = seeds > 1
-    header = ["", metric + (f" (mean of {seeds})" if spread else ""),
-              *(["spread (std; min..max)"] if spread else []), "runs on"]
+    header = [
+        "",
+        metric + (f" (mean of {seeds})" if spread else ""),
+        *(["spread (std; min..max)"] if spread else []),
+        "runs on",
+    ]
     table = []
     for name, figures in task.variants.items():
         values = [a.value for a in figures]
-        table.append([name, f"{np.mean(values):.4f}",
-                      *([f"{np.std(values):.4f}; {min(values):.4f}..{max(values):.4f}"]
-                        if spread else []), figures[0].runner])
+        table.append(
+            [
+                name,
+                f"{np.mean(values):.4f}",
+                *(
+                    [f"{np.std(values):.4f}; {min(values):.4f}..{max(values):.4f}"]
+                    if spread
+                    else []
+                ),
+                figures[0].runner,
+            ]
+        )
     single = [""] if spread else []
     if task.float_model is not None:
-        table.append(["float model", f"{task.float_model.value:.4f}", *single,
-                      task.float_model.runner])
+        table.append(
+            ["float model", f"{task.float_model.value:.4f}", *single, task.float_model.runner]
+        )
     if task.reference_file is not None:
         name, acc = task.reference_file
         table.append([f"reference file {name}", f"{acc.value:.4f}", *single, acc.runner])
@@ -124,9 +147,11 @@ def notes(result: JobResult, terse: bool = False) -> list[str]:
     lines = []
     if result.runner_note:
         lines.append(_runner_line(result.runner_note, terse))
-    fixed_inputs = {str(v.device.evaluation.runs[0].details["inputs"])
-                    for v in result.variants.values()
-                    if v.device is not None and "inputs" in v.device.evaluation.runs[0].details}
+    fixed_inputs = {
+        str(v.device.evaluation.runs[0].details["inputs"])
+        for v in result.variants.values()
+        if v.device is not None and "inputs" in v.device.evaluation.runs[0].details
+    }
     lines.extend(f"Inputs: {note}" for note in sorted(fixed_inputs))
     for name, v in result.variants.items():
         if v.device is not None:
@@ -136,15 +161,19 @@ def notes(result: JobResult, terse: bool = False) -> list[str]:
             if details.get("self_check", "").startswith("delegate"):
                 lines.append(f"WARNING {name}: {details['self_check']}")
         if len(v.program.delegates) > 1:
-            lines.append(f"WARNING {name}: the model is split into {len(v.program.delegates)} "
-                         "delegates; the CPU runs what lies between them.")
+            lines.append(
+                f"WARNING {name}: the model is split into {len(v.program.delegates)} "
+                "delegates; the CPU runs what lies between them."
+            )
         for record in v.program.rewrites:
             lines.append(f"{name}: rewrite {record.rewrite} at {record.source}: {record.change}")
         for op in v.program.cpu_ops:
             lines.append(f"{name}: CPU operator {op.op} from {op.source}: {op.reason}")
         for d in v.program.decisions:
             if not d.fused and name == "fused":
-                lines.append(f"{name}: {d.activation} after {d.parent} ({d.source}) not fused: {d.reason}")
+                lines.append(
+                    f"{name}: {d.activation} after {d.parent} ({d.source}) not fused: {d.reason}"
+                )
             if d.zero_point_raised:
                 lines.append(f"{name}: {d.activation} after {d.parent}: {d.reason}")
     hint = io_layout_hint(result)
@@ -154,22 +183,28 @@ def notes(result: JobResult, terse: bool = False) -> list[str]:
         lines.extend(result.comparison.notes)
         deltas = list(result.comparison.layer_deltas)
         if terse and len(deltas) > TERMINAL_LAYER_DELTAS:
-            lines.append(f"  the estimate differs on {len(deltas)} operations that are the same in "
-                         f"both variants; the {TERMINAL_LAYER_DELTAS} largest (all in report.md):")
+            lines.append(
+                f"  the estimate differs on {len(deltas)} operations that are the same in "
+                f"both variants; the {TERMINAL_LAYER_DELTAS} largest (all in report.md):"
+            )
             deltas = sorted(deltas, key=lambda d: -abs(d.fused_cycles - d.unfused_cycles))
             deltas = deltas[:TERMINAL_LAYER_DELTAS]
         for delta in deltas:
-            lines.append(f"  estimate differs on the same operation: delegate {delta.delegate} "
-                         f"{delta.operator} {delta.name}: fused {delta.fused_cycles:,} vs unfused "
-                         f"{delta.unfused_cycles:,} cycles")
+            lines.append(
+                f"  estimate differs on the same operation: delegate {delta.delegate} "
+                f"{delta.operator} {delta.name}: fused {delta.fused_cycles:,} vs unfused "
+                f"{delta.unfused_cycles:,} cycles"
+            )
     return lines
 
 
 def print_result(result: JobResult, console: Console | None = None) -> None:
     console = console or Console()
     header, table = rows(result)
-    title = (f"{result.job.model} on {result.target.name} ({result.npu.accelerator}, "
-             f"{result.npu.system_config}, {result.npu.memory_mode})")
+    title = (
+        f"{result.job.model} on {result.target.name} ({result.npu.accelerator}, "
+        f"{result.npu.system_config}, {result.npu.memory_mode})"
+    )
     rich_table = Table(title=title)
     for i, column in enumerate(header):
         rich_table.add_column(column, justify="left" if i == 0 else "right")
@@ -192,15 +227,25 @@ def print_result(result: JobResult, console: Console | None = None) -> None:
 
 def write_markdown(result: JobResult, path: Path) -> None:
     header, table = rows(result)
-    lines = [f"# {result.job.model} on {result.target.name} ({result.npu.accelerator})", "",
-             f"Vela system config {result.npu.system_config}, memory mode "
-             f"{result.npu.memory_mode}; calibration {result.calibration_source}.", "",
-             "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines = [
+        f"# {result.job.model} on {result.target.name} ({result.npu.accelerator})",
+        "",
+        f"Vela system config {result.npu.system_config}, memory mode "
+        f"{result.npu.memory_mode}; calibration {result.calibration_source}.",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
     lines += ["| " + " | ".join(row) + " |" for row in table]
     if result.task is not None:
         header, table = task_rows(result.task)
-        lines += ["", f"Accuracy on {result.task.data}:", "",
-                  "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += [
+            "",
+            f"Accuracy on {result.task.data}:",
+            "",
+            "| " + " | ".join(header) + " |",
+            "|" + "---|" * len(header),
+        ]
         lines += ["| " + " | ".join(row) + " |" for row in table]
     lines += ["", *[f"- {n}" for n in notes(result)], ""]
     tmp = path.with_suffix(".md.tmp")

@@ -1,8 +1,9 @@
 """Graph rewrites that keep results exact and change what the NPU executes.
 
 Each rewrite has a name (used by --rewrites and in the report), runs on the exported graph before
-quantization (fold-pad-into-conv: while lowering), and returns a record per place it changed. Only rewrites that change the NPU's work
-belong here; nothing whose only effect is on Vela's estimate.
+quantization (fold-pad-into-conv: while lowering), and returns a record per place it changed.
+Only rewrites that change the NPU's work belong here; nothing whose only effect is on Vela's
+estimate.
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ def _registry() -> dict[str, Rewrite]:
     from .global_pool import global_pool_stride_one
     from .pool1d_mean import global_pool_1d_as_mean
 
-    return {"global-pool-stride": global_pool_stride_one,
-            "global-pool-1d-as-mean": global_pool_1d_as_mean,
-            "residual-branch-order": longer_branch_last,
-            "channel-shuffle-as-conv": channel_shuffle_as_conv}
+    return {
+        "global-pool-stride": global_pool_stride_one,
+        "global-pool-1d-as-mean": global_pool_1d_as_mean,
+        "residual-branch-order": longer_branch_last,
+        "channel-shuffle-as-conv": channel_shuffle_as_conv,
+    }
 
 
 # Done while lowering, inside ExecuTorch's TOSA pass pipeline (toolkit/lower/fold_pad.py): a
@@ -38,9 +41,13 @@ def available_rewrites() -> tuple[str, ...]:
     return (*_registry(), FOLD_PAD)
 
 
-DEFAULT_REWRITES = ("global-pool-stride", "global-pool-1d-as-mean", "residual-branch-order",
-                    "channel-shuffle-as-conv",
-                    FOLD_PAD)
+DEFAULT_REWRITES = (
+    "global-pool-stride",
+    "global-pool-1d-as-mean",
+    "residual-branch-order",
+    "channel-shuffle-as-conv",
+    FOLD_PAD,
+)
 
 
 def resolve_rewrites(spec: str) -> tuple[str, ...]:
@@ -52,8 +59,10 @@ def resolve_rewrites(spec: str) -> tuple[str, ...]:
     names = tuple(n.strip() for n in spec.split(",") if n.strip())
     unknown = [n for n in names if n not in available_rewrites()]
     if unknown:
-        raise UserError(f"unknown rewrite {', '.join(unknown)}: use default, none or a list of "
-                        f"{', '.join(available_rewrites())}")
+        raise UserError(
+            f"unknown rewrite {', '.join(unknown)}: use default, none or a list of "
+            f"{', '.join(available_rewrites())}"
+        )
     return names
 
 

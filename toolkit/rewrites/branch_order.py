@@ -57,9 +57,14 @@ def longer_branch_last(graph: GraphModule) -> list[RewriteRecord]:
         if first_only <= second_only:
             continue
         node.args = (second, first)
-        records.append(RewriteRecord(
-            "residual-branch-order", node.name, node_source(node),
-            f"add operands swapped: the {first_only}-op branch ({first.name}) now runs before "
-            f"the {second_only}-op one ({second.name}), whose output is no longer held in SRAM "
-            "meanwhile (same result)"))
+        records.append(
+            RewriteRecord(
+                "residual-branch-order",
+                node.name,
+                node_source(node),
+                f"add operands swapped: the {first_only}-op branch ({first.name}) now runs before "
+                f"the {second_only}-op one ({second.name}), whose output is no longer held in SRAM "
+                "meanwhile (same result)",
+            )
+        )
     return records

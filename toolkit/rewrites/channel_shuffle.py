@@ -21,7 +21,9 @@ from ..artifacts import RewriteRecord
 from ..graph_info import node_source
 
 aten = torch.ops.aten
-SHUFFLE_CONV = "etk_channel_shuffle"  # node meta: a conv this rewrite made (quantizer shares qparams)
+SHUFFLE_CONV = (
+    "etk_channel_shuffle"  # node meta: a conv this rewrite made (quantizer shares qparams)
+)
 _VIEWS = (aten.view.default, aten.reshape.default, aten._unsafe_view.default)
 _COPIES = (aten.contiguous.default, aten.clone.default)
 
@@ -88,10 +90,15 @@ def channel_shuffle_as_conv(graph: GraphModule) -> list[RewriteRecord]:
         conv.meta = {k: v for k, v in end.meta.items()}
         conv.meta[SHUFFLE_CONV] = True
         end.replace_all_uses_with(conv)
-        records.append(RewriteRecord(
-            "channel-shuffle-as-conv", end.name, node_source(end),
-            f"channel shuffle of {channels} channels in {groups} groups -> one 1x1 convolution "
-            "with a permutation weight (same values; the output keeps the input's quantization)"))
+        records.append(
+            RewriteRecord(
+                "channel-shuffle-as-conv",
+                end.name,
+                node_source(end),
+                f"channel shuffle of {channels} channels in {groups} groups -> one 1x1 convolution "
+                "with a permutation weight (same values; the output keeps the input's quantization)",
+            )
+        )
     if records:
         graph.graph.eliminate_dead_code()
     return records

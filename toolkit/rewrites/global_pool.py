@@ -40,8 +40,13 @@ def global_pool_stride_one(graph: GraphModule) -> list[RewriteRecord]:
             args.append(kernel)
         args[2] = [1, 1]
         node.args = tuple(args)
-        records.append(RewriteRecord(
-            "global-pool-stride", node.name, node_source(node),
-            f"{str(node.target).split('.')[1]} over the whole {height}x{width} input: stride "
-            f"{stride[0]}x{stride[1]} -> 1x1 (same output; Ethos-U pools take strides <= 3)"))
+        records.append(
+            RewriteRecord(
+                "global-pool-stride",
+                node.name,
+                node_source(node),
+                f"{str(node.target).split('.')[1]} over the whole {height}x{width} input: stride "
+                f"{stride[0]}x{stride[1]} -> 1x1 (same output; Ethos-U pools take strides <= 3)",
+            )
+        )
     return records

@@ -31,8 +31,13 @@ def global_pool_1d_as_mean(graph: GraphModule) -> list[RewriteRecord]:
         mean.meta = dict(node.meta)
         node.replace_all_uses_with(mean)
         graph.graph.erase_node(node)
-        records.append(RewriteRecord(
-            "global-pool-1d-as-mean", mean.name, node_source(mean),
-            f"adaptive_avg_pool1d to 1 over {length} steps -> mean over the last axis (same "
-            "output; upstream's quantizer has no adaptive_avg_pool1d pattern, so it ran on the CPU)"))
+        records.append(
+            RewriteRecord(
+                "global-pool-1d-as-mean",
+                mean.name,
+                node_source(mean),
+                f"adaptive_avg_pool1d to 1 over {length} steps -> mean over the last axis (same "
+                "output; upstream's quantizer has no adaptive_avg_pool1d pattern, so it ran on the CPU)",
+            )
+        )
     return records

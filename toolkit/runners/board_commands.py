@@ -41,16 +41,24 @@ def render(step: str, values: Mapping[str, str]) -> list[str]:
     script = _script_index(words)
     quoted = {key: shlex.quote(str(value)) for key, value in values.items()}
     # $VARS and ~ expand in the template only, never in the values filled in.
-    return [os.path.expanduser(os.path.expandvars(w)).format_map(quoted if i == script else values)
-            for i, w in enumerate(words)]
+    return [
+        os.path.expanduser(os.path.expandvars(w)).format_map(quoted if i == script else values)
+        for i, w in enumerate(words)
+    ]
 
 
 def _tail(text: str, n: int = 12) -> str:
     return "\n".join(text.strip().splitlines()[-n:])
 
 
-def run_steps(what: str, steps: Sequence[str], values: Mapping[str, str], time_limit_s: float,
-              log_path: Path, cwd: Path) -> None:
+def run_steps(
+    what: str,
+    steps: Sequence[str],
+    values: Mapping[str, str],
+    time_limit_s: float,
+    log_path: Path,
+    cwd: Path,
+) -> None:
     """Run each step in turn; ToolError naming the step when one is missing, fails or hangs.
 
     time_limit_s covers all the steps together. Output of every step goes to log_path.
@@ -63,12 +71,21 @@ def run_steps(what: str, steps: Sequence[str], values: Mapping[str, str], time_l
             log.write(f"$ {shlex.join(argv)}\n")
             log.flush()
             try:
-                proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL,
-                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                        text=True, errors="replace", start_new_session=True)
+                proc = subprocess.Popen(
+                    argv,
+                    cwd=cwd,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                    errors="replace",
+                    start_new_session=True,
+                )
             except FileNotFoundError:
-                raise ToolError(f"{what} command not found: {argv[0]} (from the step {step!r}); "
-                                "install it or fix the [board] table of the target file") from None
+                raise ToolError(
+                    f"{what} command not found: {argv[0]} (from the step {step!r}); "
+                    "install it or fix the [board] table of the target file"
+                ) from None
             except OSError as exc:
                 raise ToolError(f"cannot start the {what} command {argv[0]}: {exc}") from None
             try:
@@ -77,10 +94,14 @@ def run_steps(what: str, steps: Sequence[str], values: Mapping[str, str], time_l
                 os.killpg(proc.pid, signal.SIGKILL)
                 out, _ = proc.communicate()
                 log.write(out)
-                raise ToolError(f"{what} did not finish within {time_limit_s:g} s and was "
-                                f"killed: {shlex.join(argv)}\nlog: {log_path}\n{_tail(out)}")
+                raise ToolError(
+                    f"{what} did not finish within {time_limit_s:g} s and was "
+                    f"killed: {shlex.join(argv)}\nlog: {log_path}\n{_tail(out)}"
+                ) from None
             log.write(out)
             log.flush()
             if proc.returncode != 0:
-                raise ToolError(f"{what} failed with exit code {proc.returncode}: "
-                                f"{shlex.join(argv)}\nlog: {log_path}\n{_tail(out)}")
+                raise ToolError(
+                    f"{what} failed with exit code {proc.returncode}: "
+                    f"{shlex.join(argv)}\nlog: {log_path}\n{_tail(out)}"
+                )

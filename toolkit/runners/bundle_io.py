@@ -32,8 +32,13 @@ class Bundle:
     cases: tuple[TestCase, ...]
 
 
-def write_bundle(pte_path: Path, cases: Sequence[TestCase], input_specs: Sequence[TensorSpec],
-                 output_specs: Sequence[TensorSpec], out_path: Path) -> Path:
+def write_bundle(
+    pte_path: Path,
+    cases: Sequence[TestCase],
+    input_specs: Sequence[TensorSpec],
+    output_specs: Sequence[TensorSpec],
+    out_path: Path,
+) -> Path:
     """Write a .bpte holding the .pte at pte_path and the test cases; returns out_path."""
     import torch
     from executorch.devtools import BundledProgram
@@ -51,10 +56,14 @@ def write_bundle(pte_path: Path, cases: Sequence[TestCase], input_specs: Sequenc
     for case in cases:
         check_tensors(case.inputs, input_specs, "input")
         check_tensors(case.expected_outputs, output_specs, "output")
-        tests.append(MethodTestCase(
-            inputs=[torch.from_numpy(np.ascontiguousarray(a)) for a in case.inputs],
-            expected_outputs=[torch.from_numpy(np.ascontiguousarray(a))
-                              for a in case.expected_outputs]))
+        tests.append(
+            MethodTestCase(
+                inputs=[torch.from_numpy(np.ascontiguousarray(a)) for a in case.inputs],
+                expected_outputs=[
+                    torch.from_numpy(np.ascontiguousarray(a)) for a in case.expected_outputs
+                ],
+            )
+        )
     # From the file: BundledProgram then bundles the exact bytes the FVP and host runners use.
     bundled = BundledProgram(None, [MethodTestSuite(METHOD, tests)], pte_file_path=str(pte_path))
     out_path.parent.mkdir(parents=True, exist_ok=True)
@@ -69,8 +78,11 @@ def _array(tensor) -> np.ndarray:
     from executorch.exir.tensor import get_scalar_type
 
     dtype = get_scalar_type(tensor.scalar_type)
-    flat = (torch.frombuffer(bytearray(tensor.data), dtype=dtype) if tensor.data
-            else torch.empty(0, dtype=dtype))
+    flat = (
+        torch.frombuffer(bytearray(tensor.data), dtype=dtype)
+        if tensor.data
+        else torch.empty(0, dtype=dtype)
+    )
     return flat.reshape(list(tensor.sizes)).numpy()
 
 
@@ -84,7 +96,11 @@ def read_bundle(path: Path) -> Bundle:
     suite = next((s for s in schema.method_test_suites if s.method_name == METHOD), None)
     if suite is None:
         raise UserError(f"{path} has no test suite for method '{METHOD}'")
-    cases = tuple(TestCase(tuple(_array(v.val) for v in case.inputs),
-                           tuple(_array(v.val) for v in case.expected_outputs))
-                  for case in suite.test_cases)
+    cases = tuple(
+        TestCase(
+            tuple(_array(v.val) for v in case.inputs),
+            tuple(_array(v.val) for v in case.expected_outputs),
+        )
+        for case in suite.test_cases
+    )
     return Bundle(bytes(schema.program), cases)

@@ -45,8 +45,14 @@ class OutputCheck:
 
 
 def verdict(log: UartLog, check: OutputCheck | None = None) -> Verdict:
-    fail_at = next((n for n, line in enumerate(log.lines, 1)
-                    if _MISMATCH in line or "Test_result: FAIL" in line), None)
+    fail_at = next(
+        (
+            n
+            for n, line in enumerate(log.lines, 1)
+            if _MISMATCH in line or "Test_result: FAIL" in line
+        ),
+        None,
+    )
     # After a BundleIO FAIL the runner reports the mismatch and aborts on purpose.
     failures = [f for f in log.failures if fail_at is None or f.line_no < fail_at]
     if failures:
@@ -68,14 +74,18 @@ def check_outputs(log: UartLog, program_dir: Path, sample: int = 0) -> OutputChe
     """Compare the printed outputs with the host reference of program_dir (OUT/fused)."""
     interface = load_output_interface(program_dir)
     if interface is None:
-        raise UserError(f"{program_dir} holds no compiled program (program.json): pass a "
-                        f"variant folder of an etk output, e.g. OUT/fused")
+        raise UserError(
+            f"{program_dir} holds no compiled program (program.json): pass a "
+            f"variant folder of an etk output, e.g. OUT/fused"
+        )
     specs, quants = interface
     reference_dir = program_dir / "reference"
     paths = [reference_dir / f"output_{sample}_{i}.npy" for i in range(len(specs))]
     if not all(p.is_file() for p in paths):
-        raise UserError(f"{reference_dir} has no host reference outputs for sample {sample}: "
-                        f"run `etk compile`/`deploy` for this program first")
+        raise UserError(
+            f"{reference_dir} has no host reference outputs for sample {sample}: "
+            f"run `etk compile`/`deploy` for this program first"
+        )
     missing = missing_values(log.outputs, specs)
     if missing is not None:
         return OutputCheck(None, None, None, f"cannot compare with the host reference: {missing}")
@@ -83,14 +93,20 @@ def check_outputs(log: UartLog, program_dir: Path, sample: int = 0) -> OutputChe
     worst, rates = 0.0, []
     for got, path, quant in zip(decoded.arrays, paths, quants):
         want = np.load(path)
-        worst = max(worst, max_abs_err_lsb(want, got, quant.scale) if quant else
-                    float(np.max(np.abs(want.astype(np.float64) - got), initial=0.0)))
+        worst = max(
+            worst,
+            max_abs_err_lsb(want, got, quant.scale)
+            if quant
+            else float(np.max(np.abs(want.astype(np.float64) - got), initial=0.0)),
+        )
         rates.append(exact_match_rate(want, got))
     tolerance = 0.0 if decoded.exact else 1e-6  # %f prints 6 decimals
     match = worst <= tolerance
-    note = (f"{'equal to' if match else 'differ from'} the host reference of {program_dir} "
-            f"(sample {sample}, max diff {worst:g}{' LSB' if decoded.exact else ''}); "
-            f"{decoded.note}")
+    note = (
+        f"{'equal to' if match else 'differ from'} the host reference of {program_dir} "
+        f"(sample {sample}, max diff {worst:g}{' LSB' if decoded.exact else ''}); "
+        f"{decoded.note}"
+    )
     return OutputCheck(match, worst, float(np.mean(rates)), note)
 
 
@@ -105,8 +121,12 @@ def run_entry(log: UartLog, source: Path, check: OutputCheck | None = None) -> d
         "npu_cycles": per_inference(log.npu_cycles) if log.npu_cycles else None,
         "total_cycles": None,
         "cpu_cycles": per_inference(log.cpu_cycles) if log.cpu_cycles else None,
-        "note": ("as the firmware printed them: the NPU's cycle counter (ethosu_pmu_cycle_cntr, "
-                 "or the ML kit's NPU TOTAL)" if measured else "the log holds no PMU report"),
+        "note": (
+            "as the firmware printed them: the NPU's cycle counter (ethosu_pmu_cycle_cntr, "
+            "or the ML kit's NPU TOTAL)"
+            if measured
+            else "the log holds no PMU report"
+        ),
         "beats": axi_beats(log.pmu_counters),
         "counters": counters,
     }

@@ -31,12 +31,16 @@ from .uart_log import Count, UartLog, UartLogParser, axi_beats
 FVP_DOWNLOAD_URL = "https://developer.arm.com/downloads/-/arm-ecosystem-fvps"
 SEMIHOSTING_CMD_LINE_MAX = 255  # the FVP truncates longer semihosting command lines
 CYCLE_SOURCE = "FVP PMU ethosu_pmu_cycle_cntr"
-CYCLE_NOTE = ("FVP figures: NPU cycles are approximate and FVP CPU cycles are not accurate; "
-              "FPGA or silicon gives exact figures")
+CYCLE_NOTE = (
+    "FVP figures: NPU cycles are approximate and FVP CPU cycles are not accurate; "
+    "FPGA or silicon gives exact figures"
+)
 FAST_CYCLES = CycleFigures(
-    kind="none", source="FVP with --fvp-fast (ethosu.extra_args=--fast)",
+    kind="none",
+    source="FVP with --fvp-fast (ethosu.extra_args=--fast)",
     note="the FVP's fast Ethos-U model does not model timing: its PMU counts are not meaningful "
-         "and are not reported; run without --fvp-fast for measured cycles")
+    "and are not reported; run without --fvp-fast for measured cycles",
+)
 _POLL_S = 0.05
 _HALT_GRACE_S = 1.0  # how long the FVP may keep running after the program ended or faulted
 
@@ -58,18 +62,22 @@ def find_fvp(binary: str) -> Path | None:
 
 def how_to_get_fvp(binary: str) -> str:
     product = "Corstone-320" if "SSE-320" in binary else "Corstone-300"
-    return (f"download the {product} Ecosystem FVP from {FVP_DOWNLOAD_URL} (or run ExecuTorch's "
-            f"examples/arm/setup.sh --i-agree-to-the-contained-eula), then put the folder holding "
-            f"{binary} on PATH or in ETK_FVP_PATH")
+    return (
+        f"download the {product} Ecosystem FVP from {FVP_DOWNLOAD_URL} (or run ExecuTorch's "
+        f"examples/arm/setup.sh --i-agree-to-the-contained-eula), then put the folder holding "
+        f"{binary} on PATH or in ETK_FVP_PATH"
+    )
 
 
 def how_to_build_runner(target: Target, npu: NpuConfig) -> str:
-    return ("build it in an ExecuTorch checkout with backends/arm/scripts/build_executor_runner.sh "
-            f"--pte=semihosting --target={npu.accelerator} --system_config={npu.system_config} "
-            f"--memory_mode={npu.memory_mode} --output=DIR (after examples/arm/setup.sh and "
-            f"backends/arm/scripts/build_executorch.sh), then pass --runner-elf "
-            f"DIR/arm_executor_runner, set ETK_RUNNER_ELF, or set fvp.runner_elf in "
-            f"{target.source}")
+    return (
+        "build it in an ExecuTorch checkout with backends/arm/scripts/build_executor_runner.sh "
+        f"--pte=semihosting --target={npu.accelerator} --system_config={npu.system_config} "
+        f"--memory_mode={npu.memory_mode} --output=DIR (after examples/arm/setup.sh and "
+        f"backends/arm/scripts/build_executorch.sh), then pass --runner-elf "
+        f"DIR/arm_executor_runner, set ETK_RUNNER_ELF, or set fvp.runner_elf in "
+        f"{target.source}"
+    )
 
 
 @dataclass(frozen=True)
@@ -95,13 +103,15 @@ def semihosting_cmd_line(n_inputs: int) -> str:
     """The executor runner's argv, relative to the run folder."""
     if n_inputs < 1:
         raise UserError("the semihosting executor runner needs at least one model input")
-    cmd = "executor_runner -m program.pte -o out" + "".join(f" -i i{n}.bin"
-                                                             for n in range(n_inputs))
+    cmd = "executor_runner -m program.pte -o out" + "".join(
+        f" -i i{n}.bin" for n in range(n_inputs)
+    )
     if len(cmd) > SEMIHOSTING_CMD_LINE_MAX:
         raise UserError(
             f"a model with {n_inputs} inputs needs a {len(cmd)}-character semihosting command "
             f"line; the FVP truncates it beyond {SEMIHOSTING_CMD_LINE_MAX} characters, so the FVP "
-            f"runner cannot run it (use the sim or tosa-ref runner, or fewer inputs)")
+            f"runner cannot run it (use the sim or tosa-ref runner, or fewer inputs)"
+        )
     return cmd
 
 
@@ -113,16 +123,25 @@ def _check_no_fast(fvp: FvpSpec, source: Path) -> None:
     for setting in settings:
         key, _, value = setting.partition("=")
         if key.strip().endswith("extra_args") and "--fast" in value:
-            raise UserError(f"{source}: '{setting.strip()}' makes FVP cycle counts meaningless; "
-                            f"remove it (etk reports the FVP's cycles)")
+            raise UserError(
+                f"{source}: '{setting.strip()}' makes FVP cycle counts meaningless; "
+                f"remove it (etk reports the FVP's cycles)"
+            )
 
 
 def _param(value: str | int | bool) -> str:
     return str(int(value)) if isinstance(value, bool) else str(value)
 
 
-def fvp_command(target: Target, npu: NpuConfig, run_dir: Path, runner_elf: Path,
-                n_inputs: int, time_limit_s: int | None = None, fast: bool = False) -> list[str]:
+def fvp_command(
+    target: Target,
+    npu: NpuConfig,
+    run_dir: Path,
+    runner_elf: Path,
+    n_inputs: int,
+    time_limit_s: int | None = None,
+    fast: bool = False,
+) -> list[str]:
     """The FVP command line; the first element is the binary's name, not its path.
 
     fast: the Ethos-U model without timing, as ExecuTorch's run_fvp.sh --fast passes it
@@ -142,32 +161,41 @@ def fvp_command(target: Target, npu: NpuConfig, run_dir: Path, runner_elf: Path,
     if fast:
         cmd += ["-C", f"{fvp.num_macs_param.rsplit('.', 1)[0]}.extra_args=--fast"]
     cmd += [
-        "-C", f"{cpu}.semihosting-enable=1",
-        "-C", f"{cpu}.semihosting-stack_base=0",
-        "-C", f"{cpu}.semihosting-heap_limit=0",
-        "-C", f"{cpu}.semihosting-cwd={run_dir}",
-        "-C", f"{cpu}.semihosting-cmd_line='{semihosting_cmd_line(n_inputs)}'",
-        "-a", str(runner_elf),
-        "--timelimit", str(time_limit_s if time_limit_s is not None else fvp.time_limit_s),
+        "-C",
+        f"{cpu}.semihosting-enable=1",
+        "-C",
+        f"{cpu}.semihosting-stack_base=0",
+        "-C",
+        f"{cpu}.semihosting-heap_limit=0",
+        "-C",
+        f"{cpu}.semihosting-cwd={run_dir}",
+        "-C",
+        f"{cpu}.semihosting-cmd_line='{semihosting_cmd_line(n_inputs)}'",
+        "-a",
+        str(runner_elf),
+        "--timelimit",
+        str(time_limit_s if time_limit_s is not None else fvp.time_limit_s),
     ]
     return cmd
 
 
-def write_inputs(run_dir: Path, inputs: Sequence[np.ndarray],
-                 specs: Sequence[TensorSpec]) -> None:
+def write_inputs(run_dir: Path, inputs: Sequence[np.ndarray], specs: Sequence[TensorSpec]) -> None:
     check_tensors(inputs, specs, "input")
     for n, array in enumerate(inputs):
         array = np.asarray(array)
         (run_dir / f"i{n}.bin").write_bytes(
-            np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")).tobytes())
+            np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")).tobytes()
+        )
 
 
 def read_outputs(run_dir: Path, specs: Sequence[TensorSpec]) -> tuple[np.ndarray, ...]:
     found = sorted(p.name for p in run_dir.glob("out-*.bin"))
     if len(found) != len(specs):
-        raise ToolError(f"the runner wrote {len(found)} output files "
-                        f"({', '.join(found) or 'none'}) in {run_dir}; the program has "
-                        f"{len(specs)} outputs")
+        raise ToolError(
+            f"the runner wrote {len(found)} output files "
+            f"({', '.join(found) or 'none'}) in {run_dir}; the program has "
+            f"{len(specs)} outputs"
+        )
     outputs = []
     for n, spec in enumerate(specs):
         path = run_dir / f"out-{n}.bin"
@@ -175,8 +203,10 @@ def read_outputs(run_dir: Path, specs: Sequence[TensorSpec]) -> tuple[np.ndarray
         expected = int(np.prod(spec.shape, dtype=np.int64)) * dtype.itemsize
         data = path.read_bytes() if path.is_file() else b""
         if len(data) != expected:
-            raise ToolError(f"{path} holds {len(data)} bytes; output {n} "
-                            f"({spec.dtype}{list(spec.shape)}) needs {expected}")
+            raise ToolError(
+                f"{path} holds {len(data)} bytes; output {n} "
+                f"({spec.dtype}{list(spec.shape)}) needs {expected}"
+            )
         raw = np.frombuffer(data, dtype=dtype.newbyteorder("<")).reshape(spec.shape)
         outputs.append(raw.astype(dtype))
     return tuple(outputs)
@@ -205,14 +235,21 @@ def _kill_group(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def _run_fvp(argv: list[str], cwd: Path, log_path: Path, hard_limit_s: float
-             ) -> tuple[_Exit, UartLog]:
+def _run_fvp(
+    argv: list[str], cwd: Path, log_path: Path, hard_limit_s: float
+) -> tuple[_Exit, UartLog]:
     """Run the FVP in its own process group, logging to log_path; kill the group at the limit."""
     parser = UartLogParser()
     with open(log_path, "wb") as log, open(log_path, "rb") as reader:
         try:
-            proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log,
-                                    stderr=subprocess.STDOUT, start_new_session=True)
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         except OSError as exc:
             raise ToolError(f"cannot start the FVP {argv[0]}: {exc}") from None
         start = time.monotonic()
@@ -240,20 +277,23 @@ def _run_fvp(argv: list[str], cwd: Path, log_path: Path, hard_limit_s: float
 
 _HINTS = {
     "hard-fault": "the CPU faulted: a runner ELF built for another NPU or memory mode, or a "
-                  "model too large for the runner's memory pools, are common causes",
+    "model too large for the runner's memory pools, are common causes",
     "time-limit": "the FVP stopped at its --timelimit: raise fvp.time_limit_s in the target file "
-                  "for large models",
+    "for large models",
     "garbled": "the UART output is not text: check that the runner ELF was built for this FVP",
 }
 
 
 def _failure_message(what: str, log: UartLog, log_path: Path, argv: list[str]) -> str:
     problems = "".join(f"\n  {f}" for f in log.failures[:8])
-    hints = "".join(f"\n{_HINTS[k]}" for k in dict.fromkeys(f.kind for f in log.failures)
-                    if k in _HINTS)
-    return (f"FVP run failed: {what}; the program {verdict(log).text}{problems}{hints}\n"
-            f"log: {log_path}\n"
-            f"command: {' '.join(argv)}\nlast log lines:\n{log.tail()}")
+    hints = "".join(
+        f"\n{_HINTS[k]}" for k in dict.fromkeys(f.kind for f in log.failures) if k in _HINTS
+    )
+    return (
+        f"FVP run failed: {what}; the program {verdict(log).text}{problems}{hints}\n"
+        f"log: {log_path}\n"
+        f"command: {' '.join(argv)}\nlast log lines:\n{log.tail()}"
+    )
 
 
 class FvpRunner:
@@ -261,8 +301,14 @@ class FvpRunner:
 
     name = "fvp"
 
-    def __init__(self, runner_elf: Path | None = None, time_limit_s: int | None = None,
-                 kill_grace_s: float = 10.0, run_root: Path | None = None, fast: bool = False):
+    def __init__(
+        self,
+        runner_elf: Path | None = None,
+        time_limit_s: int | None = None,
+        kill_grace_s: float = 10.0,
+        run_root: Path | None = None,
+        fast: bool = False,
+    ):
         self.runner_elf = runner_elf
         self.fast = fast  # --fvp-fast: no meaningful cycles
         self.time_limit_s = time_limit_s
@@ -271,8 +317,9 @@ class FvpRunner:
 
     def locate(self, target: Target, accelerator: str) -> FvpSetup:
         if target.fvp is None:
-            return FvpSetup(None, None, (f"target '{target.name}' has no [fvp] section "
-                                         f"in {target.source}",))
+            return FvpSetup(
+                None, None, (f"target '{target.name}' has no [fvp] section in {target.source}",)
+            )
         try:
             npu = target.npu(accelerator)
             binary = target.fvp.binary_for(accelerator)
@@ -281,16 +328,22 @@ class FvpRunner:
         missing = []
         fvp_path = find_fvp(binary)
         if fvp_path is None:
-            missing.append(f"FVP binary {binary} not found on PATH or in ETK_FVP_PATH: "
-                           f"{how_to_get_fvp(binary)}")
+            missing.append(
+                f"FVP binary {binary} not found on PATH or in ETK_FVP_PATH: "
+                f"{how_to_get_fvp(binary)}"
+            )
         elf = find_runner_elf(target, self.runner_elf)
         if elf.path is None:
-            missing.append(f"no executor runner ELF (--runner-elf, ETK_RUNNER_ELF or "
-                           f"fvp.runner_elf in the target file): "
-                           f"{how_to_build_runner(target, npu)}")
+            missing.append(
+                f"no executor runner ELF (--runner-elf, ETK_RUNNER_ELF or "
+                f"fvp.runner_elf in the target file): "
+                f"{how_to_build_runner(target, npu)}"
+            )
         elif not elf.path.is_file():
-            missing.append(f"runner ELF {elf.path} (from {elf.source}) does not exist: "
-                           f"{how_to_build_runner(target, npu)}")
+            missing.append(
+                f"runner ELF {elf.path} (from {elf.source}) does not exist: "
+                f"{how_to_build_runner(target, npu)}"
+            )
         return FvpSetup(fvp_path, elf.path, tuple(missing))
 
     def availability(self, target: Target, program_npu: str) -> Availability:
@@ -305,8 +358,15 @@ class FvpRunner:
             raise UserError(f"cannot run on the FVP: {'; '.join(setup.missing)}")
         run_dir = ((self.run_root or program.out_dir) / f"fvp-{program.variant}").resolve()
         time_limit = self.time_limit_s if self.time_limit_s is not None else target.fvp.time_limit_s
-        cmd = fvp_command(target, program.npu, run_dir, setup.runner_elf, len(program.input_specs),
-                          time_limit, self.fast)
+        cmd = fvp_command(
+            target,
+            program.npu,
+            run_dir,
+            setup.runner_elf,
+            len(program.input_specs),
+            time_limit,
+            self.fast,
+        )
         argv = [str(setup.binary), *cmd[1:]]
         run_dir.mkdir(parents=True, exist_ok=True)
         for stale in [*run_dir.glob("out-*.bin"), *run_dir.glob("i*.bin")]:
@@ -317,22 +377,41 @@ class FvpRunner:
         exit_, log = _run_fvp(argv, run_dir, log_path, time_limit + self.kill_grace_s)
 
         if exit_.timed_out:
-            raise ToolError(_failure_message(
-                f"no result within the {time_limit} s time limit (+{self.kill_grace_s:g} s "
-                f"grace): the FVP was killed, its log kept", log, log_path, argv))
+            raise ToolError(
+                _failure_message(
+                    f"no result within the {time_limit} s time limit (+{self.kill_grace_s:g} s "
+                    f"grace): the FVP was killed, its log kept",
+                    log,
+                    log_path,
+                    argv,
+                )
+            )
         if log.failures:
-            raise ToolError(_failure_message(
-                f"the log shows {len(log.failures)} failure marker(s)", log, log_path, argv))
+            raise ToolError(
+                _failure_message(
+                    f"the log shows {len(log.failures)} failure marker(s)", log, log_path, argv
+                )
+            )
         if exit_.returncode not in (0, None):
-            raise ToolError(_failure_message(f"the FVP exited with code {exit_.returncode}",
-                                             log, log_path, argv))
+            raise ToolError(
+                _failure_message(
+                    f"the FVP exited with code {exit_.returncode}", log, log_path, argv
+                )
+            )
         if not log.complete:
-            raise ToolError(_failure_message(
-                "the runner never printed 'Program complete, exiting.'", log, log_path, argv))
+            raise ToolError(
+                _failure_message(
+                    "the runner never printed 'Program complete, exiting.'", log, log_path, argv
+                )
+            )
         outputs = read_outputs(run_dir, program.output_specs)
         cycles = FAST_CYCLES if self.fast else _cycles(log)
-        return RunResult(runner="fvp", outputs=outputs, cycles=cycles,
-                         details=_details(log, log_path, argv, program, target))
+        return RunResult(
+            runner="fvp",
+            outputs=outputs,
+            cycles=cycles,
+            details=_details(log, log_path, argv, program, target),
+        )
 
 
 def _per_inference(count: Count | None) -> int | None:
@@ -343,15 +422,23 @@ def _per_inference(count: Count | None) -> int | None:
 
 def _cycles(log: UartLog) -> CycleFigures:
     if log.npu_cycles is None and log.cpu_cycles is None:
-        return CycleFigures(kind="none", source=CYCLE_SOURCE,
-                            note="the runner printed no PMU report (built without Ethos-U PMU?)")
-    return CycleFigures(kind="measured", source=CYCLE_SOURCE,
-                        npu_cycles=_per_inference(log.npu_cycles),
-                        cpu_cycles=_per_inference(log.cpu_cycles), note=CYCLE_NOTE)
+        return CycleFigures(
+            kind="none",
+            source=CYCLE_SOURCE,
+            note="the runner printed no PMU report (built without Ethos-U PMU?)",
+        )
+    return CycleFigures(
+        kind="measured",
+        source=CYCLE_SOURCE,
+        npu_cycles=_per_inference(log.npu_cycles),
+        cpu_cycles=_per_inference(log.cpu_cycles),
+        note=CYCLE_NOTE,
+    )
 
 
-def _details(log: UartLog, log_path: Path, argv: list[str], program: Program,
-             target: Target) -> dict:
+def _details(
+    log: UartLog, log_path: Path, argv: list[str], program: Program, target: Target
+) -> dict:
     details: dict = {
         "pmu_counters": {c.name: _per_inference(c.count) for c in log.pmu_counters},
         "beats": axi_beats(log.pmu_counters),
@@ -360,10 +447,13 @@ def _details(log: UartLog, log_path: Path, argv: list[str], program: Program,
         "command": argv,
     }
     expected = target.npu(program.npu.accelerator)
-    if (expected.system_config, expected.memory_mode) != (program.npu.system_config,
-                                                          program.npu.memory_mode):
+    if (expected.system_config, expected.memory_mode) != (
+        program.npu.system_config,
+        program.npu.memory_mode,
+    ):
         details["warning"] = (
             f"the program was compiled for {program.npu.system_config}/{program.npu.memory_mode}"
             f" but {target.source} says the runner is built for "
-            f"{expected.system_config}/{expected.memory_mode}: the cycles may not be comparable")
+            f"{expected.system_config}/{expected.memory_mode}: the cycles may not be comparable"
+        )
     return details

@@ -19,16 +19,22 @@ DelegateFn = Callable[[Delegate, list[np.ndarray]], list[np.ndarray]]
 
 def _output_shapes(call: torch.fx.Node) -> dict[int, tuple[int, ...]]:
     """Output index -> shape the graph expects (runners may return Vela's squeezed shapes)."""
-    return {u.args[1]: tuple(u.meta["val"].shape) for u in call.users
-            if u.target is operator.getitem and "val" in u.meta}
+    return {
+        u.args[1]: tuple(u.meta["val"].shape)
+        for u in call.users
+        if u.target is operator.getitem and "val" in u.meta
+    }
 
 
 class _DelegatingInterpreter(torch.fx.Interpreter):
     def __init__(self, program: Program, run_delegate: DelegateFn):
         super().__init__(program.graph_module)
         self._delegates = {}
-        calls = [n for n in program.graph_module.graph.nodes
-                 if n.op == "call_function" and "executorch_call_delegate" in str(n.target)]
+        calls = [
+            n
+            for n in program.graph_module.graph.nodes
+            if n.op == "call_function" and "executorch_call_delegate" in str(n.target)
+        ]
         for delegate, call in zip(program.delegates, calls):
             self._delegates[call] = delegate
         self._run_delegate = run_delegate
@@ -40,11 +46,15 @@ class _DelegatingInterpreter(torch.fx.Interpreter):
         args = self.fetch_args_kwargs_from_env(node)[0][1:]
         outputs = self._run_delegate(delegate, [a.detach().numpy() for a in args])
         shapes = _output_shapes(node)
-        return tuple(torch.from_numpy(np.ascontiguousarray(o).reshape(shapes.get(i, o.shape)))
-                     for i, o in enumerate(outputs))
+        return tuple(
+            torch.from_numpy(np.ascontiguousarray(o).reshape(shapes.get(i, o.shape)))
+            for i, o in enumerate(outputs)
+        )
 
 
-def execute(program: Program, inputs: Sequence[np.ndarray], run_delegate: DelegateFn) -> tuple[np.ndarray, ...]:
+def execute(
+    program: Program, inputs: Sequence[np.ndarray], run_delegate: DelegateFn
+) -> tuple[np.ndarray, ...]:
     if program.graph_module is None:
         raise ValueError("this program has no host graph (was it loaded from disk?)")
     tensors = [torch.from_numpy(np.ascontiguousarray(x)) for x in inputs]

@@ -22,8 +22,10 @@ def runner_for_model(model: str, runner: str) -> str:
     if not model.endswith(".tflite"):
         return runner
     if runner not in ("auto", "sim"):
-        raise UserError(f"a .tflite model runs on the simulator only (it has no .pte or TOSA "
-                        f"graph for the {runner} runner): use the sim runner")
+        raise UserError(
+            f"a .tflite model runs on the simulator only (it has no .pte or TOSA "
+            f"graph for the {runner} runner): use the sim runner"
+        )
     return "sim"
 
 
@@ -33,22 +35,35 @@ def candidate_runners(runner_elf: str | None = None, fvp_fast: bool = False) -> 
     from .sim import SimulatorRunner
     from .tosa_ref import TosaReferenceRunner
 
-    return [FvpRunner(runner_elf=Path(runner_elf) if runner_elf else None, fast=fvp_fast),
-            SimulatorRunner(),
-            TosaReferenceRunner()]
+    return [
+        FvpRunner(runner_elf=Path(runner_elf) if runner_elf else None, fast=fvp_fast),
+        SimulatorRunner(),
+        TosaReferenceRunner(),
+    ]
 
 
-def select_runner(name: str, target: Target, npu: NpuConfig, runner_elf: str | None = None,
-                  port: str | None = None, baud: int | None = None, build: bool = True,
-                  flash: bool = True, fvp_fast: bool = False) -> tuple[object, str]:
+def select_runner(
+    name: str,
+    target: Target,
+    npu: NpuConfig,
+    runner_elf: str | None = None,
+    port: str | None = None,
+    baud: int | None = None,
+    build: bool = True,
+    flash: bool = True,
+    fvp_fast: bool = False,
+) -> tuple[object, str]:
     """(runner, a sentence saying which runs and what its cycles are, and why not the others)."""
     skipped = []
     runners = candidate_runners(runner_elf, fvp_fast)
     if name == "serial":
         from .serial import SerialRunner
 
-        runners = [SerialRunner(port, baud, Path(runner_elf) if runner_elf else None,
-                                build=build, flash=flash)]
+        runners = [
+            SerialRunner(
+                port, baud, Path(runner_elf) if runner_elf else None, build=build, flash=flash
+            )
+        ]
     for runner in runners:
         if name not in ("auto", runner.name):
             continue

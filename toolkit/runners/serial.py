@@ -41,8 +41,9 @@ from .uart_log import Count, UartLog, UartLogParser, axi_beats
 from .uart_outputs import decode_outputs, missing_values
 
 CYCLE_NOTE = "measured on the board: the executor runner's Ethos-U PMU report"
-FIXED_ONES_NOTE = ("the firmware runs fixed all-ones inputs; outputs are compared on those "
-                   "(one sample)")
+FIXED_ONES_NOTE = (
+    "the firmware runs fixed all-ones inputs; outputs are compared on those (one sample)"
+)
 OWN_FIRMWARE_START_S = 120  # --no-flash: time for the user to start their firmware
 _BUNDLE_FAIL = "Test_result: FAIL"
 _BUNDLE_MISMATCH = "don't match expected BundleIO"  # logged just before the FAIL line
@@ -77,8 +78,7 @@ def _stop_reason(parser: UartLogParser) -> Ending | None:
     return None
 
 
-def capture(link, raw_path: Path, first_output_limit_s: float,
-            run_time_limit_s: float) -> Capture:
+def capture(link, raw_path: Path, first_output_limit_s: float, run_time_limit_s: float) -> Capture:
     """Read the port until the runner ends, stops, restarts or times out; raw bytes to raw_path.
 
     Every line is parsed from the first byte on: the run counts as started at the first line a
@@ -119,8 +119,9 @@ def _bundle_fail_line(log: UartLog) -> int | None:
     """The first line of the runner's BundleIO FAIL report, or None when it passed."""
     if not any(_BUNDLE_FAIL in line for line in log.lines):
         return None
-    return next(n for n, line in enumerate(log.lines, 1)
-                if _BUNDLE_MISMATCH in line or _BUNDLE_FAIL in line)
+    return next(
+        n for n, line in enumerate(log.lines, 1) if _BUNDLE_MISMATCH in line or _BUNDLE_FAIL in line
+    )
 
 
 def check_capture(cap: Capture, program: Program, bundleio: bool = True) -> Fault | None:
@@ -134,24 +135,33 @@ def check_capture(cap: Capture, program: Program, bundleio: bool = True) -> Faul
         return Fault("disconnected", f"the port went away mid-run ({cap.detail})")
     if cap.ending == "reset":
         line = next(f.line_no for f in log.failures if f.kind == "reset")
-        return Fault("reset", f"the board restarted mid-run (a second runner banner at line "
-                              f"{line} of the capture)")
+        return Fault(
+            "reset",
+            f"the board restarted mid-run (a second runner banner at line {line} of the capture)",
+        )
     if log.garbled_bytes:
         first = next(f for f in log.failures if f.kind == "garbled")
-        return Fault("garbled", f"{log.garbled_bytes} garbled byte(s), first at line "
-                                f"{first.line_no}: {first.text}")
+        return Fault(
+            "garbled",
+            f"{log.garbled_bytes} garbled byte(s), first at line {first.line_no}: {first.text}",
+        )
     fail_line = _bundle_fail_line(log)
     # After a BundleIO FAIL the runner logs the mismatch and aborts on purpose.
     unexplained = [f for f in log.failures if fail_line is None or f.line_no < fail_line]
     if unexplained:
-        raise ToolError(f"the board {verdict(log).text}; failures:" + "".join(f"\n  {f}" for f in unexplained[:8])
-                        + f"\nUART capture: {cap.raw_path}\nlast lines:\n{log.tail()}")
+        raise ToolError(
+            f"the board {verdict(log).text}; failures:"
+            + "".join(f"\n  {f}" for f in unexplained[:8])
+            + f"\nUART capture: {cap.raw_path}\nlast lines:\n{log.tail()}"
+        )
     if cap.ending in ("silent", "time-limit"):
         return None  # the caller turns these into errors with the board's hints
     if not log.outputs and not bundleio:
-        raise ToolError("the firmware printed no outputs (`Output[i][j]: ...` or `output[i]: "
-                        "tensor ...` lines): build it with output printing (ExecuTorch's "
-                        f"ET_LOG_DUMP_OUTPUT); UART capture: {cap.raw_path}")
+        raise ToolError(
+            "the firmware printed no outputs (`Output[i][j]: ...` or `output[i]: "
+            "tensor ...` lines): build it with output printing (ExecuTorch's "
+            f"ET_LOG_DUMP_OUTPUT); UART capture: {cap.raw_path}"
+        )
     missing = missing_values(log.outputs, program.output_specs)
     if missing is None and bundleio and len(log.test_results) != 1:
         missing = f"{len(log.test_results)} Test_result lines, expected 1"
@@ -160,24 +170,35 @@ def check_capture(cap: Capture, program: Program, bundleio: bool = True) -> Faul
     return Fault("dropped", f"lines missing from the capture: {missing}") if missing else None
 
 
-def _silent_error(cap: Capture, board: BoardSpec, port: str, baud: int, waited_s: float,
-                  flashed: bool) -> ToolError:
+def _silent_error(
+    cap: Capture, board: BoardSpec, port: str, baud: int, waited_s: float, flashed: bool
+) -> ToolError:
     if cap.ending == "time-limit":
-        return ToolError(f"the board on {port} started but did not finish within "
-                         f"{board.run_time_limit_s:g} s (board.run_time_limit_s): "
-                         f"{verdict(cap.log).text}; UART capture: {cap.raw_path}\nlast lines:\n{cap.log.tail()}")
-    heard = (f"{cap.raw_bytes} bytes but no line a runner prints (log record, banner, PMU "
-             f"report, output or error): a wrong baud rate (board.baud is {baud}) or another "
-             f"program on the board" if cap.raw_bytes else "nothing at all")
-    start = {"flash": "the flash command should have started it",
-             "command": "the reset command should have started it",
-             "manual": "press the board's reset button after flashing"}[board.reset]
+        return ToolError(
+            f"the board on {port} started but did not finish within "
+            f"{board.run_time_limit_s:g} s (board.run_time_limit_s): "
+            f"{verdict(cap.log).text}; UART capture: {cap.raw_path}\nlast lines:\n{cap.log.tail()}"
+        )
+    heard = (
+        f"{cap.raw_bytes} bytes but no line a runner prints (log record, banner, PMU "
+        f"report, output or error): a wrong baud rate (board.baud is {baud}) or another "
+        f"program on the board"
+        if cap.raw_bytes
+        else "nothing at all"
+    )
+    start = {
+        "flash": "the flash command should have started it",
+        "command": "the reset command should have started it",
+        "manual": "press the board's reset button after flashing",
+    }[board.reset]
     if not flashed:
         start = "--no-flash: start your firmware while etk listens"
-    return ToolError(f"the board on {port} is silent: {heard} within "
-                     f"{waited_s:g} s of starting ({start}); check the port "
-                     f"(`etk ports`) and that the image is the ExecuTorch executor runner; "
-                     f"UART capture: {cap.raw_path}")
+    return ToolError(
+        f"the board on {port} is silent: {heard} within "
+        f"{waited_s:g} s of starting ({start}); check the port "
+        f"(`etk ports`) and that the image is the ExecuTorch executor runner; "
+        f"UART capture: {cap.raw_path}"
+    )
 
 
 def _per_inference(count: Count | None) -> int | None:
@@ -191,9 +212,17 @@ class SerialRunner:
 
     name = "serial"
 
-    def __init__(self, port: str | None = None, baud: int | None = None,
-                 runner_elf: Path | None = None, reference=None, run_root: Path | None = None,
-                 build: bool = True, flash: bool = True, notify=None):
+    def __init__(
+        self,
+        port: str | None = None,
+        baud: int | None = None,
+        runner_elf: Path | None = None,
+        reference=None,
+        run_root: Path | None = None,
+        build: bool = True,
+        flash: bool = True,
+        notify=None,
+    ):
         self.port = port
         self.baud = baud
         self.runner_elf = runner_elf
@@ -206,7 +235,7 @@ class SerialRunner:
         self.notify = notify or (lambda message: print(message, file=sys.stderr, flush=True))
 
     def fixed_inputs(self, target: Target) -> BoardInputs | None:
-        """"ones" when the image etk builds and flashes runs the model on all-ones inputs whatever
+        """ "ones" when the image etk builds and flashes runs the model on all-ones inputs whatever
         it is given (the job then evaluates on those); None when it runs the inputs given."""
         board = target.board_spec
         return "ones" if self.flash and board is not None and board.inputs == "ones" else None
@@ -214,12 +243,16 @@ class SerialRunner:
     def _board(self, target: Target) -> tuple[BoardSpec, str, int]:
         board = target.board_spec
         if board is None:
-            raise UserError(f"target '{target.name}' has no [board] table in {target.source}: "
-                            f"use a board target (see `etk targets`) for --runner serial")
+            raise UserError(
+                f"target '{target.name}' has no [board] table in {target.source}: "
+                f"use a board target (see `etk targets`) for --runner serial"
+            )
         port = self.port or board.port
         if not port:
-            raise UserError(f"no serial port for {board.name}: pass --port (see `etk ports`) or "
-                            f"set board.port in {target.source}")
+            raise UserError(
+                f"no serial port for {board.name}: pass --port (see `etk ports`) or "
+                f"set board.port in {target.source}"
+            )
         return board, port, self.baud or board.baud
 
     def availability(self, target: Target, program_npu: str) -> Availability:
@@ -231,13 +264,18 @@ class SerialRunner:
         except ImportError:
             return Availability(False, "pyserial is not installed: pip install pyserial")
         if program_npu not in target.supported_npus:
-            return Availability(False, f"{board.name} has {', '.join(target.supported_npus)}, "
-                                       f"not {program_npu}")
+            return Availability(
+                False, f"{board.name} has {', '.join(target.supported_npus)}, not {program_npu}"
+            )
         if not os.path.exists(port):
-            return Availability(False, f"serial port {port} not found: connect the board, see "
-                                       f"`etk ports`, or pass --port")
-        return Availability(True, f"{board.name} on {port} at {baud} baud (cycles measured by "
-                                  f"the board's Ethos-U PMU)")
+            return Availability(
+                False,
+                f"serial port {port} not found: connect the board, see `etk ports`, or pass --port",
+            )
+        return Availability(
+            True,
+            f"{board.name} on {port} at {baud} baud (cycles measured by the board's Ethos-U PMU)",
+        )
 
     def _image(self, board: BoardSpec, target: Target, run_dir: Path) -> Path:
         if self.runner_elf is not None:
@@ -245,56 +283,99 @@ class SerialRunner:
         if board.image:
             path = Path(os.path.expandvars(board.image)).expanduser()
             return path if path.is_absolute() else (target.source.parent / path).resolve()
-        if not board.build_command and any("{elf}" in s for s in
-                                           board.flash_command + board.reset_command):
-            raise UserError(f"{board.name}: the flash command needs a runner image ({{elf}}): "
-                            f"pass --runner-elf, set board.image or board.build in "
-                            f"{target.source}")
+        if not board.build_command and any(
+            "{elf}" in s for s in board.flash_command + board.reset_command
+        ):
+            raise UserError(
+                f"{board.name}: the flash command needs a runner image ({{elf}}): "
+                f"pass --runner-elf, set board.image or board.build in "
+                f"{target.source}"
+            )
         return run_dir / "runner.elf"  # where board.build writes it
 
     def run(self, program: Program, inputs: Sequence[np.ndarray], target: Target) -> RunResult:
         board, port, baud = self._board(target)
-        if self.fixed_inputs(target) == "ones" and not all(np.all(np.asarray(x) == 1)
-                                                            for x in inputs):
+        if self.fixed_inputs(target) == "ones" and not all(
+            np.all(np.asarray(x) == 1) for x in inputs
+        ):
             raise UserError(
                 f"{board.name}: the image {target.source} builds runs the model on all-ones "
-                f"inputs (board.inputs = \"ones\"), not on these inputs, so its outputs cannot "
+                f'inputs (board.inputs = "ones"), not on these inputs, so its outputs cannot '
                 f"be checked on them; `etk deploy` evaluates such a board on all-ones inputs, or "
                 f"flash your own BundleIO build of ExecuTorch's arm_executor_runner and use "
-                f"--no-build --no-flash")
+                f"--no-build --no-flash"
+            )
         run_dir = ((self.run_root or program.out_dir) / f"serial-{program.variant}").resolve()
         run_dir.mkdir(parents=True, exist_ok=True)
         expected = self.reference.run(program, list(inputs), target).outputs
-        bpte = write_bundle(program.pte_path, [TestCase(tuple(inputs), tuple(expected))],
-                            program.input_specs, program.output_specs, run_dir / "program.bpte")
-        values = {"pte": str(program.pte_path.resolve()), "bpte": str(bpte), "port": port,
-                  "elf": str(self._image(board, target, run_dir)) if self.flash else ""}
+        bpte = write_bundle(
+            program.pte_path,
+            [TestCase(tuple(inputs), tuple(expected))],
+            program.input_specs,
+            program.output_specs,
+            run_dir / "program.bpte",
+        )
+        values = {
+            "pte": str(program.pte_path.resolve()),
+            "bpte": str(bpte),
+            "port": port,
+            "elf": str(self._image(board, target, run_dir)) if self.flash else "",
+        }
         link = open_port(port, baud)  # before building and flashing: fail early, miss nothing
         try:
             if board.build_command and self.build:
-                run_steps("build", board.build_command, values, board.build_time_limit_s,
-                          run_dir / "build.log", run_dir)
+                run_steps(
+                    "build",
+                    board.build_command,
+                    values,
+                    board.build_time_limit_s,
+                    run_dir / "build.log",
+                    run_dir,
+                )
             cap, faults, link = self._attempts(board, port, baud, values, run_dir, program, link)
         finally:
             link.close()
-        return self._result(cap, faults, program, board, port, baud, bpte,
-                            self.fixed_inputs(target))
+        return self._result(
+            cap, faults, program, board, port, baud, bpte, self.fixed_inputs(target)
+        )
 
     def _start(self, board: BoardSpec, attempt: int, values: dict, run_dir: Path) -> None:
         if not self.flash:
-            self.notify(f"etk: listening on {values['port']}: start your firmware now (reset the "
-                        f"board); this run's program is {values['pte']} (with inputs and "
-                        f"expected outputs: {values['bpte']})")
+            self.notify(
+                f"etk: listening on {values['port']}: start your firmware now (reset the "
+                f"board); this run's program is {values['pte']} (with inputs and "
+                f"expected outputs: {values['bpte']})"
+            )
             return
         if attempt == 1 or board.reset == "flash":
-            run_steps("flash", board.flash_command, values, board.flash_time_limit_s,
-                      run_dir / f"flash-{attempt}.log", run_dir)
+            run_steps(
+                "flash",
+                board.flash_command,
+                values,
+                board.flash_time_limit_s,
+                run_dir / f"flash-{attempt}.log",
+                run_dir,
+            )
         if board.reset == "command":
-            run_steps("reset", board.reset_command, values, board.flash_time_limit_s,
-                      run_dir / f"reset-{attempt}.log", run_dir)
+            run_steps(
+                "reset",
+                board.reset_command,
+                values,
+                board.flash_time_limit_s,
+                run_dir / f"reset-{attempt}.log",
+                run_dir,
+            )
 
-    def _attempts(self, board: BoardSpec, port: str, baud: int, values: dict, run_dir: Path,
-                  program: Program, link):
+    def _attempts(
+        self,
+        board: BoardSpec,
+        port: str,
+        baud: int,
+        values: dict,
+        run_dir: Path,
+        program: Program,
+        link,
+    ):
         faults: list[Fault] = []
         retries, reconnects = board.retries, 1
         attempt = 0
@@ -302,12 +383,15 @@ class SerialRunner:
             attempt += 1
             link.reset_input_buffer()  # whatever the board said before this start
             self._start(board, attempt, values, run_dir)
-            first_output_s = (board.banner_time_limit_s if self.flash else
-                              max(board.banner_time_limit_s, OWN_FIRMWARE_START_S))
-            cap = capture(link, run_dir / f"uart-{attempt}.log", first_output_s,
-                          board.run_time_limit_s)
-            fault = check_capture(cap, program,
-                                  bundleio=self.flash and board.inputs == "bundled")
+            first_output_s = (
+                board.banner_time_limit_s
+                if self.flash
+                else max(board.banner_time_limit_s, OWN_FIRMWARE_START_S)
+            )
+            cap = capture(
+                link, run_dir / f"uart-{attempt}.log", first_output_s, board.run_time_limit_s
+            )
+            fault = check_capture(cap, program, bundleio=self.flash and board.inputs == "bundled")
             if fault is None and cap.ending in ("silent", "time-limit"):
                 raise _silent_error(cap, board, port, baud, first_output_s, self.flash)
             if fault is None:
@@ -321,24 +405,41 @@ class SerialRunner:
             if fault.kind != "disconnected" and retries:
                 retries -= 1
                 continue
-            raise ToolError(f"no whole run from {board.name} on {port} after {attempt} "
-                            f"attempt(s):" + "".join(f"\n  attempt {n}: {f.kind}: {f.text}"
-                                                     for n, f in enumerate(faults, 1))
-                            + f"\nUART captures: {run_dir}/uart-*.log")
+            raise ToolError(
+                f"no whole run from {board.name} on {port} after {attempt} "
+                f"attempt(s):"
+                + "".join(f"\n  attempt {n}: {f.kind}: {f.text}" for n, f in enumerate(faults, 1))
+                + f"\nUART captures: {run_dir}/uart-*.log"
+            )
 
-    def _result(self, cap: Capture, faults: list[Fault], program: Program, board: BoardSpec,
-                port: str, baud: int, bpte: Path, fixed: BoardInputs | None) -> RunResult:
+    def _result(
+        self,
+        cap: Capture,
+        faults: list[Fault],
+        program: Program,
+        board: BoardSpec,
+        port: str,
+        baud: int,
+        bpte: Path,
+        fixed: BoardInputs | None,
+    ) -> RunResult:
         log = cap.log
         decoded = decode_outputs(log.outputs, program.output_specs, program.output_quant)
         source = f"{board.name} Ethos-U PMU ethosu_pmu_cycle_cntr"
         if log.npu_cycles is None and log.cpu_cycles is None:
-            cycles = CycleFigures(kind="none", source=source,
-                                  note="the runner printed no PMU report (built without the "
-                                       "Ethos-U PMU?)")
+            cycles = CycleFigures(
+                kind="none",
+                source=source,
+                note="the runner printed no PMU report (built without the Ethos-U PMU?)",
+            )
         else:
-            cycles = CycleFigures(kind="measured", source=source,
-                                  npu_cycles=_per_inference(log.npu_cycles),
-                                  cpu_cycles=_per_inference(log.cpu_cycles), note=CYCLE_NOTE)
+            cycles = CycleFigures(
+                kind="measured",
+                source=source,
+                npu_cycles=_per_inference(log.npu_cycles),
+                cpu_cycles=_per_inference(log.cpu_cycles),
+                note=CYCLE_NOTE,
+            )
         details = {
             "board": board.name,
             "port": port,

@@ -36,8 +36,13 @@ def holders(port: str) -> tuple[Holder, ...]:
         try:
             if not any(os.path.realpath(fd) == device for fd in (proc / "fd").iterdir()):
                 continue
-            command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(
-                errors="replace").strip()
+            command = (
+                (proc / "cmdline")
+                .read_bytes()
+                .replace(b"\0", b" ")
+                .decode(errors="replace")
+                .strip()
+            )
         except OSError:  # gone, or not ours to look at
             continue
         found.append(Holder(pid, command[:80] or "?"))
@@ -46,8 +51,11 @@ def holders(port: str) -> tuple[Holder, ...]:
 
 def _busy(port: str, detail: str) -> UserError:
     held = holders(port)
-    who = (f"held by {', '.join(map(str, held))}" if held
-           else "another program has it open (a terminal like minicom or screen?)")
+    who = (
+        f"held by {', '.join(map(str, held))}"
+        if held
+        else "another program has it open (a terminal like minicom or screen?)"
+    )
     return UserError(f"serial port {port} is busy: {who}; close it and retry ({detail})")
 
 
@@ -60,11 +68,15 @@ def open_port(port: str, baud: int):
     except serial.SerialException as exc:
         code = exc.errno if isinstance(exc.errno, int) else getattr(exc.__context__, "errno", None)
         if code in (errno.ENOENT, errno.ENODEV, errno.ENXIO):
-            raise UserError(f"serial port {port} not found: connect the board, see `etk ports` "
-                            f"for the ports present, or pass --port") from None
+            raise UserError(
+                f"serial port {port} not found: connect the board, see `etk ports` "
+                f"for the ports present, or pass --port"
+            ) from None
         if code in (errno.EACCES, errno.EPERM):
-            raise UserError(f"no permission to open serial port {port}: add yourself to its "
-                            f"group (often 'dialout') and log in again") from None
+            raise UserError(
+                f"no permission to open serial port {port}: add yourself to its "
+                f"group (often 'dialout') and log in again"
+            ) from None
         if code in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EBUSY):
             raise _busy(port, str(exc)) from None
         raise UserError(f"cannot open serial port {port}: {exc}") from None

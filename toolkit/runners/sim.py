@@ -35,8 +35,11 @@ class SimulatorRunner:
         self._checked: dict[tuple, str | None] = {}  # program -> refusal, or None once checked
 
     def _program_key(self, program: Program) -> tuple:
-        return (str(program.out_dir), program.npu.accelerator,
-                tuple(hash(d.payload) for d in program.delegates))
+        return (
+            str(program.out_dir),
+            program.npu.accelerator,
+            tuple(hash(d.payload) for d in program.delegates),
+        )
 
     def availability(self, target: Target, program_npu: str) -> Availability:
         try:
@@ -44,10 +47,16 @@ class SimulatorRunner:
         except ImportError as exc:
             return Availability(False, f"toolkit.sim is not usable: {exc}")
         if program_npu not in ACCELERATORS:
-            return Availability(False, f"the simulator models Ethos-U55/U65 "
-                                       f"({', '.join(ACCELERATORS)}), not {program_npu}")
-        return Availability(True, "etk simulator (Vela's command stream, bit-exact int8; "
-                                  "cycles from etk's own cycle model, not a measurement)")
+            return Availability(
+                False,
+                f"the simulator models Ethos-U55/U65 "
+                f"({', '.join(ACCELERATORS)}), not {program_npu}",
+            )
+        return Availability(
+            True,
+            "etk simulator (Vela's command stream, bit-exact int8; "
+            "cycles from etk's own cycle model, not a measurement)",
+        )
 
     def refusal(self, program: Program) -> str | None:
         """Why the simulator cannot run this program (one line), or None; planned once."""
@@ -57,7 +66,9 @@ class SimulatorRunner:
             self._checked[key] = next((r for r in reasons if r), None)
         return self._checked[key]
 
-    def run(self, program: Program, inputs: Sequence[np.ndarray], target: Target | None = None) -> RunResult:
+    def run(
+        self, program: Program, inputs: Sequence[np.ndarray], target: Target | None = None
+    ) -> RunResult:
         from ..sim import SimError, UnsupportedError, load_payload, simulate
         from ..sim.vela_tflite import is_vela_compiled, load_compiled_tflite, run_graph
 
@@ -65,38 +76,52 @@ class SimulatorRunner:
         refused = self.refusal(program)
         if refused:
             if self.fallback is None or program.graph_module is None:
-                raise UnsupportedError(f"the simulator cannot run {program.model_name} "
-                                       f"({program.variant}): {refused}; use --runner tosa-ref")
+                raise UnsupportedError(
+                    f"the simulator cannot run {program.model_name} "
+                    f"({program.variant}): {refused}; use --runner tosa-ref"
+                )
             result = self.fallback.run(program, inputs, target)
-            return dataclasses.replace(result, details={
-                **result.details, "fallback": f"the simulator cannot run it ({refused}); "
-                                              f"ran {self.fallback.name} instead"})
+            return dataclasses.replace(
+                result,
+                details={
+                    **result.details,
+                    "fallback": f"the simulator cannot run it ({refused}); "
+                    f"ran {self.fallback.name} instead",
+                },
+            )
         per_delegate = []
         disagreements = []
         check = first_run and self.self_check and program.graph_module is not None
         npu = program.npu
 
-        def run_program(payload, arrays: list[np.ndarray],
-                        delegate: Delegate | None = None) -> list[np.ndarray]:
-            result = simulate(payload, arrays, npu.accelerator, npu.system_config,
-                              npu.memory_mode, npu.config_ini)
+        def run_program(
+            payload, arrays: list[np.ndarray], delegate: Delegate | None = None
+        ) -> list[np.ndarray]:
+            result = simulate(
+                payload, arrays, npu.accelerator, npu.system_config, npu.memory_mode, npu.config_ini
+            )
             per_delegate.append(result)
             if check and delegate is not None and delegate.tosa_path is not None:
                 expected = run_tosa_delegate(delegate, arrays)
-                if not all(np.array_equal(np.asarray(g).reshape(-1), np.asarray(w).reshape(-1))
-                           for g, w in zip(result.outputs, expected)):
+                if not all(
+                    np.array_equal(np.asarray(g).reshape(-1), np.asarray(w).reshape(-1))
+                    for g, w in zip(result.outputs, expected)
+                ):
                     try:
                         where = sim_check.first_difference(delegate, program.npu, arrays)
                     except SimError as exc:
                         where = f"could not trace the run: {exc}"
-                    disagreements.append(f"delegate {delegate.index} differs from the TOSA "
-                                         f"reference model on the first sample: {where}")
+                    disagreements.append(
+                        f"delegate {delegate.index} differs from the TOSA "
+                        f"reference model on the first sample: {where}"
+                    )
             return list(result.outputs)
 
         def run_delegate(delegate: Delegate, arrays: list[np.ndarray]) -> list[np.ndarray]:
             # a .tflite program has no vela_bin_stream, only Vela's raw .npz
-            return run_program(load_payload(delegate.payload or delegate.vela_npz_path), arrays,
-                               delegate)
+            return run_program(
+                load_payload(delegate.payload or delegate.vela_npz_path), arrays, delegate
+            )
 
         if program.graph_module is not None:
             outputs = execute(program, inputs, run_delegate)
@@ -105,24 +130,30 @@ class SimulatorRunner:
             outputs = run_graph(graph, inputs, run_program)
         else:  # a .tflite program compiled here: its one delegate is the model
             (delegate,) = program.delegates
-            outputs = tuple(o.reshape(s.shape) for o, s in zip(
-                run_delegate(delegate, list(inputs)), program.output_specs))
+            outputs = tuple(
+                o.reshape(s.shape)
+                for o, s in zip(run_delegate(delegate, list(inputs)), program.output_specs)
+            )
         pmus = [r.pmu for r in per_delegate]
         beats = {k: sum(p.beats[k] for p in pmus) for k in pmus[0].beats} if pmus else None
-        cycles = CycleFigures(kind="simulated", source="etk simulator cycle model",
-                              npu_cycles=sum(int(r.npu_cycles) for r in per_delegate),
-                              total_cycles=sum(p.total for p in pmus),
-                              note="computed by etk's cycle model from the executed command "
-                                   "stream; not a measurement. NPU cycles are the NPU's compute; "
-                                   "total cycles predict the FVP PMU's NPU TOTAL: compute and "
-                                   "AXI traffic (such as weight reads from flash) through the "
-                                   "Corstone-300 timing adapters, DMA overlapping kernels; "
-                                   "beats predict its AXI beat counters",
-                              beats=beats)
+        cycles = CycleFigures(
+            kind="simulated",
+            source="etk simulator cycle model",
+            npu_cycles=sum(int(r.npu_cycles) for r in per_delegate),
+            total_cycles=sum(p.total for p in pmus),
+            note="computed by etk's cycle model from the executed command "
+            "stream; not a measurement. NPU cycles are the NPU's compute; "
+            "total cycles predict the FVP PMU's NPU TOTAL: compute and "
+            "AXI traffic (such as weight reads from flash) through the "
+            "Corstone-300 timing adapters, DMA overlapping kernels; "
+            "beats predict its AXI beat counters",
+            beats=beats,
+        )
         details = {"operations": sum(len(r.operations) for r in per_delegate)}
         if disagreements:
             details["self_check"] = "; ".join(disagreements)
         elif check:
-            details["self_check"] = "every delegate equals the TOSA reference model on the first sample"
+            details["self_check"] = (
+                "every delegate equals the TOSA reference model on the first sample"
+            )
         return RunResult(self.name, outputs, cycles, details)
-

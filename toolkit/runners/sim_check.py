@@ -19,7 +19,9 @@ from ..artifacts import Delegate
 from ..console_capture import capture_fds
 from ..errors import ToolError
 
-_TENSOR = re.compile(r"^Name: (\S+) DType=(INT8|INT16|INT32|UINT8|UINT16|BOOL) .*Shape=\[([^\]]*)\]")
+_TENSOR = re.compile(
+    r"^Name: (\S+) DType=(INT8|INT16|INT32|UINT8|UINT16|BOOL) .*Shape=\[([^\]]*)\]"
+)
 _INT = re.compile(r"-?\d+")
 
 
@@ -30,8 +32,9 @@ def _payload(delegate: Delegate):
 
 
 @lru_cache(maxsize=64)
-def _vela_operations(tosa_path: str, accelerator: str, system_config: str | None,
-                     memory_mode: str | None):
+def _vela_operations(
+    tosa_path: str, accelerator: str, system_config: str | None, memory_mode: str | None
+):
     from ..sim.vela_estimate import vela_estimates
 
     return vela_estimates(tosa_path, accelerator, system_config, memory_mode)
@@ -43,8 +46,9 @@ def scheduled_operation(delegate: Delegate, npu, offset: int) -> str:
     if delegate.tosa_path is None:
         return ""
     try:
-        ops = _vela_operations(str(delegate.tosa_path), npu.accelerator, npu.system_config,
-                               npu.memory_mode)
+        ops = _vela_operations(
+            str(delegate.tosa_path), npu.accelerator, npu.system_config, npu.memory_mode
+        )
     except ToolError:
         return ""
     owner = next((op for op in ops if op.offset >= offset), None)
@@ -70,8 +74,9 @@ def tosa_intermediates(delegate: Delegate, inputs: list[np.ndarray]) -> dict[str
     import tosa_reference_model
 
     with capture_fds() as log:
-        _, status = tosa_reference_model.run(delegate.tosa_path.read_bytes(), inputs,
-                                             dump_intermediates=1)
+        _, status = tosa_reference_model.run(
+            delegate.tosa_path.read_bytes(), inputs, dump_intermediates=1
+        )
     if "VALID" not in str(status):
         raise ToolError(f"TOSA reference model rejected delegate {delegate.index}: {status}")
     tensors: dict[str, np.ndarray] = {}
@@ -98,13 +103,17 @@ def first_difference(delegate: Delegate, npu, inputs: list[np.ndarray]) -> str:
     from ..sim import op_outputs
 
     program = _payload(delegate)
-    sim_inputs = [np.ascontiguousarray(x).reshape(t.squeezed_shape)
-                  for x, t in zip(inputs, program.inputs)]
-    ours = {record.offset: (record, ofm) for record, ofm in
-            op_outputs(program, sim_inputs, npu.accelerator)}
+    sim_inputs = [
+        np.ascontiguousarray(x).reshape(t.squeezed_shape) for x, t in zip(inputs, program.inputs)
+    ]
+    ours = {
+        record.offset: (record, ofm)
+        for record, ofm in op_outputs(program, sim_inputs, npu.accelerator)
+    }
     reference = tosa_intermediates(delegate, inputs)
-    ops = _vela_operations(str(delegate.tosa_path), npu.accelerator, npu.system_config,
-                           npu.memory_mode)
+    ops = _vela_operations(
+        str(delegate.tosa_path), npu.accelerator, npu.system_config, npu.memory_mode
+    )
     compared = 0
     for op in ops:
         want = reference.get(op.name)
@@ -115,8 +124,12 @@ def first_difference(delegate: Delegate, npu, inputs: list[np.ndarray]) -> str:
         record, ofm = got
         differ = int(np.count_nonzero(ofm.reshape(-1).astype(np.int64) != want))
         if differ:
-            return (f"first differing NPU operation: {record.kind} at command-stream offset "
-                    f"{record.offset:#x} (Vela's {op.operator} for TOSA tensor '{op.name}'): "
-                    f"{differ} of {want.size} values differ")
-    return (f"no NPU operation's output differs among the {compared} comparable with a TOSA "
-            "tensor; compare the programs with etk diff")
+            return (
+                f"first differing NPU operation: {record.kind} at command-stream offset "
+                f"{record.offset:#x} (Vela's {op.operator} for TOSA tensor '{op.name}'): "
+                f"{differ} of {want.size} values differ"
+            )
+    return (
+        f"no NPU operation's output differs among the {compared} comparable with a TOSA "
+        "tensor; compare the programs with etk diff"
+    )

@@ -17,5 +17,7 @@ def check_tensors(arrays: Sequence[np.ndarray], specs: Sequence[TensorSpec], wha
     for n, (array, spec) in enumerate(zip(arrays, specs)):
         array = np.asarray(array)
         if tuple(array.shape) != tuple(spec.shape) or array.dtype != np.dtype(spec.dtype):
-            raise UserError(f"{what} {n} is {array.dtype}{list(array.shape)}, the program "
-                            f"takes {spec.dtype}{list(spec.shape)}")
+            raise UserError(
+                f"{what} {n} is {array.dtype}{list(array.shape)}, the program "
+                f"takes {spec.dtype}{list(spec.shape)}"
+            )

@@ -24,8 +24,10 @@ def run_tosa_delegate(delegate: Delegate, inputs: list[np.ndarray]) -> list[np.n
     with capture_fds() as log:  # the model warns about serializer versions
         outputs, status = tosa_reference_model.run(delegate.tosa_path.read_bytes(), inputs)
     if "VALID" not in str(status):
-        raise ToolError(f"TOSA reference model rejected delegate {delegate.index} "
-                        f"({delegate.tosa_path.name}): {status}\n{log.text.strip()[-400:]}")
+        raise ToolError(
+            f"TOSA reference model rejected delegate {delegate.index} "
+            f"({delegate.tosa_path.name}): {status}\n{log.text.strip()[-400:]}"
+        )
     return list(outputs)
 
 
@@ -34,10 +36,12 @@ def estimate_figures(program: Program) -> CycleFigures:
 
     estimates = [d.estimate for d in program.delegates if d.estimate is not None]
     return CycleFigures(
-        kind="estimate", source=f"Vela {vela_version()} estimate",
+        kind="estimate",
+        source=f"Vela {vela_version()} estimate",
         npu_cycles=sum(e.npu_cycles for e in estimates),
         total_cycles=sum(e.total_cycles for e in estimates),
-        note="an estimate from Vela's performance model, not a measurement")
+        note="an estimate from Vela's performance model, not a measurement",
+    )
 
 
 class TosaReferenceRunner:
@@ -47,11 +51,17 @@ class TosaReferenceRunner:
         try:
             import tosa_reference_model  # noqa: F401
         except ImportError:
-            return Availability(False, "tosa_reference_model is not importable: "
-                                       "pip install tosa-tools (comes with executorch[ethos-u])")
-        return Availability(True, "TOSA reference model (outputs bit-exact per TOSA; cycles are "
-                                  "Vela's estimate)")
+            return Availability(
+                False,
+                "tosa_reference_model is not importable: "
+                "pip install tosa-tools (comes with executorch[ethos-u])",
+            )
+        return Availability(
+            True, "TOSA reference model (outputs bit-exact per TOSA; cycles are Vela's estimate)"
+        )
 
-    def run(self, program: Program, inputs: Sequence[np.ndarray], target: Target | None = None) -> RunResult:
+    def run(
+        self, program: Program, inputs: Sequence[np.ndarray], target: Target | None = None
+    ) -> RunResult:
         outputs = execute(program, inputs, run_tosa_delegate)
         return RunResult(self.name, outputs, estimate_figures(program))

@@ -32,14 +32,17 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-FailureKind = Literal["error", "fatal", "hard-fault", "assertion", "simulator", "time-limit",
-                      "reset", "garbled"]
+FailureKind = Literal[
+    "error", "fatal", "hard-fault", "assertion", "simulator", "time-limit", "reset", "garbled"
+]
 OutputValue = int | float | bool
 
 EOT = "\x04"
 
-_RECORD = re.compile(r"^(?P<level>[DIWEF]) \[?executorch:(?P<file>[^:\]\s]+)(?::(?P<line>\d+))?"
-                     r"(?: (?P<func>[^\]]*?)\(\))?\] ?(?P<message>.*)$")
+_RECORD = re.compile(
+    r"^(?P<level>[DIWEF]) \[?executorch:(?P<file>[^:\]\s]+)(?::(?P<line>\d+))?"
+    r"(?: (?P<func>[^\]]*?)\(\))?\] ?(?P<message>.*)$"
+)
 _MLEK_RECORD = re.compile(r"^(?P<level>DEBUG|INFO|WARN|ERROR) - (?P<message>.*)$")
 _MLEK_LEVELS = {"DEBUG": "D", "INFO": "I", "WARN": "W", "ERROR": "E"}
 _PER_INF = r"(?: \((?P<per>[0-9.]+) per inference\))?"
@@ -48,10 +51,14 @@ _EVENT_CNTR = re.compile(r"^ethosu_pmu_cntr(?P<index>\d+) :\s+(?P<total>\d+)" + 
 _EVENTS = re.compile(r"^Ethos-U PMU Events:\[(?P<events>[^\]]*)\]")
 _CPU = re.compile(r"^Inference runtime: (?P<total>\d+) CPU cycles total" + _PER_INF)
 _INFERENCES = re.compile(r"^NPU Inferences : (?P<n>\d+)")
-_MLEK_PMU = re.compile(r"^(?P<name>NPU [A-Z][A-Z0-9_]*)(?: (?:cycles|beats))?: (?P<total>\d+)"
-                       r"(?: (?:cycles|beats))?\s*$")
-_OUTPUT = re.compile(r"^Output\[(?P<i>\d+)\]\[(?P<j>\d+)\]: (?:\((?P<type>int|float|char|bool)\) )?"
-                     r"(?P<value>\S+)")
+_MLEK_PMU = re.compile(
+    r"^(?P<name>NPU [A-Z][A-Z0-9_]*)(?: (?:cycles|beats))?: (?P<total>\d+)"
+    r"(?: (?:cycles|beats))?\s*$"
+)
+_OUTPUT = re.compile(
+    r"^Output\[(?P<i>\d+)\]\[(?P<j>\d+)\]: (?:\((?P<type>int|float|char|bool)\) )?"
+    r"(?P<value>\S+)"
+)
 _ZEPHYR_TENSOR = re.compile(r"^output\[(?P<i>\d+)\]: tensor scalar_type=(?P<type>\w+)")
 _ZEPHYR_VALUE = re.compile(r"^\[(?P<j>\d+)\] = (?P<value>\S+)$")
 _TOP_CLASS = re.compile(r"^\[(?P<rank>\d+)\] class (?P<cls>\d+): (?P<score>\S+)$")
@@ -59,15 +66,21 @@ _INFERENCE_MS = re.compile(r"^Inference (?:completed in|time:) (?P<ms>[0-9.]+) m
 _ELIDED = "...(Skipped)"
 _TEST_RESULT = re.compile(r"Test_result: (?P<result>PASS|FAIL)\b")
 # What a runner prints once per start; the same banner again means the target restarted.
-_BANNERS = (re.compile(r"^PTE @ \S+ \[----.{4}\]"), re.compile(r"^PTE at \S+ Size: \d+ bytes"),
-            re.compile(r"^Model PTE at \S+ Size: \d+ bytes"), re.compile(r"^Model in \S+"))
+_BANNERS = (
+    re.compile(r"^PTE @ \S+ \[----.{4}\]"),
+    re.compile(r"^PTE at \S+ Size: \d+ bytes"),
+    re.compile(r"^Model PTE at \S+ Size: \d+ bytes"),
+    re.compile(r"^Model in \S+"),
+)
 _HARD_FAULT = re.compile(r"hard ?fault", re.IGNORECASE)
 _SIM_ERROR = re.compile(r"^(?:Error: \(E\d+\)|\[critical\s*\])")
 _END = "Program complete, exiting."
 _TIME_LIMIT = "Simulation is stopping. Reason: CPU time has been exceeded"
 # Lines the FVP itself prints: not the program's output.
-_SIMULATOR_LINE = re.compile(r"^(?:telnetterminal\d|Ethos-U rev |\(C\) COPYRIGHT|ALL RIGHTS RESERVED"
-                             r"|Info: |Warning: |\[warning\s*\]|\[run_fvp\])")
+_SIMULATOR_LINE = re.compile(
+    r"^(?:telnetterminal\d|Ethos-U rev |\(C\) COPYRIGHT|ALL RIGHTS RESERVED"
+    r"|Info: |Warning: |\[warning\s*\]|\[run_fvp\])"
+)
 # Text a UART can legitimately carry; anything else in a line marks it garbled.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffd]")
 _INT = re.compile(r"^-?\d+$")
@@ -165,8 +178,15 @@ class UartLog:
     @property
     def inference_done(self) -> bool:
         """Something only a finished inference prints: PMU figures, outputs, a timing, results."""
-        return bool(self.npu_cycles or self.cpu_cycles or self.pmu_counters or self.outputs
-                    or self.top_classes or self.inference_ms is not None or self.test_results)
+        return bool(
+            self.npu_cycles
+            or self.cpu_cycles
+            or self.pmu_counters
+            or self.outputs
+            or self.top_classes
+            or self.inference_ms is not None
+            or self.test_results
+        )
 
     def tail(self, n: int = 15) -> str:
         """The last n lines, non-text characters shown as '?'."""
@@ -214,8 +234,11 @@ class UartLogParser:
     @property
     def halted(self) -> bool:
         """Nothing useful can follow: the program ended, or the CPU faulted or was stopped."""
-        return self._complete or self._eot or any(
-            f.kind in ("hard-fault", "time-limit") for f in self._failures)
+        return (
+            self._complete
+            or self._eot
+            or any(f.kind in ("hard-fault", "time-limit") for f in self._failures)
+        )
 
     def feed(self, chunk: bytes | str) -> None:
         text = self._decoder.decode(chunk) if isinstance(chunk, bytes) else chunk
@@ -232,8 +255,10 @@ class UartLogParser:
         if self._pending:
             self._line(self._pending.rstrip("\r"))
             self._pending = ""
-        counters = [PmuCounter(i, self._events[i] if i < len(self._events) else None, count)
-                    for i, count in sorted(self._counters.items())]
+        counters = [
+            PmuCounter(i, self._events[i] if i < len(self._events) else None, count)
+            for i, count in sorted(self._counters.items())
+        ]
         counters += [PmuCounter(None, name, Count(n, None)) for name, n in self._mlek.items()]
         npu = self._npu_cycles
         if npu is None and ("NPU TOTAL" in self._mlek or "NPU ACTIVE" in self._mlek):
@@ -241,16 +266,26 @@ class UartLogParser:
         n_outputs = max(self._outputs, default=-1) + 1
         printed = [sorted(self._outputs.get(i, {}).items()) for i in range(n_outputs)]
         return UartLog(
-            lines=tuple(self._lines), records=tuple(self._records),
-            npu_cycles=npu, pmu_counters=tuple(counters), cpu_cycles=self._cpu_cycles,
+            lines=tuple(self._lines),
+            records=tuple(self._records),
+            npu_cycles=npu,
+            pmu_counters=tuple(counters),
+            cpu_cycles=self._cpu_cycles,
             inferences=self._inferences,
             outputs=tuple(tuple(v for _, v in values) for values in printed),
             output_indices=tuple(tuple(j for j, _ in values) for values in printed),
-            outputs_elided=self._elided, top_classes=tuple(self._top),
-            inference_ms=self._inference_ms, test_results=tuple(self._test_results),
-            complete=self._complete, eot=self._eot, banners=self._banners,
-            garbled_bytes=self._garbled, failures=tuple(self._failures),
-            recognised=self._recognised, last_program_line=self._last_program_line)
+            outputs_elided=self._elided,
+            top_classes=tuple(self._top),
+            inference_ms=self._inference_ms,
+            test_results=tuple(self._test_results),
+            complete=self._complete,
+            eot=self._eot,
+            banners=self._banners,
+            garbled_bytes=self._garbled,
+            failures=tuple(self._failures),
+            recognised=self._recognised,
+            last_program_line=self._last_program_line,
+        )
 
     def _fail(self, kind: FailureKind, text: str) -> None:
         self._failures.append(Failure(kind, len(self._lines), text))
@@ -260,8 +295,9 @@ class UartLogParser:
         garbled = len(_CONTROL.findall(line))
         if garbled:
             self._garbled += garbled
-            self._fail("garbled", f"{garbled} non-text characters in: "
-                                  f"{_CONTROL.sub('?', line)[:60]}")
+            self._fail(
+                "garbled", f"{garbled} non-text characters in: {_CONTROL.sub('?', line)[:60]}"
+            )
             return
         stripped = line.strip()
         simulator = bool(_SIMULATOR_LINE.match(stripped))
@@ -269,13 +305,20 @@ class UartLogParser:
             self._last_program_line = stripped
         failures_before = len(self._failures)
         if record := _RECORD.match(line):
-            self._records.append(LogRecord(
-                record["level"], record["file"], int(record["line"]) if record["line"] else None,
-                record["func"] or "", record["message"]))
+            self._records.append(
+                LogRecord(
+                    record["level"],
+                    record["file"],
+                    int(record["line"]) if record["line"] else None,
+                    record["func"] or "",
+                    record["message"],
+                )
+            )
             payload = record["message"].strip()
         elif record := _MLEK_RECORD.match(line):
-            self._records.append(LogRecord(_MLEK_LEVELS[record["level"]], "", None, "",
-                                           record["message"]))
+            self._records.append(
+                LogRecord(_MLEK_LEVELS[record["level"]], "", None, "", record["message"])
+            )
             payload = record["message"].strip()
         else:
             payload = stripped

@@ -26,8 +26,9 @@ class DecodedOutputs:
     note: str
 
 
-def missing_values(printed: Sequence[Sequence[OutputValue]],
-                   specs: Sequence[TensorSpec]) -> str | None:
+def missing_values(
+    printed: Sequence[Sequence[OutputValue]], specs: Sequence[TensorSpec]
+) -> str | None:
     """What is missing from the Output lines, or None when every value of every output is there."""
     if len(printed) != len(specs):
         return f"{len(printed)} of {len(specs)} outputs printed"
@@ -48,8 +49,11 @@ def _dequantized(values: np.ndarray, quant: TensorQuant) -> np.ndarray | None:
     return rebuilt
 
 
-def decode_outputs(printed: Sequence[Sequence[OutputValue]], specs: Sequence[TensorSpec],
-                   quants: Sequence[TensorQuant | None]) -> DecodedOutputs:
+def decode_outputs(
+    printed: Sequence[Sequence[OutputValue]],
+    specs: Sequence[TensorSpec],
+    quants: Sequence[TensorQuant | None],
+) -> DecodedOutputs:
     """Arrays shaped and typed per the program's output specs (missing_values() must be None)."""
     arrays, approximate = [], []
     for i, (values, spec, quant) in enumerate(zip(printed, specs, quants)):
@@ -63,8 +67,10 @@ def decode_outputs(printed: Sequence[Sequence[OutputValue]], specs: Sequence[Ten
             raw = exact
         arrays.append(raw.astype(dtype).reshape(spec.shape))
     if approximate:
-        note = (f"float output(s) {', '.join(map(str, approximate))} as printed with 6 decimals: "
-                f"compare with a tolerance, not bit for bit")
+        note = (
+            f"float output(s) {', '.join(map(str, approximate))} as printed with 6 decimals: "
+            f"compare with a tolerance, not bit for bit"
+        )
     else:
         note = "outputs rebuilt exactly from the printed values"
     return DecodedOutputs(tuple(arrays), not approximate, note)

@@ -1,8 +1,8 @@
 """A functional Ethos-U55/U65 simulator that runs Vela's command stream bit-exactly.
 
-    program = load_payload(payload_bytes_or_npz_path)
-    result = simulate(program, inputs, "ethos-u55-128")
-    result.outputs, result.operations, result.npu_cycles, result.total_cycles
+program = load_payload(payload_bytes_or_npz_path)
+result = simulate(program, inputs, "ethos-u55-128")
+result.outputs, result.operations, result.npu_cycles, result.total_cycles
 """
 
 from .errors import PayloadError, RegionError, SimError, UnsupportedError
@@ -12,7 +12,17 @@ from .records import OpRecord
 from .simulator import ACCELERATORS, SimResult, op_outputs, simulate
 
 __all__ = [
-    "ACCELERATORS", "IOTensor", "NpuProgram", "OpRecord", "PayloadError", "RegionError",
-    "SimError", "SimResult", "UnsupportedError", "forget_programs", "load_payload", "op_outputs",
+    "ACCELERATORS",
+    "IOTensor",
+    "NpuProgram",
+    "OpRecord",
+    "PayloadError",
+    "RegionError",
+    "SimError",
+    "SimResult",
+    "UnsupportedError",
+    "forget_programs",
+    "load_payload",
+    "op_outputs",
     "simulate",
 ]

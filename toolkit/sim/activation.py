@@ -46,15 +46,17 @@ class Lut:
         return LUT_ENTRIES * self.dtype.itemsize
 
     def lookup(self, values: np.ndarray, mem: Memory) -> np.ndarray:
-        table = mem.internal[self.offset:self.offset + self.nbytes].view(self.dtype)
+        table = mem.internal[self.offset : self.offset + self.nbytes].view(self.dtype)
         return table[values - self.index_base]
 
 
 def _unsupported(regs: Registers, reason: str) -> UnsupportedError:
     op = regs.op
-    return UnsupportedError(f"{reason} is not implemented by the simulator (in "
-                            f"{at(op.offset, 'NPU_SET_ACTIVATION', regs.get('ACTIVATION', 0))} "
-                            f"for {op.name} at command-stream offset {op.offset:#x})")
+    return UnsupportedError(
+        f"{reason} is not implemented by the simulator (in "
+        f"{at(op.offset, 'NPU_SET_ACTIVATION', regs.get('ACTIVATION', 0))} "
+        f"for {op.name} at command-stream offset {op.offset:#x})"
+    )
 
 
 def output_finish(regs: Registers, ofm: FeatureMap, memory: Memory) -> Finish:
@@ -63,8 +65,10 @@ def output_finish(regs: Registers, ofm: FeatureMap, memory: Memory) -> Finish:
     function, clip_range = value & 0xFFF, value >> 12
     if function != NONE and not LUT_FIRST <= function <= LUT_LAST:
         op = regs.op
-        raise UnsupportedError(f"ACTIVATION = {function} is not implemented by the simulator "
-                               f"(in {at(op.offset, op.name, op.param)})")
+        raise UnsupportedError(
+            f"ACTIVATION = {function} is not implemented by the simulator "
+            f"(in {at(op.offset, op.name, op.param)})"
+        )
     info = np.iinfo(ofm.dtype)
     if clip_range == 0:
         range_lo, range_hi = info.min, info.max
@@ -79,16 +83,22 @@ def output_finish(regs: Registers, ofm: FeatureMap, memory: Memory) -> Finish:
         hi = min(regs.s16("ACTIVATION_MAX", 32767), range_hi)
     lut = None
     if function != NONE:
-        eight_bit = ((ofm.elem_size == 1 and (range_lo, range_hi) == (info.min, info.max))
-                     or (ofm.elem_size == 4 and range_hi - range_lo + 1 == LUT_ENTRIES))
+        eight_bit = (ofm.elem_size == 1 and (range_lo, range_hi) == (info.min, info.max)) or (
+            ofm.elem_size == 4 and range_hi - range_lo + 1 == LUT_ENTRIES
+        )
         if not eight_bit:
-            raise _unsupported(regs, f"a table lookup into a {8 * ofm.elem_size}-bit "
-                                     f"{'' if ofm.signed else 'un'}signed OFM with clip range "
-                                     f"{clip_range}")
+            raise _unsupported(
+                regs,
+                f"a table lookup into a {8 * ofm.elem_size}-bit "
+                f"{'' if ofm.signed else 'un'}signed OFM with clip range "
+                f"{clip_range}",
+            )
         slot = function - LUT_FIRST
         lut = Lut(memory.lut_base + slot * LUT_SLOT_BYTES, ofm.dtype, range_lo)  # little-endian
         op = regs.op
-        memory.check_internal(lut.offset, lut.offset + lut.nbytes,
-                              f"{op.name} at command-stream offset {op.offset:#x} (LUT slot "
-                              f"{slot})")
+        memory.check_internal(
+            lut.offset,
+            lut.offset + lut.nbytes,
+            f"{op.name} at command-stream offset {op.offset:#x} (LUT slot {slot})",
+        )
     return Finish(ofm.zero_point, lo, hi, ofm.dtype, lut)

@@ -46,21 +46,28 @@ def decode(stream: bytes) -> tuple[Command, ...]:
         if mode == 0:
             name = _CMD0.get(code)
             if name is None:
-                raise PayloadError(f"unknown opcode {code:#05x} (cmd0, word {word:#010x}) at "
-                                   f"command-stream offset {i * 4:#x}")
+                raise PayloadError(
+                    f"unknown opcode {code:#05x} (cmd0, word {word:#010x}) at "
+                    f"command-stream offset {i * 4:#x}"
+                )
             commands.append(Command(i * 4, name, param))
             i += 1
         elif mode == 1:
             name = _CMD1.get(code)
             if name is None:
-                raise PayloadError(f"unknown opcode {code:#05x} (cmd1, word {word:#010x}) at "
-                                   f"command-stream offset {i * 4:#x}")
+                raise PayloadError(
+                    f"unknown opcode {code:#05x} (cmd1, word {word:#010x}) at "
+                    f"command-stream offset {i * 4:#x}"
+                )
             if i + 1 >= len(words):
-                raise PayloadError(f"{name} at command-stream offset {i * 4:#x} lacks its "
-                                   "payload word: the stream is truncated")
+                raise PayloadError(
+                    f"{name} at command-stream offset {i * 4:#x} lacks its "
+                    "payload word: the stream is truncated"
+                )
             commands.append(Command(i * 4, name, param, words[i + 1]))
             i += 2
         else:
-            raise PayloadError(f"bad payload mode {mode} in word {word:#010x} at command-stream "
-                               f"offset {i * 4:#x}")
+            raise PayloadError(
+                f"bad payload mode {mode} in word {word:#010x} at command-stream offset {i * 4:#x}"
+            )
     return tuple(commands)

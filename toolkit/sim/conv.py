@@ -26,11 +26,15 @@ def check_common(regs: Registers, upscales: tuple[int, ...] = (NO_UPSCALE,)) -> 
     )
     for name, value, supported in checks:
         if value not in supported:
-            raise UnsupportedError(f"{name} = {value} is not implemented by the simulator "
-                                   f"(in {at(op.offset, op.name, op.param)})")
+            raise UnsupportedError(
+                f"{name} = {value} is not implemented by the simulator "
+                f"(in {at(op.offset, op.name, op.param)})"
+            )
     if regs.get("ACC_FORMAT", 0) == 2:
-        raise UnsupportedError("ACC_FORMAT = 2 (fp s5.10) is not implemented by the simulator "
-                               f"(in {at(op.offset, op.name, op.param)})")
+        raise UnsupportedError(
+            "ACC_FORMAT = 2 (fp s5.10) is not implemented by the simulator "
+            f"(in {at(op.offset, op.name, op.param)})"
+        )
 
 
 def _accumulate(padded: np.ndarray, k: Kernel, ofm: FeatureMap, w: np.ndarray, depthwise: bool):
@@ -55,23 +59,28 @@ def _accumulate(padded: np.ndarray, k: Kernel, ofm: FeatureMap, w: np.ndarray, d
     return (cols @ w).reshape(oh, ow, oc)
 
 
-def prepare_conv(regs: Registers, memory: Memory, accelerator: str, depthwise: bool,
-                 decoded: DecodedStreams) -> Step:
+def prepare_conv(
+    regs: Registers, memory: Memory, accelerator: str, depthwise: bool, decoded: DecodedStreams
+) -> Step:
     check_common(regs, (NO_UPSCALE, NEAREST, TRANSPOSE))
     op = regs.op
     what = f"{op.name} at command-stream offset {op.offset:#x}"
     ofm = ofm_map(regs)
     if regs.get("OFM_PRECISION") & (1 << 8):
         precision = regs.get("OFM_PRECISION")
-        raise UnsupportedError(f"global scale on a convolution is not implemented (in "
-                               f"{at(op.offset, 'NPU_SET_OFM_PRECISION', precision)})")
+        raise UnsupportedError(
+            f"global scale on a convolution is not implemented (in "
+            f"{at(op.offset, 'NPU_SET_OFM_PRECISION', precision)})"
+        )
     k = kernel_from(regs)
     ifm_h, ifm_w = k.ifm_extent(ofm.height, ofm.width)
     ifm_depth = regs.get("IFM_DEPTH_M1") + 1
     ifm = ifm_map(regs, ifm_h, ifm_w, ifm_depth)
     if depthwise and ifm_depth < ofm.depth:
-        raise UnsupportedError(f"{what}: depthwise with IFM depth {ifm_depth} < OFM depth "
-                               f"{ofm.depth} is not implemented")
+        raise UnsupportedError(
+            f"{what}: depthwise with IFM depth {ifm_depth} < OFM depth "
+            f"{ofm.depth} is not implemented"
+        )
     ifm.check(memory, f"{what} (IFM)")
     ofm.check(memory, f"{what} (OFM)")
     w_region = regs.get("WEIGHT_REGION") & 7
@@ -82,11 +91,19 @@ def prepare_conv(regs: Registers, memory: Memory, accelerator: str, depthwise: b
     memory.check(s_region, s_base, s_base + s_len, f"{what} (scales)")
     iu, ou = ublock_depths(accelerator)
     fmt = WeightFormat(
-        ofm_depth=ofm.depth, kernel_height=k.height, kernel_width=k.width,
-        ifm_depth=1 if depthwise else ifm_depth, ofm_block_depth=regs.get("OFM_BLK_DEPTH_M1") + 1,
-        depthwise=depthwise, part_kernel_first=k.part_kernel_first and not depthwise,
-        ifm_bits=8 * ifm.elem_size, dilation_y=k.dilation_y, dilation_x=k.dilation_x,
-        ifm_ublock_depth=iu, ofm_ublock_depth=ou)
+        ofm_depth=ofm.depth,
+        kernel_height=k.height,
+        kernel_width=k.width,
+        ifm_depth=1 if depthwise else ifm_depth,
+        ofm_block_depth=regs.get("OFM_BLK_DEPTH_M1") + 1,
+        depthwise=depthwise,
+        part_kernel_first=k.part_kernel_first and not depthwise,
+        ifm_bits=8 * ifm.elem_size,
+        dilation_y=k.dilation_y,
+        dilation_x=k.dilation_x,
+        ifm_ublock_depth=iu,
+        ofm_ublock_depth=ou,
+    )
     rounding = regs.get("OFM_PRECISION") >> 14
     finish = output_finish(regs, ofm, memory)
     terms = k.elements * (1 if depthwise else ifm_depth)
@@ -95,11 +112,14 @@ def prepare_conv(regs: Registers, memory: Memory, accelerator: str, depthwise: b
     work_dtype = np.int32 if depthwise and product_bound < 1 << 31 else np.float64
 
     def run(mem: Memory) -> None:
-        stream = mem.regions[w_region][w_base:w_base + w_len].tobytes()
+        stream = mem.regions[w_region][w_base : w_base + w_len].tobytes()
         w = decoded.weights(stream, fmt)
         bias, rescale, bias_bound = decoded.scales(
-            mem.regions[s_region][s_base:s_base + s_len].tobytes(), ofm.depth, rounding,
-            f"{what} (scales)")
+            mem.regions[s_region][s_base : s_base + s_len].tobytes(),
+            ofm.depth,
+            rounding,
+            f"{what} (scales)",
+        )
         x = k.upscaled(ifm.read(mem), ifm.zero_point, ofm.height, ofm.width)
         padded = k.padded(x, ifm.zero_point, work_dtype)
         padded -= ifm.zero_point  # padding reads as the zero point, so it adds nothing
@@ -108,19 +128,33 @@ def prepare_conv(regs: Registers, memory: Memory, accelerator: str, depthwise: b
 
     macs = ofm.height * ofm.width * ofm.depth * k.elements * (1 if depthwise else ifm_depth)
     record = OpRecord(
-        kind="depthwise" if depthwise else "conv", offset=op.offset, macs=int(macs),
-        bytes_read=((ifm.region, ifm_h * ifm_w * ifm_depth * ifm.elem_size), (w_region, w_len),
-                    (s_region, s_len)),
+        kind="depthwise" if depthwise else "conv",
+        offset=op.offset,
+        macs=int(macs),
+        bytes_read=(
+            (ifm.region, ifm_h * ifm_w * ifm_depth * ifm.elem_size),
+            (w_region, w_len),
+            (s_region, s_len),
+        ),
         bytes_written=((ofm.region, ofm.height * ofm.width * ofm.depth * ofm.elem_size),),
-        ofm_shape=ofm.shape, ifm_shape=ifm.shape,
+        ofm_shape=ofm.shape,
+        ifm_shape=ifm.shape,
         kernel=(k.height, k.width, k.stride_y, k.stride_x, k.dilation_y, k.dilation_x),
-        block=block_of(regs), ifm_elem_size=ifm.elem_size, ofm_elem_size=ofm.elem_size,
-        ifm_brick=ifm.brick, ofm_brick=ofm.brick,
-        activation=regs.get("ACTIVATION", 0) & 0xFFF, acc_40bit=regs.get("ACC_FORMAT", 0) == 1,
-        part_kernel_first=fmt.part_kernel_first)
+        block=block_of(regs),
+        ifm_elem_size=ifm.elem_size,
+        ofm_elem_size=ofm.elem_size,
+        ifm_brick=ifm.brick,
+        ofm_brick=ofm.brick,
+        activation=regs.get("ACTIVATION", 0) & 0xFFF,
+        acc_40bit=regs.get("ACC_FORMAT", 0) == 1,
+        part_kernel_first=fmt.part_kernel_first,
+    )
     return Step(record, run)
 
 
 def block_of(regs: Registers) -> tuple[int, int, int]:
-    return (regs.get("OFM_BLK_HEIGHT_M1", 0) + 1, regs.get("OFM_BLK_WIDTH_M1", 0) + 1,
-            regs.get("OFM_BLK_DEPTH_M1", 0) + 1)
+    return (
+        regs.get("OFM_BLK_HEIGHT_M1", 0) + 1,
+        regs.get("OFM_BLK_WIDTH_M1", 0) + 1,
+        regs.get("OFM_BLK_DEPTH_M1", 0) + 1,
+    )

@@ -24,30 +24,40 @@ from .records import OpRecord
 
 # OFM u-block (h, w, c) and IFM u-block depth per configuration.
 UBLOCK = {
-    "ethos-u55-32": (1, 1, 4), "ethos-u55-64": (1, 1, 8), "ethos-u55-128": (1, 2, 8),
-    "ethos-u55-256": (2, 2, 8), "ethos-u65-256": (2, 2, 8),
+    "ethos-u55-32": (1, 1, 4),
+    "ethos-u55-64": (1, 1, 8),
+    "ethos-u55-128": (1, 2, 8),
+    "ethos-u55-256": (2, 2, 8),
+    "ethos-u65-256": (2, 2, 8),
 }
 IFM_UBLOCK_DEPTH = 8
 SUBKERNEL_MAX = 8
 # Output stage, cycles per element: (32-bit accumulator, 40-bit accumulator, max pool).
 OUTPUT = {
-    "ethos-u55-32": (2.0, 3.0, 1.0), "ethos-u55-64": (1.0, 1.5, 0.5),
-    "ethos-u55-128": (0.5, 0.75, 0.25), "ethos-u55-256": (0.25, 0.375, 0.125),
+    "ethos-u55-32": (2.0, 3.0, 1.0),
+    "ethos-u55-64": (1.0, 1.5, 0.5),
+    "ethos-u55-128": (0.5, 0.75, 0.25),
+    "ethos-u55-256": (0.25, 0.375, 0.125),
     "ethos-u65-256": (0.25, 0.375, 0.125),
 }
 # Activation unit, cycles per element: (table lookup: tanh, sigmoid, LUT; ReLU family as Vela
 # books it). Clipping (ACTIVATION function 0) is part of the output stage and costs nothing.
 ACTIVATION = {
-    "ethos-u55-32": (1.0, 1.0), "ethos-u55-64": (1.0, 1.0), "ethos-u55-128": (1.0, 0.5),
-    "ethos-u55-256": (1.0, 0.25), "ethos-u65-256": (1.0, 0.25),
+    "ethos-u55-32": (1.0, 1.0),
+    "ethos-u55-64": (1.0, 1.0),
+    "ethos-u55-128": (1.0, 0.5),
+    "ethos-u55-256": (1.0, 0.25),
+    "ethos-u65-256": (1.0, 0.25),
 }
 # Elementwise output stage, cycles per element: (ADD/SUB with 16-bit operand scales, ADD/SUB with
 # a 32-bit operand scale, MUL, 32-bit operands, any other operation of 8/16-bit operands: MIN,
 # MAX, ABS, LRELU), as Vela's estimator tabulates them (the last: its output_cycles_per_elem[7],
 # the rate of every operation it does not name, the same in Vela 5.1's C++ core).
 ELEMENTWISE = {
-    "ethos-u55-32": (4.0, 6.0, 3.0, 2.0, 2.0), "ethos-u55-64": (2.0, 3.0, 1.5, 1.0, 1.0),
-    "ethos-u55-128": (1.0, 1.5, 0.75, 0.75, 0.5), "ethos-u55-256": (0.5, 0.75, 0.375, 0.625, 0.25),
+    "ethos-u55-32": (4.0, 6.0, 3.0, 2.0, 2.0),
+    "ethos-u55-64": (2.0, 3.0, 1.5, 1.0, 1.0),
+    "ethos-u55-128": (1.0, 1.5, 0.75, 0.75, 0.5),
+    "ethos-u55-256": (0.5, 0.75, 0.375, 0.625, 0.25),
     "ethos-u65-256": (0.5, 0.75, 0.375, 0.625, 0.25),
 }
 _ADD_SUB = frozenset({"elementwise.add", "elementwise.sub"})
@@ -72,25 +82,36 @@ class MemorySystem:
 
 
 @lru_cache(maxsize=16)
-def memory_system(accelerator: str, system_config: str, memory_mode: str,
-                  config_ini: str = ARM_VELA_INI) -> MemorySystem:
+def memory_system(
+    accelerator: str, system_config: str, memory_mode: str, config_ini: str = ARM_VELA_INI
+) -> MemorySystem:
     """Bandwidths, latencies and bursts of the Vela system config, per region (0 weights,
     1 arena, 2 fast scratch), read from config_ini as Vela reads it."""
     from ethosu.vela.architecture_features import ArchitectureFeatures, MemPort
 
     arch = ArchitectureFeatures(
-        vela_config_files=[str(vela_ini_path(config_ini))], accelerator_config=accelerator,
-        system_config=system_config, memory_mode=memory_mode, max_blockdep=3,
-        verbose_config=False, arena_cache_size=None)
+        vela_config_files=[str(vela_ini_path(config_ini))],
+        accelerator_config=accelerator,
+        system_config=system_config,
+        memory_mode=memory_mode,
+        max_blockdep=3,
+        verbose_config=False,
+        arena_cache_size=None,
+    )
 
     def port(mem_port: MemPort) -> MemoryPort:
         area = arch._mem_port_mapping(mem_port)
-        return MemoryPort(area.name, float(arch.memory_bandwidths_per_cycle[area]),
-                          int(arch.memory_latency[area][0]), int(arch.memory_latency[area][1]),
-                          int(arch.memory_burst_length[area]))
+        return MemoryPort(
+            area.name,
+            float(arch.memory_bandwidths_per_cycle[area]),
+            int(arch.memory_latency[area][0]),
+            int(arch.memory_latency[area][1]),
+            int(arch.memory_burst_length[area]),
+        )
 
-    return MemorySystem({0: port(arch.const_mem_area), 1: port(arch.arena_mem_area),
-                         2: port(arch.cache_mem_area)})
+    return MemorySystem(
+        {0: port(arch.const_mem_area), 1: port(arch.arena_mem_area), 2: port(arch.cache_mem_area)}
+    )
 
 
 def _ceil(a: int, b: int) -> int:
@@ -123,11 +144,14 @@ def _geometry(rec: OpRecord, accelerator: str) -> _Geometry:
     total = math.prod(_ceil(s, u) for s, u in zip((oh, ow, oc), ublock))
     per_block = math.prod(_ceil(b, u) for b, u in zip(block, ublock))
     ih, iw, ic = rec.ifm_shape
-    ifm_block = (min(ih, (block[0] - 1) * sy + min(SUBKERNEL_MAX, (kh - 1) * dy + 1)),
-                 min(iw, (block[1] - 1) * sx + min(SUBKERNEL_MAX, (kw - 1) * dx + 1)),
-                 min(ic, _ifm_block_depth(rec) if rec.kind == "conv" else block[2]))
-    return _Geometry(block, ublock, total / per_block, _ceil(oh, block[0]) * _ceil(ow, block[1]),
-                     ifm_block)
+    ifm_block = (
+        min(ih, (block[0] - 1) * sy + min(SUBKERNEL_MAX, (kh - 1) * dy + 1)),
+        min(iw, (block[1] - 1) * sx + min(SUBKERNEL_MAX, (kw - 1) * dx + 1)),
+        min(ic, _ifm_block_depth(rec) if rec.kind == "conv" else block[2]),
+    )
+    return _Geometry(
+        block, ublock, total / per_block, _ceil(oh, block[0]) * _ceil(ow, block[1]), ifm_block
+    )
 
 
 def _ifm_block_depth(rec: OpRecord) -> int:
@@ -137,8 +161,11 @@ def _ifm_block_depth(rec: OpRecord) -> int:
 
 def _subkernels(rec: OpRecord) -> list[int]:
     kh, kw = rec.kernel[:2]
-    return [min(SUBKERNEL_MAX, kh - y) * min(SUBKERNEL_MAX, kw - x)
-            for y in range(0, kh, SUBKERNEL_MAX) for x in range(0, kw, SUBKERNEL_MAX)]
+    return [
+        min(SUBKERNEL_MAX, kh - y) * min(SUBKERNEL_MAX, kw - x)
+        for y in range(0, kh, SUBKERNEL_MAX)
+        for x in range(0, kw, SUBKERNEL_MAX)
+    ]
 
 
 def _mac_cycles_per_block(rec: OpRecord, geo: _Geometry, accelerator: str) -> int:
@@ -197,8 +224,9 @@ def _activation_cost(rec: OpRecord, accelerator: str, override: float | None) ->
     return ACTIVATION[accelerator][0] if rec.activation != 0 else 0.0
 
 
-def output_cycles_per_element(rec: OpRecord, accelerator: str,
-                              activation_cost: float | None = None) -> float:
+def output_cycles_per_element(
+    rec: OpRecord, accelerator: str, activation_cost: float | None = None
+) -> float:
     """Output stage by accumulator and operation, or the activation unit if that is slower.
     `activation_cost` replaces what the ACTIVATION register selects (for what-if comparisons)."""
     acc32, acc40, maxpool = OUTPUT[accelerator]
@@ -236,17 +264,25 @@ def _block_transfer(rec: OpRecord, geo: _Geometry, memory: MemorySystem) -> tupl
     ifm_port, ofm_port = memory.port(rec.bytes_read[0][0]), memory.port(rec.bytes_written[0][0])
     ifm_bytes = math.prod(geo.ifm_block) * rec.ifm_elem_size
     ofm_bytes = math.prod(geo.block) * rec.ofm_elem_size
-    return (ifm_port.read_latency + ifm_bytes / _burst_efficiency(ifm_port, _ifm_run(rec, geo))
-            / ifm_port.bytes_per_cycle,
-            ofm_port.write_latency + ofm_bytes / _burst_efficiency(ofm_port, _ofm_run(rec, geo))
-            / ofm_port.bytes_per_cycle)
+    return (
+        ifm_port.read_latency
+        + ifm_bytes / _burst_efficiency(ifm_port, _ifm_run(rec, geo)) / ifm_port.bytes_per_cycle,
+        ofm_port.write_latency
+        + ofm_bytes / _burst_efficiency(ofm_port, _ofm_run(rec, geo)) / ofm_port.bytes_per_cycle,
+    )
 
 
-def _compute_cycles(rec: OpRecord, geo: _Geometry, accelerator: str, memory: MemorySystem,
-                    activation_cost: float | None) -> float:
+def _compute_cycles(
+    rec: OpRecord,
+    geo: _Geometry,
+    accelerator: str,
+    memory: MemorySystem,
+    activation_cost: float | None,
+) -> float:
     mac = _mac_cycles_per_block(rec, geo, accelerator)
-    out = math.ceil(output_cycles_per_element(rec, accelerator, activation_cost)
-                    * math.prod(geo.block))
+    out = math.ceil(
+        output_cycles_per_element(rec, accelerator, activation_cost) * math.prod(geo.block)
+    )
     if rec.kind in ("conv", "depthwise"):
         # Bias/scale records stream in per block at the latency of their memory.
         latency = memory.port(rec.bytes_read[2][0]).read_latency
@@ -289,13 +325,21 @@ def _dma_cycles(rec: OpRecord, memory: MemorySystem) -> float:
     return cycles
 
 
-def _elementwise_cycles(rec: OpRecord, accelerator: str, memory: MemorySystem,
-                        activation_cost: float | None) -> tuple[float, float]:
+def _elementwise_cycles(
+    rec: OpRecord, accelerator: str, memory: MemorySystem, activation_cost: float | None
+) -> tuple[float, float]:
     """The output stage streams every OFM element; the operands are read once, the OFM written
     once, each at its memory's bandwidth. (compute, total)"""
     add16, add32, mul, wide, other = ELEMENTWISE[accelerator]
-    per_elem = (wide if rec.ifm_elem_size == 4 else mul if rec.kind == "elementwise.mul" else
-                (add32 if rec.operand_scale_32bit else add16) if rec.kind in _ADD_SUB else other)
+    per_elem = (
+        wide
+        if rec.ifm_elem_size == 4
+        else mul
+        if rec.kind == "elementwise.mul"
+        else (add32 if rec.operand_scale_32bit else add16)
+        if rec.kind in _ADD_SUB
+        else other
+    )
     activation_cost = _activation_cost(rec, accelerator, activation_cost)
     first_in, last_out = _block_transfer(rec, _geometry(rec, accelerator), memory)
     compute = max(per_elem, activation_cost) * math.prod(rec.ofm_shape) + first_in + last_out
@@ -312,8 +356,9 @@ class OpTiming:
     total: int  # the longest of compute and each memory's access cycles
 
 
-def op_timing(rec: OpRecord, accelerator: str, memory: MemorySystem,
-              activation_cost: float | None = None) -> OpTiming:
+def op_timing(
+    rec: OpRecord, accelerator: str, memory: MemorySystem, activation_cost: float | None = None
+) -> OpTiming:
     if rec.kind == "dma":
         # memory traffic only, as in Vela's split: how many bytes a weight stream takes (how
         # well the weights compress) must not change the NPU figure

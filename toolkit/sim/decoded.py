@@ -32,6 +32,9 @@ class DecodedStreams:
         decoded = self._scales.get(key)
         if decoded is None:
             bias, scale, shift = decode_scales(np.frombuffer(raw, dtype=np.uint8), channels, where)
-            decoded = self._scales[key] = (bias, outstage.Rescale(scale, shift, rounding),
-                                           int(np.abs(bias).max(initial=0)))
+            decoded = self._scales[key] = (
+                bias,
+                outstage.Rescale(scale, shift, rounding),
+                int(np.abs(bias).max(initial=0)),
+            )
         return decoded

@@ -12,7 +12,8 @@ from .registers import RegisterFile
 # Registers that say where data lives rather than what the operation does.
 ADDRESS_REGISTERS = frozenset(
     [f"{fm}_BASE{i}" for fm in ("IFM", "OFM", "IFM2") for i in range(4)]
-    + ["WEIGHT_BASE", "SCALE_BASE", "DMA0_SRC", "DMA0_DST", "BLOCKDEP"])
+    + ["WEIGHT_BASE", "SCALE_BASE", "DMA0_SRC", "DMA0_DST", "BLOCKDEP"]
+)
 
 
 @dataclass(frozen=True)
@@ -46,20 +47,28 @@ def operations(program: NpuProgram) -> tuple[ProgramOp, ...]:
     for cmd in decode(program.command_stream):
         if not cmd.is_operation:
             regs.write(cmd)
-        elif cmd.name not in ("NPU_OP_STOP", "NPU_OP_DMA_WAIT", "NPU_OP_KERNEL_WAIT",
-                              "NPU_OP_PMU_MASK", "NPU_OP_IRQ"):
+        elif cmd.name not in (
+            "NPU_OP_STOP",
+            "NPU_OP_DMA_WAIT",
+            "NPU_OP_KERNEL_WAIT",
+            "NPU_OP_PMU_MASK",
+            "NPU_OP_IRQ",
+        ):
             snap = regs.snapshot(cmd)
-            ops.append(ProgramOp(len(ops), cmd.name, cmd.param, cmd.offset,
-                                 tuple(sorted(snap.values.items()))))
+            ops.append(
+                ProgramOp(
+                    len(ops), cmd.name, cmd.param, cmd.offset, tuple(sorted(snap.values.items()))
+                )
+            )
     return tuple(ops)
 
 
-def diff_programs(a: NpuProgram, b: NpuProgram,
-                  ignore_addresses: bool = True) -> tuple[OpDiff, ...]:
+def diff_programs(
+    a: NpuProgram, b: NpuProgram, ignore_addresses: bool = True
+) -> tuple[OpDiff, ...]:
     """Ops aligned by kind; for aligned pairs, the registers whose values differ."""
     ops_a, ops_b = operations(a), operations(b)
-    matcher = SequenceMatcher(a=[o.kind for o in ops_a], b=[o.kind for o in ops_b],
-                              autojunk=False)
+    matcher = SequenceMatcher(a=[o.kind for o in ops_a], b=[o.kind for o in ops_b], autojunk=False)
     rows: list[OpDiff] = []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":

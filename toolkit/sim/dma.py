@@ -17,12 +17,16 @@ def prepare_dma(regs: Registers, memory: Memory) -> Step:
     src_reg, dst_reg = regs.get("DMA0_SRC_REGION"), regs.get("DMA0_DST_REGION")
     for name, value in (("DMA0_SRC_REGION", src_reg), ("DMA0_DST_REGION", dst_reg)):
         if (value >> 9) & 3:
-            raise UnsupportedError(f"2D/3D DMA stride mode {(value >> 9) & 3} is not implemented "
-                                   f"({at(op.offset, 'NPU_SET_' + name, value)})")
+            raise UnsupportedError(
+                f"2D/3D DMA stride mode {(value >> 9) & 3} is not implemented "
+                f"({at(op.offset, 'NPU_SET_' + name, value)})"
+            )
     if src_reg & _INTERNAL_BIT:
         # the simulator keeps only the lookup tables of the SHRAM, not what operations buffer
-        raise UnsupportedError(f"DMA from internal memory (SHRAM) is not implemented "
-                               f"({at(op.offset, 'NPU_SET_DMA0_SRC_REGION', src_reg)})")
+        raise UnsupportedError(
+            f"DMA from internal memory (SHRAM) is not implemented "
+            f"({at(op.offset, 'NPU_SET_DMA0_SRC_REGION', src_reg)})"
+        )
     src, dst, length = regs.get("DMA0_SRC"), regs.get("DMA0_DST"), regs.get("DMA0_LEN")
     src_region = src_reg & 0xFF
     memory.check(src_region, src, src + length, f"{what} (source)")
@@ -31,15 +35,21 @@ def prepare_dma(regs: Registers, memory: Memory) -> Step:
         memory.check_internal(dst, dst + length, f"{what} (destination)")
 
         def run(mem: Memory) -> None:
-            mem.internal[dst:dst + length] = mem.regions[src_region][src:src + length]
+            mem.internal[dst : dst + length] = mem.regions[src_region][src : src + length]
     else:
         dst_region = dst_reg & 0xFF
         memory.check(dst_region, dst, dst + length, f"{what} (destination)")
 
         def run(mem: Memory) -> None:
-            mem.regions[dst_region][dst:dst + length] = \
-                mem.regions[src_region][src:src + length].copy()
+            mem.regions[dst_region][dst : dst + length] = mem.regions[src_region][
+                src : src + length
+            ].copy()
 
-    record = OpRecord(kind="dma", offset=op.offset, macs=0, bytes_read=((src_region, length),),
-                      bytes_written=((dst_region, length),))
+    record = OpRecord(
+        kind="dma",
+        offset=op.offset,
+        macs=0,
+        bytes_read=((src_region, length),),
+        bytes_written=((dst_region, length),),
+    )
     return Step(record, run)

@@ -51,8 +51,18 @@ from .memory import Memory
 from .records import OpRecord, Step
 from .registers import Registers, signed16
 
-MODES = {0: "mul", 1: "add", 2: "sub", 3: "min", 4: "max", 5: "lrelu", 6: "abs", 7: "clz",
-         8: "shr", 9: "shl"}
+MODES = {
+    0: "mul",
+    1: "add",
+    2: "sub",
+    3: "min",
+    4: "max",
+    5: "lrelu",
+    6: "abs",
+    7: "clz",
+    8: "shr",
+    9: "shl",
+}
 UNARY = frozenset({"clz", "abs", "lrelu"})
 BITWISE = frozenset({"clz", "shr", "shl"})  # integer ops of 32-bit IFMs, no scaling
 UNSCALED = BITWISE | {"min", "max"}  # the OFM scale is not applied
@@ -67,9 +77,12 @@ _ROUND_NAMES = {outstage.TFL: "TFL", outstage.TRUNCATE: "TRUNCATE", outstage.NAT
 
 def _unsupported(regs: Registers, reason: str, register: str | None = None) -> UnsupportedError:
     op = regs.op
-    where = (at(op.offset, op.name, op.param) if register is None else
-             f"{at(op.offset, 'NPU_SET_' + register, regs.get(register))} for "
-             f"{op.name} at command-stream offset {op.offset:#x}")
+    where = (
+        at(op.offset, op.name, op.param)
+        if register is None
+        else f"{at(op.offset, 'NPU_SET_' + register, regs.get(register))} for "
+        f"{op.name} at command-stream offset {op.offset:#x}"
+    )
     return UnsupportedError(f"{reason} is not implemented by the simulator ({where})")
 
 
@@ -78,8 +91,9 @@ def _operands(regs: Registers, mode: str, ifm: FeatureMap):
     scale_mode = (regs.get("IFM_PRECISION") >> 8) & 3
     if mode not in ("add", "sub"):
         if scale_mode != SCALE_16BIT:
-            raise _unsupported(regs, f"{mode.upper()} with operand scale mode {scale_mode}",
-                               "IFM_PRECISION")
+            raise _unsupported(
+                regs, f"{mode.upper()} with operand scale mode {scale_mode}", "IFM_PRECISION"
+            )
         return (lambda a: a), (lambda b: b)
     if scale_mode == SCALE_16BIT:
         if regs.cmd1_param("OPA_SCALE"):
@@ -111,18 +125,21 @@ def _combine(regs: Registers, mode: str, ifm: FeatureMap, ifm2: FeatureMap | Non
     scale, shift = regs.get("OFM_SCALE", 0), regs.cmd1_param("OFM_SCALE") & 0x3F
     wide = ifm.elem_size == 4
     if mode in BITWISE and not wide:
-        raise _unsupported(regs, f"{mode.upper()} of {8 * ifm.elem_size}-bit operands",
-                           "IFM_PRECISION")
+        raise _unsupported(
+            regs, f"{mode.upper()} of {8 * ifm.elem_size}-bit operands", "IFM_PRECISION"
+        )
     if mode in UNSCALED:
         # Vela sets no OFM scale for these (OFM_PRECISION's global-scale bit clear): the
         # result passes unscaled, whatever OFM_SCALE still holds
         if regs.get("OFM_PRECISION") & _GLOBAL_SCALE and (scale, shift) != (1, 0):
-            raise _unsupported(regs, f"{mode.upper()} with an OFM scale ({scale}, shift "
-                                     f"{shift})", "OFM_SCALE")
+            raise _unsupported(
+                regs, f"{mode.upper()} with an OFM scale ({scale}, shift {shift})", "OFM_SCALE"
+            )
         scale, shift = 1, 0
         if mode == "shr" and rounding != outstage.NATURAL:
-            raise _unsupported(regs, f"SHR in round mode {_ROUND_NAMES.get(rounding, rounding)}",
-                               "OFM_PRECISION")
+            raise _unsupported(
+                regs, f"SHR in round mode {_ROUND_NAMES.get(rounding, rounding)}", "OFM_PRECISION"
+            )
     if mode == "mul" and ifm2 is not None and wide != (ifm2.elem_size == 4):
         raise _unsupported(regs, "MUL of a 32-bit and a narrower operand", "IFM2_PRECISION")
     if mode == "lrelu" and wide:
@@ -158,13 +175,13 @@ def prepare_elementwise(regs: Registers, memory: Memory) -> Step:
     what = f"{op.name} at command-stream offset {op.offset:#x}"
     ofm = ofm_map(regs)
     if mode not in UNSCALED and not regs.get("OFM_PRECISION") & _GLOBAL_SCALE:
-        raise _unsupported(regs, "per-channel scaling of an elementwise operation",
-                           "OFM_PRECISION")
+        raise _unsupported(regs, "per-channel scaling of an elementwise operation", "OFM_PRECISION")
     oh, ow, oc = ofm.shape
     ifm = ifm_map(regs, oh, ow, regs.get("IFM_DEPTH_M1") + 1)
     if ifm.depth != oc:
-        raise _unsupported(regs, f"an IFM depth {ifm.depth} other than the OFM depth {oc}",
-                           "IFM_DEPTH_M1")
+        raise _unsupported(
+            regs, f"an IFM depth {ifm.depth} other than the OFM depth {oc}", "IFM_DEPTH_M1"
+        )
     broadcast = regs.get("IFM2_BROADCAST", 0)
     if broadcast & ~(_BROADCAST_H | _BROADCAST_W | _BROADCAST_C | _REVERSED | _SCALAR):
         raise _unsupported(regs, "these IFM2 broadcast bits", "IFM2_BROADCAST")
@@ -177,9 +194,13 @@ def prepare_elementwise(regs: Registers, memory: Memory) -> Step:
         raw = regs.get("IFM2_SCALAR")
         value = np.int64((signed16(raw) if signed else raw) - regs.s16("IFM2_ZERO_POINT", 0))
     else:
-        ifm2 = ifm_map(regs, 1 if broadcast & _BROADCAST_H else oh,
-                       1 if broadcast & _BROADCAST_W else ow,
-                       1 if broadcast & _BROADCAST_C else oc, name="IFM2")
+        ifm2 = ifm_map(
+            regs,
+            1 if broadcast & _BROADCAST_H else oh,
+            1 if broadcast & _BROADCAST_W else ow,
+            1 if broadcast & _BROADCAST_C else oc,
+            name="IFM2",
+        )
         ifm2.check(memory, f"{what} (IFM2)")
     ifm.check(memory, f"{what} (IFM)")
     ofm.check(memory, f"{what} (OFM)")
@@ -196,14 +217,25 @@ def prepare_elementwise(regs: Registers, memory: Memory) -> Step:
         acc = np.broadcast_to(combine(scale_a(a), scale_b(b)), ofm.shape)
         ofm.write(mem, finish(rescale.apply(acc, int(np.abs(acc).max(initial=0))), mem))
 
-    ifm2_read = () if ifm2 is None else ((ifm2.region, ifm2.height * ifm2.width * ifm2.depth
-                                          * ifm2.elem_size),)
+    ifm2_read = (
+        ()
+        if ifm2 is None
+        else ((ifm2.region, ifm2.height * ifm2.width * ifm2.depth * ifm2.elem_size),)
+    )
     record = OpRecord(
-        kind=f"elementwise.{mode}", offset=op.offset, macs=0,
+        kind=f"elementwise.{mode}",
+        offset=op.offset,
+        macs=0,
         bytes_read=((ifm.region, oh * ow * oc * ifm.elem_size), *ifm2_read),
         bytes_written=((ofm.region, oh * ow * oc * ofm.elem_size),),
-        ofm_shape=ofm.shape, ifm_shape=ifm.shape, block=block_of(regs),
-        ifm_elem_size=ifm.elem_size, ofm_elem_size=ofm.elem_size, ifm_brick=ifm.brick,
-        ofm_brick=ofm.brick, activation=regs.get("ACTIVATION", 0) & 0xFFF,
-        operand_scale_32bit=mode in ("add", "sub") and (regs.get("IFM_PRECISION") >> 8) & 3 != 0)
+        ofm_shape=ofm.shape,
+        ifm_shape=ifm.shape,
+        block=block_of(regs),
+        ifm_elem_size=ifm.elem_size,
+        ofm_elem_size=ofm.elem_size,
+        ifm_brick=ifm.brick,
+        ofm_brick=ofm.brick,
+        activation=regs.get("ACTIVATION", 0) & 0xFFF,
+        operand_scale_32bit=mode in ("add", "sub") and (regs.get("IFM_PRECISION") >> 8) & 3 != 0,
+    )
     return Step(record, run)

@@ -71,8 +71,9 @@ class AxiPort:
         transactions = t.runs * -(-per_run // self.burst_beats)
         per_txn = t.beats / transactions
         ta = self.adapter
-        limit, latency = (ta.max_writes, ta.write_latency) if t.write else \
-            (ta.max_reads, ta.read_latency)
+        limit, latency = (
+            (ta.max_writes, ta.write_latency) if t.write else (ta.max_reads, ta.read_latency)
+        )
         outstanding = transactions * (latency + per_txn) / limit if limit else 0.0
         return max(t.beats, words / ta.words_per_cycle(), outstanding)
 
@@ -93,8 +94,13 @@ def _ini(path: Path) -> configparser.ConfigParser:
 
 
 @lru_cache(maxsize=16)
-def fvp_memory(accelerator: str, ini_path: str, system_config: str, memory_mode: str,
-               adapters: tuple = tuple(sorted(MLEK_U55_HIGH_END.items()))) -> FvpMemory:
+def fvp_memory(
+    accelerator: str,
+    ini_path: str,
+    system_config: str,
+    memory_mode: str,
+    adapters: tuple = tuple(sorted(MLEK_U55_HIGH_END.items())),
+) -> FvpMemory:
     """Ports from the ini's system config (which memory each AXI port has, its burst length)
     and memory mode (which port each region uses), timed by the FVP's timing adapters."""
     ini = _ini(Path(ini_path))
@@ -111,8 +117,15 @@ def fvp_memory(accelerator: str, ini_path: str, system_config: str, memory_mode:
         return mode.get(key, default).strip().lower()
 
     const = area("const_mem_area", "Axi1")
-    return FvpMemory(ports, {0: const, 1: area("arena_mem_area", "Axi0"),
-                             2: area("cache_mem_area", "Axi0"), "command_stream": const})
+    return FvpMemory(
+        ports,
+        {
+            0: const,
+            1: area("arena_mem_area", "Axi0"),
+            2: area("cache_mem_area", "Axi0"),
+            "command_stream": const,
+        },
+    )
 
 
 @dataclass(frozen=True)
@@ -129,8 +142,11 @@ class PmuPrediction:
 
     @property
     def beats(self) -> dict:
-        return {"axi0_read": self.axi0_read, "axi0_write": self.axi0_write,
-                "axi1_read": self.axi1_read}
+        return {
+            "axi0_read": self.axi0_read,
+            "axi0_write": self.axi0_write,
+            "axi1_read": self.axi1_read,
+        }
 
 
 def _port_times(transfers: tuple[Transfer, ...], memory: FvpMemory) -> dict[str, float]:
@@ -143,8 +159,9 @@ def _port_times(transfers: tuple[Transfer, ...], memory: FvpMemory) -> dict[str,
     return times
 
 
-def predict_pmu(command_stream: bytes, records: tuple[OpRecord, ...], memory: FvpMemory,
-                accelerator: str) -> PmuPrediction:
+def predict_pmu(
+    command_stream: bytes, records: tuple[OpRecord, ...], memory: FvpMemory, accelerator: str
+) -> PmuPrediction:
     """Beats and NPU cycles for one run of the command stream; `records` carry each kernel's
     compute cycles (our cycle model's)."""
     beat = beat_bytes(accelerator)
@@ -174,12 +191,16 @@ def predict_pmu(command_stream: bytes, records: tuple[OpRecord, ...], memory: Fv
         ports = _port_times(transfers, memory)
         if rec.kind == "dma":
             start = max(cp, dma_ends[-1] if dma_ends else 0.0)
-            dma_ends.append(start + max(ports.values(), default=0.0) +
-                            memory.ports[memory.port_of(rec.bytes_read[0][0])].adapter.read_latency)
+            dma_ends.append(
+                start
+                + max(ports.values(), default=0.0)
+                + memory.ports[memory.port_of(rec.bytes_read[0][0])].adapter.read_latency
+            )
         else:
             start = max(cp, kernel_ends[-1] if kernel_ends else 0.0)
             kernel_ends.append(start + max(rec.compute_cycles, *ports.values()))
             cp = start
     end = max([cp, *dma_ends, *kernel_ends])
-    return PmuPrediction(round(end), 0, counts["axi0_read"], counts["axi0_write"],
-                         counts["axi1_read"])
+    return PmuPrediction(
+        round(end), 0, counts["axi0_read"], counts["axi0_write"], counts["axi1_read"]
+    )

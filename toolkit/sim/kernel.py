@@ -62,17 +62,23 @@ class Kernel:
     def padded(self, x: np.ndarray, fill, dtype) -> np.ndarray:
         """The (H, W, C) ifm (upscaled) with its padding, as `dtype`."""
         h, w, c = x.shape
-        out = np.full((h + self.pad_top + self.pad_bottom, w + self.pad_left + self.pad_right, c),
-                      fill, dtype=dtype)
-        out[self.pad_top:self.pad_top + h, self.pad_left:self.pad_left + w] = x
+        out = np.full(
+            (h + self.pad_top + self.pad_bottom, w + self.pad_left + self.pad_right, c),
+            fill,
+            dtype=dtype,
+        )
+        out[self.pad_top : self.pad_top + h, self.pad_left : self.pad_left + w] = x
         return out
 
-    def tap(self, padded: np.ndarray, i: int, j: int, ofm_height: int,
-            ofm_width: int) -> np.ndarray:
+    def tap(
+        self, padded: np.ndarray, i: int, j: int, ofm_height: int, ofm_width: int
+    ) -> np.ndarray:
         """(OH, OW, C) view: the IFM element that kernel position (i, j) meets at each output."""
         y0, x0 = i * self.dilation_y, j * self.dilation_x
-        return padded[y0:y0 + (ofm_height - 1) * self.stride_y + 1:self.stride_y,
-                      x0:x0 + (ofm_width - 1) * self.stride_x + 1:self.stride_x]
+        return padded[
+            y0 : y0 + (ofm_height - 1) * self.stride_y + 1 : self.stride_y,
+            x0 : x0 + (ofm_width - 1) * self.stride_x + 1 : self.stride_x,
+        ]
 
     def taps(self, padded: np.ndarray, ofm_height: int, ofm_width: int):
         for i in range(self.height):
@@ -89,7 +95,12 @@ def kernel_from(regs: Registers) -> Kernel:
         width=regs.get("KERNEL_WIDTH_M1") // dil_x + 1,
         stride_x=((stride & 1) | (((stride >> 6) & 7) << 1)) + 1,
         stride_y=(((stride >> 1) & 1) | (((stride >> 9) & 7) << 1)) + 1,
-        dilation_y=dil_y, dilation_x=dil_x,
-        pad_top=regs.get("IFM_PAD_TOP", 0), pad_left=regs.get("IFM_PAD_LEFT", 0),
-        pad_bottom=regs.get("IFM_PAD_BOTTOM", 0), pad_right=regs.get("IFM_PAD_RIGHT", 0),
-        part_kernel_first=bool(stride & 4), upscale=regs.get("IFM_UPSCALE", 0) & 3)
+        dilation_y=dil_y,
+        dilation_x=dil_x,
+        pad_top=regs.get("IFM_PAD_TOP", 0),
+        pad_left=regs.get("IFM_PAD_LEFT", 0),
+        pad_bottom=regs.get("IFM_PAD_BOTTOM", 0),
+        pad_right=regs.get("IFM_PAD_RIGHT", 0),
+        part_kernel_first=bool(stride & 4),
+        upscale=regs.get("IFM_UPSCALE", 0) & 3,
+    )

@@ -71,8 +71,11 @@ class FeatureMap:
         h, w, w0 = self.height, self.width, min(self.width0, self.width)
         h0, h1 = min(self.height0, h), min(self.height1, h)
         tiles = ((0, h0, 0, w0, 0), (0, h1, w0, w, 1), (h0, h, 0, w0, 2), (h1, h, w0, w, 3))
-        return [(slice(y0, y1), slice(x0, x1), self.bases[t])
-                for y0, y1, x0, x1, t in tiles if y1 > y0 and x1 > x0]
+        return [
+            (slice(y0, y1), slice(x0, x1), self.bases[t])
+            for y0, y1, x0, x1, t in tiles
+            if y1 > y0 and x1 > x0
+        ]
 
     @cached_property
     def pieces(self) -> tuple[Piece, ...]:
@@ -85,17 +88,34 @@ class FeatureMap:
         for ys, xs, base in self._tiles():
             th, tw = ys.stop - ys.start, xs.stop - xs.start
             if not self.brick:
-                pieces.append(Piece(ys, xs, slice(0, c), base, (th, tw, c),
-                                    (self.stride_y, self.stride_x, e)))
+                pieces.append(
+                    Piece(ys, xs, slice(0, c), base, (th, tw, c), (self.stride_y, self.stride_x, e))
+                )
                 continue
             yx = (th, tw), (self.stride_y, BRICK * e)
             full = c // BRICK
             if full:
-                pieces.append(Piece(ys, xs, slice(0, BRICK * full), base, (*yx[0], full, BRICK),
-                                    (*yx[1], self.stride_c, e)))
+                pieces.append(
+                    Piece(
+                        ys,
+                        xs,
+                        slice(0, BRICK * full),
+                        base,
+                        (*yx[0], full, BRICK),
+                        (*yx[1], self.stride_c, e),
+                    )
+                )
             if c % BRICK:
-                pieces.append(Piece(ys, xs, slice(BRICK * full, c), base + full * self.stride_c,
-                                    (*yx[0], c % BRICK), (*yx[1], e)))
+                pieces.append(
+                    Piece(
+                        ys,
+                        xs,
+                        slice(BRICK * full, c),
+                        base + full * self.stride_c,
+                        (*yx[0], c % BRICK),
+                        (*yx[1], e),
+                    )
+                )
         return tuple(pieces)
 
     def check(self, memory: Memory, what: str) -> None:
@@ -112,7 +132,8 @@ class FeatureMap:
         out = np.empty(self.shape, self.dtype)
         for p in self.pieces:
             out[p.ys, p.xs, p.cs] = p.view(mem, self.dtype).reshape(
-                p.ys.stop - p.ys.start, p.xs.stop - p.xs.start, -1)
+                p.ys.stop - p.ys.start, p.xs.stop - p.xs.start, -1
+            )
         return out
 
     def write(self, memory: Memory, values: np.ndarray) -> None:
@@ -121,13 +142,15 @@ class FeatureMap:
             p.view(mem, self.dtype)[...] = values[p.ys, p.xs, p.cs].reshape(p.shape)
 
 
-def _precision(regs: Registers, name: str, size_shift: int,
-               size_bits: int) -> tuple[int, bool, bool]:
+def _precision(
+    regs: Registers, name: str, size_shift: int, size_bits: int
+) -> tuple[int, bool, bool]:
     value = regs.get(name)
     code = (value >> size_shift) & ((1 << size_bits) - 1)
     if code not in _SIZE_CODES:
-        raise UnsupportedError(f"{name} precision code {code} in " +
-                               at(regs.op.offset, regs.op.name, value))
+        raise UnsupportedError(
+            f"{name} precision code {code} in " + at(regs.op.offset, regs.op.name, value)
+        )
     fmt = (value >> 6) & 3
     if fmt > 1:
         raise UnsupportedError(f"{name} format {fmt} in " + at(regs.op.offset, regs.op.name, value))
@@ -139,13 +162,20 @@ def ofm_map(regs: Registers) -> FeatureMap:
     return FeatureMap(
         region=regs.get("OFM_REGION") & 0x7,
         bases=tuple(regs.get(f"OFM_BASE{i}", 0) for i in range(4)),
-        height0=regs.get("OFM_HEIGHT0_M1") + 1, height1=regs.get("OFM_HEIGHT1_M1") + 1,
+        height0=regs.get("OFM_HEIGHT0_M1") + 1,
+        height1=regs.get("OFM_HEIGHT1_M1") + 1,
         width0=regs.get("OFM_WIDTH0_M1") + 1,
-        height=regs.get("OFM_HEIGHT_M1") + 1, width=regs.get("OFM_WIDTH_M1") + 1,
+        height=regs.get("OFM_HEIGHT_M1") + 1,
+        width=regs.get("OFM_WIDTH_M1") + 1,
         depth=regs.get("OFM_DEPTH_M1") + 1,
-        stride_y=regs.get("OFM_STRIDE_Y"), stride_x=regs.get("OFM_STRIDE_X"),
+        stride_y=regs.get("OFM_STRIDE_Y"),
+        stride_x=regs.get("OFM_STRIDE_X"),
         stride_c=regs.get("OFM_STRIDE_C"),
-        elem_size=size, signed=signed, brick=brick, zero_point=regs.s16("OFM_ZERO_POINT", 0))
+        elem_size=size,
+        signed=signed,
+        brick=brick,
+        zero_point=regs.s16("OFM_ZERO_POINT", 0),
+    )
 
 
 def ifm_map(regs: Registers, height: int, width: int, depth: int, name: str = "IFM") -> FeatureMap:
@@ -154,10 +184,17 @@ def ifm_map(regs: Registers, height: int, width: int, depth: int, name: str = "I
     return FeatureMap(
         region=regs.get(f"{name}_REGION") & 0x7,
         bases=tuple(regs.get(f"{name}_BASE{i}", 0) for i in range(4)),
-        height0=regs.get(f"{name}_HEIGHT0_M1") + 1, height1=regs.get(f"{name}_HEIGHT1_M1") + 1,
+        height0=regs.get(f"{name}_HEIGHT0_M1") + 1,
+        height1=regs.get(f"{name}_HEIGHT1_M1") + 1,
         width0=regs.get(f"{name}_WIDTH0_M1") + 1,
-        height=height, width=width, depth=depth,
-        stride_y=regs.get(f"{name}_STRIDE_Y"), stride_x=regs.get(f"{name}_STRIDE_X"),
+        height=height,
+        width=width,
+        depth=depth,
+        stride_y=regs.get(f"{name}_STRIDE_Y"),
+        stride_x=regs.get(f"{name}_STRIDE_X"),
         stride_c=regs.get(f"{name}_STRIDE_C"),
-        elem_size=size, signed=signed, brick=brick,
-        zero_point=regs.s16(f"{name}_ZERO_POINT", 0))
+        elem_size=size,
+        signed=signed,
+        brick=brick,
+        zero_point=regs.s16(f"{name}_ZERO_POINT", 0),
+    )

@@ -15,8 +15,13 @@ from .errors import RegionError
 REGION_NAMES = {0: "weights", 1: "scratch", 2: "fast scratch"}
 INTERNAL = -1  # region number the records use for the SHRAM
 SHRAM_BANK_BYTES = 1024
-SHRAM_BANKS = {"ethos-u55-32": 16, "ethos-u55-64": 16, "ethos-u55-128": 24,
-               "ethos-u55-256": 48, "ethos-u65-256": 48}
+SHRAM_BANKS = {
+    "ethos-u55-32": 16,
+    "ethos-u55-64": 16,
+    "ethos-u55-128": 24,
+    "ethos-u55-256": 48,
+    "ethos-u65-256": 48,
+}
 LUT_BYTES = 2048  # the last 2 KB of the SHRAM
 LUT_SLOT_BYTES = 256
 
@@ -39,27 +44,33 @@ class Memory:
         try:
             return self.regions[region]
         except KeyError:
-            raise RegionError(f"{what}: region {region} does not exist (this program has "
-                              f"regions {sorted(self.regions)})") from None
+            raise RegionError(
+                f"{what}: region {region} does not exist (this program has "
+                f"regions {sorted(self.regions)})"
+            ) from None
 
     def check(self, region: int, lo: int, hi: int, what: str) -> None:
         """Raise unless bytes [lo, hi) lie inside the region."""
         mem = self.region(region, what)
         if lo < 0 or hi > len(mem):
             name = REGION_NAMES.get(region, f"region {region}")
-            raise RegionError(f"{what}: access to bytes [{lo:#x}, {hi:#x}) of region {region} "
-                              f"({name}, {len(mem)} bytes) overflows the region")
+            raise RegionError(
+                f"{what}: access to bytes [{lo:#x}, {hi:#x}) of region {region} "
+                f"({name}, {len(mem)} bytes) overflows the region"
+            )
 
     def check_internal(self, lo: int, hi: int, what: str) -> None:
         """Raise unless SHRAM bytes [lo, hi) exist."""
         if lo < 0 or hi > len(self.internal):
-            raise RegionError(f"{what}: access to bytes [{lo:#x}, {hi:#x}) of internal memory "
-                              f"(SHRAM, {len(self.internal)} bytes) overflows it")
+            raise RegionError(
+                f"{what}: access to bytes [{lo:#x}, {hi:#x}) of internal memory "
+                f"(SHRAM, {len(self.internal)} bytes) overflows it"
+            )
 
     def read_bytes(self, region: int, start: int, length: int, what: str) -> np.ndarray:
         self.check(region, start, start + length, what)
-        return self.regions[region][start:start + length]
+        return self.regions[region][start : start + length]
 
     def write_bytes(self, region: int, start: int, data: np.ndarray, what: str) -> None:
         self.check(region, start, start + len(data), what)
-        self.regions[region][start:start + len(data)] = data
+        self.regions[region][start : start + len(data)] = data

@@ -40,10 +40,16 @@ class Rescale:
     def apply(self, acc: np.ndarray, bound: int) -> np.ndarray:
         """acc (..., C) int64 with |acc| <= bound."""
         scale, half, shift, right_half, right = (
-            self.scale, self.half, self.shift, self.right_half, self.right)
+            self.scale,
+            self.half,
+            self.shift,
+            self.right_half,
+            self.right,
+        )
         if bound * self.scale_max >= _SAFE:  # rare: 40-bit accumulators; exact in Python ints
             acc, scale, half, shift, right_half, right = (
-                np.asarray(a).astype(object) for a in (acc, scale, half, shift, right_half, right))
+                np.asarray(a).astype(object) for a in (acc, scale, half, shift, right_half, right)
+            )
         v = acc * scale
         if self.rounding == TRUNCATE:
             mag = np.abs(v) >> shift

@@ -101,20 +101,26 @@ def _load_bin_stream(raw: bytes, source: str) -> NpuProgram:
     pos = 0
     while True:
         if pos + _BLOCK_HEADER.size > len(raw):
-            raise PayloadError(f"{source}: truncated at byte {pos}: expected a 32-byte block "
-                               f"header, {len(raw) - pos} bytes left (no vela_end_stream)")
+            raise PayloadError(
+                f"{source}: truncated at byte {pos}: expected a 32-byte block "
+                f"header, {len(raw) - pos} bytes left (no vela_end_stream)"
+            )
         name_raw, length, external, _ = _BLOCK_HEADER.unpack_from(raw, pos)
         name = name_raw.split(b"\0", 1)[0].decode("ascii", "replace")
         if pos == 0 and name != "vela_bin_stream":
             raise PayloadError(f"{source}: not a vela_bin_stream (first block is '{name}')")
         pos += _BLOCK_HEADER.size
         if pos + length > len(raw):
-            raise PayloadError(f"{source}: block '{name}' at byte {pos - 32} says {length} bytes, "
-                               f"only {len(raw) - pos} left: truncated")
+            raise PayloadError(
+                f"{source}: block '{name}' at byte {pos - 32} says {length} bytes, "
+                f"only {len(raw) - pos} left: truncated"
+            )
         if external:
-            raise PayloadError(f"{source}: block '{name}' is stored outside the payload "
-                               "(external reference); give the simulator the full payload")
-        blocks[name] = raw[pos:pos + length]
+            raise PayloadError(
+                f"{source}: block '{name}' is stored outside the payload "
+                "(external reference); give the simulator the full payload"
+            )
+        blocks[name] = raw[pos : pos + length]
         pos += (length + 15) // 16 * 16
         if name == "vela_end_stream":
             break
@@ -122,13 +128,21 @@ def _load_bin_stream(raw: bytes, source: str) -> NpuProgram:
         if required not in blocks:
             raise PayloadError(f"{source}: block '{required}' is missing")
     if len(blocks["scratch_size"]) != 4:
-        raise PayloadError(f"{source}: scratch_size block has {len(blocks['scratch_size'])} "
-                           "bytes, expected 4")
+        raise PayloadError(
+            f"{source}: scratch_size block has {len(blocks['scratch_size'])} bytes, expected 4"
+        )
     scratch = struct.unpack("<I", blocks["scratch_size"])[0]
     stream, config = _strip_driver_header(blocks["cmd_data"], source)
-    return NpuProgram(stream, blocks["weight_data"], scratch, DEFAULT_FAST_SCRATCH,
-                      _io_block(blocks["inputs"], "inputs", source),
-                      _io_block(blocks["outputs"], "outputs", source), config, source)
+    return NpuProgram(
+        stream,
+        blocks["weight_data"],
+        scratch,
+        DEFAULT_FAST_SCRATCH,
+        _io_block(blocks["inputs"], "inputs", source),
+        _io_block(blocks["outputs"], "outputs", source),
+        config,
+        source,
+    )
 
 
 def _io_block(raw: bytes, name: str, source: str) -> tuple[IOTensor, ...]:
@@ -136,8 +150,10 @@ def _io_block(raw: bytes, name: str, source: str) -> tuple[IOTensor, ...]:
         raise PayloadError(f"{source}: block '{name}' is too short for its count")
     count = struct.unpack_from("<i", raw)[0]
     if count < 0 or 4 + count * _IO_RECORD.size != len(raw):
-        raise PayloadError(f"{source}: block '{name}' says {count} tensors but holds "
-                           f"{len(raw) - 4} bytes ({_IO_RECORD.size} per tensor)")
+        raise PayloadError(
+            f"{source}: block '{name}' says {count} tensors but holds "
+            f"{len(raw) - 4} bytes ({_IO_RECORD.size} per tensor)"
+        )
     tensors = []
     for i in range(count):
         *shape, elem, offset, region = _IO_RECORD.unpack_from(raw, 4 + i * _IO_RECORD.size)
@@ -148,8 +164,9 @@ def _io_block(raw: bytes, name: str, source: str) -> tuple[IOTensor, ...]:
 def _io_tensor(shape, elem, offset, region, where: str) -> IOTensor:
     shape = tuple(int(s) for s in shape)
     if any(s < 0 for s in shape) or int(elem) not in (1, 2, 4) or int(offset) < 0:
-        raise PayloadError(f"{where}: bad tensor record shape={shape} elem_size={elem} "
-                           f"offset={offset}")
+        raise PayloadError(
+            f"{where}: bad tensor record shape={shape} elem_size={elem} offset={offset}"
+        )
     return IOTensor(shape, int(elem), int(offset), int(region))
 
 
@@ -159,8 +176,11 @@ def load_npz(raw: bytes, source: str) -> NpuProgram:
     and unpacking the archive cost more than simulating a small network."""
     try:
         with np.load(io.BytesIO(raw), allow_pickle=False) as npz:
-            data = {k: npz[k] for k in npz.files if not k.endswith("_quantization")
-                    and not k.startswith("variable")}
+            data = {
+                k: npz[k]
+                for k in npz.files
+                if not k.endswith("_quantization") and not k.startswith("variable")
+            }
     except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
         raise PayloadError(f"{source}: not a readable Vela .npz ({exc})") from None
     try:
@@ -168,13 +188,26 @@ def load_npz(raw: bytes, source: str) -> NpuProgram:
 
         def tensors(prefix: str) -> tuple[IOTensor, ...]:
             return tuple(
-                _io_tensor(shape, data[f"{prefix}_elem_size"][i], data[f"{prefix}_offset"][i],
-                           data[f"{prefix}_region"][i], f"{source}: {prefix}[{i}]")
-                for i, shape in enumerate(data[f"{prefix}_shape"]))
+                _io_tensor(
+                    shape,
+                    data[f"{prefix}_elem_size"][i],
+                    data[f"{prefix}_offset"][i],
+                    data[f"{prefix}_region"][i],
+                    f"{source}: {prefix}[{i}]",
+                )
+                for i, shape in enumerate(data[f"{prefix}_shape"])
+            )
 
-        return NpuProgram(stream, data["weight_data"].tobytes(), int(data["scratch_size"]),
-                          int(data["scratch_fast_size"]), tensors("input"), tensors("output"),
-                          config, source)
+        return NpuProgram(
+            stream,
+            data["weight_data"].tobytes(),
+            int(data["scratch_size"]),
+            int(data["scratch_fast_size"]),
+            tensors("input"),
+            tensors("output"),
+            config,
+            source,
+        )
     except KeyError as exc:
         raise PayloadError(f"{source}: Vela .npz has no array {exc}") from None
 
@@ -203,8 +236,9 @@ def _strip_driver_header(cmd_data: bytes, source: str) -> tuple[bytes, DriverCon
             if start + length * 4 > len(cmd_data):
                 raise PayloadError(
                     f"{source}: command stream says {length} words, only "
-                    f"{(len(cmd_data) - start) // 4} present: truncated")
-            return cmd_data[start:start + length * 4], config
+                    f"{(len(cmd_data) - start) // 4} present: truncated"
+                )
+            return cmd_data[start : start + length * 4], config
         elif action in (_DA_NOP, _DA_READ_APB, _DA_DUMP_SHRAM):
             i += 1
         else:

@@ -37,8 +37,10 @@ class Plan:
 
 
 def new_memory(program: NpuProgram, accelerator: str) -> Memory:
-    regions = {0: np.frombuffer(program.weights, dtype=np.uint8).copy(),
-               1: np.zeros(program.scratch_size, dtype=np.uint8)}
+    regions = {
+        0: np.frombuffer(program.weights, dtype=np.uint8).copy(),
+        1: np.zeros(program.scratch_size, dtype=np.uint8),
+    }
     if program.fast_scratch_aliases_scratch:
         regions[2] = regions[1]
     elif program.scratch_fast_size:
@@ -88,8 +90,9 @@ def _build(program: NpuProgram, accelerator: str) -> Plan:
             raise
         record = dataclasses.replace(step.record, registers=tuple(regs.values.items()))
         steps.append(Step(record, step.run))
-    raise PayloadError(f"{program.source}: the command stream ends without NPU_OP_STOP "
-                       "(truncated?)")
+    raise PayloadError(
+        f"{program.source}: the command stream ends without NPU_OP_STOP (truncated?)"
+    )
 
 
 def _prepare(cmd, regs, memory: Memory, accelerator: str, decoded: DecodedStreams):
@@ -103,5 +106,6 @@ def _prepare(cmd, regs, memory: Memory, accelerator: str, decoded: DecodedStream
         return prepare_elementwise(regs, memory)
     if cmd.name == "NPU_OP_DMA_START":
         return prepare_dma(regs, memory)
-    raise UnsupportedError(f"{at(cmd.offset, cmd.name, cmd.param)} is not implemented by the "
-                           "simulator")
+    raise UnsupportedError(
+        f"{at(cmd.offset, cmd.name, cmd.param)} is not implemented by the simulator"
+    )

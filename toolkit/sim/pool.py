@@ -30,8 +30,9 @@ def _rescale(scale: int, shift: int, rounding: int) -> outstage.Rescale:
 
 
 @lru_cache(maxsize=256)
-def _byte_table(dtype: np.dtype, zp: int, rescale: outstage.Rescale | None, bound: int,
-                finish: tuple) -> np.ndarray:
+def _byte_table(
+    dtype: np.dtype, zp: int, rescale: outstage.Rescale | None, bound: int, finish: tuple
+) -> np.ndarray:
     """What a 1x1 pool writes for each of the 256 IFM byte values: the run's own arithmetic on
     all of them at once (most are the transposes Vela builds from pools, which copy).
     finish: (zero point, lo, hi, OFM dtype) of the output stage, without a LUT."""
@@ -55,8 +56,9 @@ def prepare_pool(regs: Registers, memory: Memory) -> Step:
     what = f"{op.name} at command-stream offset {op.offset:#x}"
     mode = MODES.get(op.param)
     if mode is None:
-        raise UnsupportedError(f"pooling mode {op.param} is not implemented "
-                               f"({at(op.offset, op.name, op.param)})")
+        raise UnsupportedError(
+            f"pooling mode {op.param} is not implemented ({at(op.offset, op.name, op.param)})"
+        )
     ofm = ofm_map(regs)
     k = kernel_from(regs)
     ifm_h, ifm_w = k.ifm_extent(ofm.height, ofm.width)
@@ -67,7 +69,8 @@ def prepare_pool(regs: Registers, memory: Memory) -> Step:
     if mode != "max" and not global_scale:
         raise UnsupportedError(
             f"{mode} pooling with per-channel scaling (padded average pool) is not implemented "
-            f"(in {at(op.offset, 'NPU_SET_OFM_PRECISION', regs.get('OFM_PRECISION'))})")
+            f"(in {at(op.offset, 'NPU_SET_OFM_PRECISION', regs.get('OFM_PRECISION'))})"
+        )
     if mode == "reduce_sum" and padded:
         raise UnsupportedError(f"padded reduce-sum is not implemented ({what})")
     ifm.check(memory, f"{what} (IFM)")
@@ -75,16 +78,32 @@ def prepare_pool(regs: Registers, memory: Memory) -> Step:
     depth = ofm.depth if mode != "reduce_sum" else ifm_depth
     oh, ow = ofm.height, ofm.width
     zp = ifm.zero_point
-    rescale = _rescale(regs.get("OFM_SCALE", 0), regs.cmd1_param("OFM_SCALE") & 0x3F,
-                       regs.get("OFM_PRECISION") >> 14)
+    rescale = _rescale(
+        regs.get("OFM_SCALE", 0),
+        regs.cmd1_param("OFM_SCALE") & 0x3F,
+        regs.get("OFM_PRECISION") >> 14,
+    )
     finish = output_finish(regs, ofm, memory)
     terms = k.elements * (ifm_depth if mode == "reduce_sum" else 1)
     bound = terms << (8 * ifm.elem_size)  # |ifm - zp| summed
-    plain = (k.elements == 1 and not padded and (k.stride_y, k.stride_x) == (1, 1)
-             and mode != "reduce_sum" and k.upscale == NO_UPSCALE)
-    table = (_byte_table(ifm.dtype, zp, rescale if global_scale else None, bound,
-                         (finish.zero_point, finish.lo, finish.hi, finish.dtype))
-             if plain and ifm.elem_size == 1 and finish.lut is None else None)
+    plain = (
+        k.elements == 1
+        and not padded
+        and (k.stride_y, k.stride_x) == (1, 1)
+        and mode != "reduce_sum"
+        and k.upscale == NO_UPSCALE
+    )
+    table = (
+        _byte_table(
+            ifm.dtype,
+            zp,
+            rescale if global_scale else None,
+            bound,
+            (finish.zero_point, finish.lo, finish.hi, finish.dtype),
+        )
+        if plain and ifm.elem_size == 1 and finish.lut is None
+        else None
+    )
 
     def run(mem: Memory) -> None:
         x = k.upscaled(ifm.read(mem)[..., :depth], zp, oh, ow)
@@ -114,12 +133,20 @@ def prepare_pool(regs: Registers, memory: Memory) -> Step:
         ofm.write(mem, finish(acc, mem))
 
     record = OpRecord(
-        kind=f"pool.{mode}", offset=op.offset, macs=int(oh * ow * depth * k.elements),
+        kind=f"pool.{mode}",
+        offset=op.offset,
+        macs=int(oh * ow * depth * k.elements),
         bytes_read=((ifm.region, ifm_h * ifm_w * ifm_depth * ifm.elem_size),),
         bytes_written=((ofm.region, oh * ow * ofm.depth * ofm.elem_size),),
-        ofm_shape=ofm.shape, ifm_shape=ifm.shape,
+        ofm_shape=ofm.shape,
+        ifm_shape=ifm.shape,
         kernel=(k.height, k.width, k.stride_y, k.stride_x, k.dilation_y, k.dilation_x),
-        block=block_of(regs), ifm_elem_size=ifm.elem_size, ofm_elem_size=ofm.elem_size,
-        ifm_brick=ifm.brick, ofm_brick=ofm.brick,
-        activation=regs.get("ACTIVATION", 0) & 0xFFF, acc_40bit=regs.get("ACC_FORMAT", 0) == 1)
+        block=block_of(regs),
+        ifm_elem_size=ifm.elem_size,
+        ofm_elem_size=ofm.elem_size,
+        ifm_brick=ifm.brick,
+        ofm_brick=ofm.brick,
+        activation=regs.get("ACTIVATION", 0) & 0xFFF,
+        acc_40bit=regs.get("ACC_FORMAT", 0) == 1,
+    )
     return Step(record, run)

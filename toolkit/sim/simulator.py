@@ -37,8 +37,10 @@ def check_accelerator(program: NpuProgram, accelerator: str) -> None:
     if accelerator not in ACCELERATORS:
         raise SimError(f"the simulator runs {', '.join(ACCELERATORS)}, not '{accelerator}'")
     if program.config is not None and program.config.accelerator != accelerator:
-        raise SimError(f"{program.source} was compiled for {program.config.accelerator}, "
-                       f"not {accelerator}: compile for the NPU you simulate")
+        raise SimError(
+            f"{program.source} was compiled for {program.config.accelerator}, "
+            f"not {accelerator}: compile for the NPU you simulate"
+        )
 
 
 def _place_inputs(program: NpuProgram, memory: Memory, inputs: Sequence[np.ndarray]) -> None:
@@ -47,11 +49,15 @@ def _place_inputs(program: NpuProgram, memory: Memory, inputs: Sequence[np.ndarr
     for i, (tensor, value) in enumerate(zip(program.inputs, inputs)):
         value = np.asarray(value)
         if value.size != int(np.prod(tensor.shape)):
-            raise SimError(f"input {i} has shape {value.shape} ({value.size} elements); the "
-                           f"program expects {tensor.squeezed_shape}")
+            raise SimError(
+                f"input {i} has shape {value.shape} ({value.size} elements); the "
+                f"program expects {tensor.squeezed_shape}"
+            )
         if not np.issubdtype(value.dtype, np.integer) or value.dtype.itemsize != tensor.elem_size:
-            raise SimError(f"input {i} is {value.dtype}; the program expects "
-                           f"{tensor.dtype} (quantize it first)")
+            raise SimError(
+                f"input {i} is {value.dtype}; the program expects "
+                f"{tensor.dtype} (quantize it first)"
+            )
         raw = np.ascontiguousarray(value.astype(tensor.dtype, copy=False)).reshape(-1)
         memory.write_bytes(tensor.region, tensor.offset, raw.view(np.uint8), f"input {i}")
 
@@ -64,8 +70,14 @@ def _read_outputs(program: NpuProgram, memory: Memory) -> list[np.ndarray]:
     return outputs
 
 
-def _timed(plan: Plan, program: NpuProgram, accelerator: str, system_config: str,
-           memory_mode: str, ini: str) -> tuple[tuple[OpRecord, ...], PmuPrediction]:
+def _timed(
+    plan: Plan,
+    program: NpuProgram,
+    accelerator: str,
+    system_config: str,
+    memory_mode: str,
+    ini: str,
+) -> tuple[tuple[OpRecord, ...], PmuPrediction]:
     """The plan's records with our cycle model's figures and the PMU prediction, computed once
     per memory system."""
     key = (system_config, memory_mode, ini)
@@ -73,17 +85,28 @@ def _timed(plan: Plan, program: NpuProgram, accelerator: str, system_config: str
     if timed is None:
         ports = cycle_model.memory_system(accelerator, system_config, memory_mode, ini)
         timings = [cycle_model.op_timing(s.record, accelerator, ports) for s in plan.steps]
-        records = tuple(dataclasses.replace(s.record, cycles=t.total, compute_cycles=t.compute)
-                        for s, t in zip(plan.steps, timings))
-        pmu = predict_pmu(program.command_stream, records,
-                          fvp_memory(accelerator, ini, system_config, memory_mode), accelerator)
+        records = tuple(
+            dataclasses.replace(s.record, cycles=t.total, compute_cycles=t.compute)
+            for s, t in zip(plan.steps, timings)
+        )
+        pmu = predict_pmu(
+            program.command_stream,
+            records,
+            fvp_memory(accelerator, ini, system_config, memory_mode),
+            accelerator,
+        )
         timed = plan.timed[key] = (records, pmu)
     return timed
 
 
-def simulate(program: NpuProgram, inputs: Sequence[np.ndarray], accelerator: str,
-             system_config: str | None = None, memory_mode: str | None = None,
-             config_ini: str = ARM_VELA_INI) -> SimResult:
+def simulate(
+    program: NpuProgram,
+    inputs: Sequence[np.ndarray],
+    accelerator: str,
+    system_config: str | None = None,
+    memory_mode: str | None = None,
+    config_ini: str = ARM_VELA_INI,
+) -> SimResult:
     """Run the program; system config and memory mode (Vela's, for the cycle model, read from
     config_ini) default to ExecuTorch's defaults for the NPU family."""
     check_accelerator(program, accelerator)
@@ -95,14 +118,20 @@ def simulate(program: NpuProgram, inputs: Sequence[np.ndarray], accelerator: str
     with one_blas_thread():
         for step in plan.steps:
             step.run(memory)
-    records, pmu = _timed(plan, program, accelerator, npu.system_config, npu.memory_mode,
-                          ini_file)
-    return SimResult(_read_outputs(program, memory), records,
-                     sum(r.compute_cycles for r in records), pmu.total, accelerator, pmu)
+    records, pmu = _timed(plan, program, accelerator, npu.system_config, npu.memory_mode, ini_file)
+    return SimResult(
+        _read_outputs(program, memory),
+        records,
+        sum(r.compute_cycles for r in records),
+        pmu.total,
+        accelerator,
+        pmu,
+    )
 
 
-def op_outputs(program: NpuProgram, inputs: Sequence[np.ndarray],
-               accelerator: str) -> list[tuple[OpRecord, np.ndarray]]:
+def op_outputs(
+    program: NpuProgram, inputs: Sequence[np.ndarray], accelerator: str
+) -> list[tuple[OpRecord, np.ndarray]]:
     """Run the program one operation at a time: each operation's record and its OFM (H, W, C) as
     it stood right after the operation ran (DMA: none). For finding where a run goes wrong."""
     check_accelerator(program, accelerator)

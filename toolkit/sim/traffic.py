@@ -53,7 +53,9 @@ def _register(rec: OpRecord, name: str, default: int = 0) -> int:
     return default
 
 
-def _covered(out: int, block: int, stride: int, extent: int, pad: int, size: int) -> tuple[int, int]:
+def _covered(
+    out: int, block: int, stride: int, extent: int, pad: int, size: int
+) -> tuple[int, int]:
     """(IFM lines read summed over the OFM blocks along one axis, number of blocks)."""
     total, blocks = 0, 0
     for start in range(0, out, block):
@@ -65,8 +67,17 @@ def _covered(out: int, block: int, stride: int, extent: int, pad: int, size: int
     return total, blocks
 
 
-def _feature_map(region: int, write: bool, positions: int, depth: int, elem: int, brick: bool,
-                 slice_depth: int, row: int, beat: int) -> Transfer:
+def _feature_map(
+    region: int,
+    write: bool,
+    positions: int,
+    depth: int,
+    elem: int,
+    brick: bool,
+    slice_depth: int,
+    row: int,
+    beat: int,
+) -> Transfer:
     """`positions` (y, x) positions of `depth` channels, `row` positions per row. NHCWB16 keeps a
     row of 16 channels together; NHWC a position's channels, and a whole row when one slice
     covers the depth."""
@@ -79,8 +90,13 @@ def _feature_map(region: int, write: bool, positions: int, depth: int, elem: int
     rest = depth % slice_depth
     if rest:
         tail = _runs(region, write, positions, rest * elem, beat)
-        moves = Transfer(region, write, moves.nbytes + tail.nbytes, moves.beats + tail.beats,
-                         moves.runs + tail.runs)
+        moves = Transfer(
+            region,
+            write,
+            moves.nbytes + tail.nbytes,
+            moves.beats + tail.beats,
+            moves.runs + tail.runs,
+        )
     return moves
 
 
@@ -101,27 +117,60 @@ def op_transfers(rec: OpRecord, beat: int) -> tuple[Transfer, ...]:
         for region, nbytes in rec.bytes_read:
             depth = nbytes // (e_in * oh * ow) if nbytes >= e_in * oh * ow else 1
             positions = nbytes // (depth * e_in)
-            moves.append(_feature_map(region, False, positions, depth, e_in, rec.ifm_brick,
-                                      bc, max(1, min(ow, positions)), beat))
+            moves.append(
+                _feature_map(
+                    region,
+                    False,
+                    positions,
+                    depth,
+                    e_in,
+                    rec.ifm_brick,
+                    bc,
+                    max(1, min(ow, positions)),
+                    beat,
+                )
+            )
     else:
         kh, kw, sy, sx, dy, dx = rec.kernel
         rows, y_blocks = _covered(oh, bh, sy, (kh - 1) * dy + 1, _register(rec, "IFM_PAD_TOP"), ih)
-        cols, x_blocks = _covered(ow, bw, sx, (kw - 1) * dx + 1, _register(rec, "IFM_PAD_LEFT"),
-                                  iw)
+        cols, x_blocks = _covered(ow, bw, sx, (kw - 1) * dx + 1, _register(rec, "IFM_PAD_LEFT"), iw)
         depth_slices = _ceil(oc, bc)
         if rec.kind == "conv":  # the whole IFM depth for every OFM depth slice
-            ifm = _feature_map(rec.bytes_read[0][0], False, rows * cols, ic, e_in, rec.ifm_brick,
-                               _conv_ifm_slice(rec), cols // x_blocks or 1, beat)
-            ifm = Transfer(ifm.region, False, ifm.nbytes * depth_slices, ifm.beats * depth_slices,
-                           ifm.runs * depth_slices)
+            ifm = _feature_map(
+                rec.bytes_read[0][0],
+                False,
+                rows * cols,
+                ic,
+                e_in,
+                rec.ifm_brick,
+                _conv_ifm_slice(rec),
+                cols // x_blocks or 1,
+                beat,
+            )
+            ifm = Transfer(
+                ifm.region,
+                False,
+                ifm.nbytes * depth_slices,
+                ifm.beats * depth_slices,
+                ifm.runs * depth_slices,
+            )
         else:  # depthwise, pool: the IFM depth slice matching the OFM block's
-            ifm = _feature_map(rec.bytes_read[0][0], False, rows * cols, ic, e_in, rec.ifm_brick,
-                               bc, cols // x_blocks or 1, beat)
+            ifm = _feature_map(
+                rec.bytes_read[0][0],
+                False,
+                rows * cols,
+                ic,
+                e_in,
+                rec.ifm_brick,
+                bc,
+                cols // x_blocks or 1,
+                beat,
+            )
         moves.append(ifm)
         for region, nbytes in rec.bytes_read[1:]:  # weights, scales: once per OFM block position
             if nbytes:
                 moves.append(_runs(region, False, y_blocks * x_blocks, nbytes, beat))
-    for region, nbytes in rec.bytes_written:
+    for region, _nbytes in rec.bytes_written:
         moves.append(_feature_map(region, True, oh * ow, oc, e_out, rec.ofm_brick, bc, ow, beat))
     return tuple(moves)
 

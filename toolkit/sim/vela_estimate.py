@@ -63,8 +63,12 @@ class CycleComparison:
         return abs(self.ratio - 1.0) > 0.10
 
 
-def vela_estimates(tosa_path: str | Path, accelerator: str, system_config: str | None = None,
-                   memory_mode: str | None = None) -> tuple[VelaOpEstimate, ...]:
+def vela_estimates(
+    tosa_path: str | Path,
+    accelerator: str,
+    system_config: str | None = None,
+    memory_mode: str | None = None,
+) -> tuple[VelaOpEstimate, ...]:
     """Compile the TOSA file with Vela and return its per-operation estimate."""
     from ethosu.vela import vela
 
@@ -80,8 +84,15 @@ def vela_estimates(tosa_path: str | Path, accelerator: str, system_config: str |
         vela.regor.compile = keep
         try:
             with contextlib.redirect_stdout(io.StringIO()):
-                vela.main([*cfg.vela_flags, "--output-format=raw", "--enable-debug-db",
-                           f"--output-dir={out}", str(tosa_path)])
+                vela.main(
+                    [
+                        *cfg.vela_flags,
+                        "--output-format=raw",
+                        "--enable-debug-db",
+                        f"--output-dir={out}",
+                        str(tosa_path),
+                    ]
+                )
         except SystemExit as exc:
             raise ToolError(f"Vela failed on {tosa_path} (exit {exc.code})") from None
         finally:
@@ -90,27 +101,44 @@ def vela_estimates(tosa_path: str | Path, accelerator: str, system_config: str |
         raise ToolError(f"Vela did not use its C++ core for {tosa_path}: no per-op database")
     tables = captured["model"].opt_database.tables
     columns = tables["perf"].header
-    idx = {name: columns.index(name) for name in ("operator", "name", "op_cycles", "npu_cycles",
-                                                  "mac_count")}
+    idx = {
+        name: columns.index(name)
+        for name in ("operator", "name", "op_cycles", "npu_cycles", "mac_count")
+    }
     queued = {row[3]: int(row[0]) for row in tables["queue"].data}
     estimates = []
     for row in tables["perf"].data:
         if row[0] in queued:
-            estimates.append(VelaOpEstimate(
-                queued[row[0]], row[idx["operator"]], row[idx["name"]],
-                int(row[idx["op_cycles"]]), int(row[idx["npu_cycles"]]),
-                int(row[idx["mac_count"]])))
+            estimates.append(
+                VelaOpEstimate(
+                    queued[row[0]],
+                    row[idx["operator"]],
+                    row[idx["name"]],
+                    int(row[idx["op_cycles"]]),
+                    int(row[idx["npu_cycles"]]),
+                    int(row[idx["mac_count"]]),
+                )
+            )
         elif estimates:  # sub-operations follow the operation they are fused into
             last = estimates[-1]
-            estimates[-1] = VelaOpEstimate(last.offset, last.operator, last.name, last.op_cycles,
-                                           last.npu_cycles, last.macs,
-                                           last.fused + (row[idx["operator"]],))
+            estimates[-1] = VelaOpEstimate(
+                last.offset,
+                last.operator,
+                last.name,
+                last.op_cycles,
+                last.npu_cycles,
+                last.macs,
+                last.fused + (row[idx["operator"]],),
+            )
     return tuple(sorted(estimates, key=lambda e: e.offset))
 
 
-def compare_cycles(operations: tuple[OpRecord, ...], estimates: tuple[VelaOpEstimate, ...],
-                   accelerator: str,
-                   memory: cycle_model.MemorySystem) -> tuple[CycleComparison, ...]:
+def compare_cycles(
+    operations: tuple[OpRecord, ...],
+    estimates: tuple[VelaOpEstimate, ...],
+    accelerator: str,
+    memory: cycle_model.MemorySystem,
+) -> tuple[CycleComparison, ...]:
     """Our ops grouped under the Vela operation whose last NPU_OP they precede or are, with the
     known reasons for disagreement."""
     rows = []
@@ -120,28 +148,49 @@ def compare_cycles(operations: tuple[OpRecord, ...], estimates: tuple[VelaOpEsti
         group = [r for r in ops[start:] if r.offset <= est.offset]
         start += len(group)
         ours = sum(r.cycles for r in group)
-        rows.append(CycleComparison(est.offset, est.operator, ours, est.op_cycles, len(group),
-                                    _known_bias(est, group, ours, accelerator, memory)))
+        rows.append(
+            CycleComparison(
+                est.offset,
+                est.operator,
+                ours,
+                est.op_cycles,
+                len(group),
+                _known_bias(est, group, ours, accelerator, memory),
+            )
+        )
     return tuple(rows)
 
 
-def _known_bias(est: VelaOpEstimate, group: list[OpRecord], ours: int, accelerator: str,
-                memory: cycle_model.MemorySystem) -> str:
+def _known_bias(
+    est: VelaOpEstimate,
+    group: list[OpRecord],
+    ours: int,
+    accelerator: str,
+    memory: cycle_model.MemorySystem,
+) -> str:
     if est.operator == "Transpose":
-        return (f"Vela estimates a Transpose from its memory traffic only; ours costs the "
-                f"{len(group)} NPU operations it runs")
+        return (
+            f"Vela estimates a Transpose from its memory traffic only; ours costs the "
+            f"{len(group)} NPU operations it runs"
+        )
     cost = est.activation_cost(accelerator)
-    as_vela = sum(r.cycles if r.kind == "dma" or r.activation != 0 else
-                  cycle_model.op_timing(r, accelerator, memory, activation_cost=cost).total
-                  for r in group)
+    as_vela = sum(
+        r.cycles
+        if r.kind == "dma" or r.activation != 0
+        else cycle_model.op_timing(r, accelerator, memory, activation_cost=cost).total
+        for r in group
+    )
     notes = []
     if as_vela != ours:
         fused = "+".join(est.fused) or "no fused operation"
-        notes.append(f"Vela books {cost} cycles/element of activation ({fused}) where the "
-                     f"ACTIVATION register selects plain clipping; with that cost ours would be "
-                     f"{as_vela} ({as_vela / est.op_cycles:.2f}x Vela)")
+        notes.append(
+            f"Vela books {cost} cycles/element of activation ({fused}) where the "
+            f"ACTIVATION register selects plain clipping; with that cost ours would be "
+            f"{as_vela} ({as_vela / est.op_cycles:.2f}x Vela)"
+        )
     dma = sum(r.cycles for r in group if r.kind == "dma")
     if dma:
-        notes.append(f"{dma} of ours are weight DMA, which Vela partly hides under the previous "
-                     "operation")
+        notes.append(
+            f"{dma} of ours are weight DMA, which Vela partly hides under the previous operation"
+        )
     return "; ".join(notes)

@@ -26,8 +26,13 @@ from .payload import IOTensor, NpuProgram, _strip_driver_header
 
 NPU_CUSTOM_CODE = "ethos-u"
 _OFFLINE_PLAN = b"OfflineMemoryAllocation"
-_DTYPES = {TensorType.INT8: np.int8, TensorType.UINT8: np.uint8, TensorType.INT16: np.int16,
-           TensorType.INT32: np.int32, TensorType.FLOAT32: np.float32}
+_DTYPES = {
+    TensorType.INT8: np.int8,
+    TensorType.UINT8: np.uint8,
+    TensorType.INT16: np.int16,
+    TensorType.INT32: np.int32,
+    TensorType.FLOAT32: np.float32,
+}
 _BUILTIN_NAMES = {v: k for k, v in vars(BuiltinOperator).items() if not k.startswith("_")}
 HOST_OPS = ("QUANTIZE", "DEQUANTIZE", "RESHAPE", "SQUEEZE")
 
@@ -79,7 +84,9 @@ def _opcode_name(model: Model, index: int) -> str:
 def is_vela_compiled(path: str | Path) -> bool:
     """True if the .tflite file holds an ethos-u custom operator (Vela already compiled it)."""
     model = Model.GetRootAs(Path(path).read_bytes(), 0)
-    return any(_opcode_name(model, i) == NPU_CUSTOM_CODE for i in range(model.OperatorCodesLength()))
+    return any(
+        _opcode_name(model, i) == NPU_CUSTOM_CODE for i in range(model.OperatorCodesLength())
+    )
 
 
 def _offline_plan(model: Model, source: str) -> np.ndarray:
@@ -89,11 +96,15 @@ def _offline_plan(model: Model, source: str) -> np.ndarray:
             words = model.Buffers(meta.Buffer()).DataAsNumpy().view("<i4")
             count = int(words[2])
             if len(words) != 3 + count:
-                raise PayloadError(f"{source}: OfflineMemoryAllocation holds {len(words) - 3} "
-                                   f"offsets for {count} tensors")
+                raise PayloadError(
+                    f"{source}: OfflineMemoryAllocation holds {len(words) - 3} "
+                    f"offsets for {count} tensors"
+                )
             return words[3:]
-    raise PayloadError(f"{source}: no OfflineMemoryAllocation metadata: the arena offsets of the "
-                       "NPU's feature maps are unknown (was the file written by Vela?)")
+    raise PayloadError(
+        f"{source}: no OfflineMemoryAllocation metadata: the arena offsets of the "
+        "NPU's feature maps are unknown (was the file written by Vela?)"
+    )
 
 
 def _buffer(model: Model, graph, tensor: int) -> bytes:
@@ -105,8 +116,10 @@ def _tensor(graph, index: int) -> GraphTensor:
     t = graph.Tensors(index)
     dtype = _DTYPES.get(t.Type())
     if dtype is None:
-        raise UnsupportedError(f"tensor '{t.Name().decode()}' has TFLite type {t.Type()}, which "
-                               "the host side does not run")
+        raise UnsupportedError(
+            f"tensor '{t.Name().decode()}' has TFLite type {t.Type()}, which "
+            "the host side does not run"
+        )
     q = t.Quantization()
     scale = zero_point = None
     if q is not None and q.ScaleLength():
@@ -117,8 +130,10 @@ def _tensor(graph, index: int) -> GraphTensor:
 
 def _io(tensor: GraphTensor, offset: int, base: int, where: str) -> IOTensor:
     if offset < 0:
-        raise PayloadError(f"{where}: tensor '{tensor.name}' has no arena offset in the "
-                           "OfflineMemoryAllocation metadata")
+        raise PayloadError(
+            f"{where}: tensor '{tensor.name}' has no arena offset in the "
+            "OfflineMemoryAllocation metadata"
+        )
     shape = (1,) * (6 - len(tensor.shape)) + tensor.shape
     return IOTensor(shape, tensor.dtype.itemsize, int(offset) - base, 1)
 
@@ -127,23 +142,32 @@ def _npu_program(model: Model, graph, op, plan: np.ndarray, tensors, source: str
     ins = [op.Inputs(j) for j in range(op.InputsLength())]
     outs = [op.Outputs(j) for j in range(op.OutputsLength())]
     if len(ins) < 4:
-        raise PayloadError(f"{source}: ethos-u operator has {len(ins)} inputs; Vela writes "
-                           "command stream, flash, scratch, scratch_fast, then the IFMs")
+        raise PayloadError(
+            f"{source}: ethos-u operator has {len(ins)} inputs; Vela writes "
+            "command stream, flash, scratch, scratch_fast, then the IFMs"
+        )
     cmd, flash, scratch, fast = ins[:4]
     stream, config = _strip_driver_header(_buffer(model, graph, cmd), source)
     base = int(plan[scratch])
 
     def size(index: int) -> int:
-        return int(np.prod(tensors[index].shape)) * tensors[index].dtype.itemsize if index >= 0 else 0
+        return (
+            int(np.prod(tensors[index].shape)) * tensors[index].dtype.itemsize if index >= 0 else 0
+        )
 
     fast_size = size(fast)
     aliased = fast >= 0 and int(plan[fast]) == base
     return NpuProgram(
-        stream, _buffer(model, graph, flash) if flash >= 0 else b"", size(scratch),
+        stream,
+        _buffer(model, graph, flash) if flash >= 0 else b"",
+        size(scratch),
         0 if aliased else fast_size,
         tuple(_io(tensors[i], plan[i], base, source) for i in ins[4:]),
-        tuple(_io(tensors[i], plan[i], base, source) for i in outs), config, source,
-        fast_scratch_aliases_scratch=aliased)
+        tuple(_io(tensors[i], plan[i], base, source) for i in outs),
+        config,
+        source,
+        fast_scratch_aliases_scratch=aliased,
+    )
 
 
 def load_compiled_tflite(path: str | Path) -> TfliteGraph:
@@ -155,8 +179,9 @@ def load_compiled_tflite(path: str | Path) -> TfliteGraph:
     source = path.name
     model = Model.GetRootAs(data, 0)
     if model.SubgraphsLength() != 1:
-        raise UnsupportedError(f"{source} has {model.SubgraphsLength()} subgraphs; only "
-                               "single-subgraph models run")
+        raise UnsupportedError(
+            f"{source} has {model.SubgraphsLength()} subgraphs; only single-subgraph models run"
+        )
     graph = model.Subgraphs(0)
     plan = _offline_plan(model, source)
     tensors = tuple(_tensor(graph, i) for i in range(graph.TensorsLength()))
@@ -167,13 +192,23 @@ def load_compiled_tflite(path: str | Path) -> TfliteGraph:
         outs = tuple(op.Outputs(j) for j in range(op.OutputsLength()))
         if name == NPU_CUSTOM_CODE:
             ins = tuple(op.Inputs(j) for j in range(4, op.InputsLength()))
-            ops.append(GraphOp(name, ins, outs, _npu_program(model, graph, op, plan, tensors,
-                                                             f"{source} operator {i}")))
+            ops.append(
+                GraphOp(
+                    name,
+                    ins,
+                    outs,
+                    _npu_program(model, graph, op, plan, tensors, f"{source} operator {i}"),
+                )
+            )
         else:
             ops.append(GraphOp(name, tuple(op.Inputs(j) for j in range(op.InputsLength())), outs))
-    return TfliteGraph(tensors, tuple(ops),
-                       tuple(graph.Inputs(j) for j in range(graph.InputsLength())),
-                       tuple(graph.Outputs(j) for j in range(graph.OutputsLength())), source)
+    return TfliteGraph(
+        tensors,
+        tuple(ops),
+        tuple(graph.Inputs(j) for j in range(graph.InputsLength())),
+        tuple(graph.Outputs(j) for j in range(graph.OutputsLength())),
+        source,
+    )
 
 
 def _quantize(x: np.ndarray, t: GraphTensor) -> np.ndarray:
@@ -194,15 +229,17 @@ def _host_op(op: GraphOp, tensors: Sequence[GraphTensor], values: dict) -> np.nd
         return ((x.astype(np.int32) - src.zero_point) * np.float32(src.scale)).astype(np.float32)
     if op.op in ("RESHAPE", "SQUEEZE"):
         return x.reshape(out.shape)
-    raise UnsupportedError(f"CPU operator {op.op} does not run on the host (runs: "
-                           f"{', '.join(HOST_OPS)})")
+    raise UnsupportedError(
+        f"CPU operator {op.op} does not run on the host (runs: {', '.join(HOST_OPS)})"
+    )
 
 
 RunNpu = Callable[[NpuProgram, list[np.ndarray]], list[np.ndarray]]
 
 
-def run_graph(graph: TfliteGraph, inputs: Sequence[np.ndarray], run_npu: RunNpu
-              ) -> tuple[np.ndarray, ...]:
+def run_graph(
+    graph: TfliteGraph, inputs: Sequence[np.ndarray], run_npu: RunNpu
+) -> tuple[np.ndarray, ...]:
     """Execute the graph: ethos-u operators through `run_npu`, the rest on the host."""
     if len(inputs) != len(graph.inputs):
         raise SimError(f"{graph.source} takes {len(graph.inputs)} inputs, got {len(inputs)}")

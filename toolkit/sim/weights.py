@@ -43,12 +43,14 @@ def ublock_depths(accelerator: str) -> tuple[int, int]:
     return (8, 4) if accelerator == "ethos-u55-32" else (8, 8)
 
 
-def decode_scales(raw: np.ndarray, channels: int,
-                  where: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def decode_scales(
+    raw: np.ndarray, channels: int, where: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(bias int64, scale int64, shift int64), one per channel."""
     if len(raw) < channels * 10:
-        raise PayloadError(f"{where}: scale stream has {len(raw)} bytes, {channels} channels "
-                           f"need {channels * 10}")
+        raise PayloadError(
+            f"{where}: scale stream has {len(raw)} bytes, {channels} channels need {channels * 10}"
+        )
     rec = raw[: channels * 10].reshape(channels, 10).astype(np.int64)
     bias = np.zeros(channels, dtype=np.int64)
     for i in range(5):
@@ -86,22 +88,29 @@ def _block_order(fmt: WeightFormat, ofm_z0: int, ofm_block: int) -> np.ndarray:
     decomp_w = SUBKERNEL_MAX // fmt.dilation_x
     ifm_block = 16 if (fmt.part_kernel_first or fmt.ifm_bits == 16) else 32
     ifm_starts = np.arange(0, 1 if fmt.depthwise else i_total, ifm_block)
-    subkernels = [(sy, sx) for sy in range(0, kh_total, decomp_h)
-                  for sx in range(0, kw_total, decomp_w)]
+    subkernels = [
+        (sy, sx) for sy in range(0, kh_total, decomp_h) for sx in range(0, kw_total, decomp_w)
+    ]
     if len(subkernels) == 1 and not fmt.part_kernel_first:
         # every IFM block has the same depth: all of them at once, IFM block outermost
         return _piece(fmt, ofm_z0, ofm_block, ifm_starts, ifm_block, 0, 0)
     pieces = []
     for ifm_z0 in ifm_starts:
-        ifm_depth_here = (min(ifm_block, i_total - ifm_z0) if fmt.part_kernel_first
-                          else ifm_block)
+        ifm_depth_here = min(ifm_block, i_total - ifm_z0) if fmt.part_kernel_first else ifm_block
         for sy, sx in subkernels:
             pieces.append(_piece(fmt, ofm_z0, ofm_block, ifm_z0[None], ifm_depth_here, sy, sx))
     return np.concatenate(pieces)
 
 
-def _piece(fmt: WeightFormat, ofm_z0: int, ofm_block: int, ifm_z0: np.ndarray,
-           ifm_depth_here: int, sy: int, sx: int) -> np.ndarray:
+def _piece(
+    fmt: WeightFormat,
+    ofm_z0: int,
+    ofm_block: int,
+    ifm_z0: np.ndarray,
+    ifm_depth_here: int,
+    sy: int,
+    sx: int,
+) -> np.ndarray:
     """stream_order of one sub-kernel of one OFM block, for IFM blocks starting at ifm_z0."""
     o_total, kh_total, kw_total = fmt.ofm_depth, fmt.kernel_height, fmt.kernel_width
     iu, ou = fmt.ifm_ublock_depth, fmt.ofm_ublock_depth
@@ -155,8 +164,12 @@ def _codec() -> ctypes.CDLL:
     int16 buffer: mlw_codec.decode builds a Python list of ints, 4x slower on the ~200k weights
     of a MobileNet."""
     lib = ctypes.CDLL(mlw_codec.__file__)
-    lib.mlw_decode.argtypes = [ctypes.c_char_p, ctypes.c_int,
-                               ctypes.POINTER(ctypes.POINTER(ctypes.c_int16)), ctypes.c_int]
+    lib.mlw_decode.argtypes = [
+        ctypes.c_char_p,
+        ctypes.c_int,
+        ctypes.POINTER(ctypes.POINTER(ctypes.c_int16)),
+        ctypes.c_int,
+    ]
     lib.mlw_decode.restype = ctypes.c_int
     lib.mlw_free_outbuf.argtypes = [ctypes.c_void_p]
     lib.mlw_free_outbuf.restype = None
@@ -182,8 +195,9 @@ def decode_matrix(stream: bytes, fmt: WeightFormat) -> np.ndarray:
     values = mlw_decode(stream)
     needed = len(stream_order(fmt))
     if len(values) < needed:
-        raise PayloadError(f"weight stream decodes to {len(values)} weights, the operation "
-                           f"needs {needed}")
+        raise PayloadError(
+            f"weight stream decodes to {len(values)} weights, the operation needs {needed}"
+        )
     positions, target = _matrix_index(fmt)
     kh, kw, o = fmt.kernel_height, fmt.kernel_width, fmt.ofm_depth
     shape = (kh, kw, o) if fmt.depthwise else (kh * kw * fmt.ifm_depth, o)

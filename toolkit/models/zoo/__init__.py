@@ -74,8 +74,10 @@ def build_zoo_model(name: str) -> tuple[nn.Module, tuple]:
     catalogue = _catalogue()
     base, _, weights = name.partition("@")
     if base not in catalogue or (weights and (weights != "mlperf" or base not in TRAINED_FILES)):
-        raise UserError(f"unknown zoo model '{name}': use one of {', '.join(zoo_names())}, or "
-                        f"{', '.join(f'{n}@mlperf' for n in TRAINED_FILES)} (trained weights)")
+        raise UserError(
+            f"unknown zoo model '{name}': use one of {', '.join(zoo_names())}, or "
+            f"{', '.join(f'{n}@mlperf' for n in TRAINED_FILES)} (trained weights)"
+        )
     constructor, shape = catalogue[base]
     if weights:
         generator = torch.Generator().manual_seed(ZOO_SEED)

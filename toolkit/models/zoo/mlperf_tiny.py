@@ -36,8 +36,10 @@ def _conv(cin, cout, kernel, stride=1, groups=1, padding=None, folded=False):
     """Conv2d (+ batch norm unless folded); "same" padding, TF-style when folded and strided."""
     kernel = kernel if isinstance(kernel, tuple) else (kernel, kernel)
     if folded and stride > 1:
-        return [TfSamePadding(kernel, stride),
-                nn.Conv2d(cin, cout, kernel, stride, 0, groups=groups, bias=True)]
+        return [
+            TfSamePadding(kernel, stride),
+            nn.Conv2d(cin, cout, kernel, stride, 0, groups=groups, bias=True),
+        ]
     padding = tuple(k // 2 for k in kernel) if padding is None else padding
     conv = nn.Conv2d(cin, cout, kernel, stride, padding, groups=groups, bias=folded)
     return [conv] if folded else [conv, nn.BatchNorm2d(cout)]
@@ -57,8 +59,10 @@ class DSCNN(nn.Module):
         # 10x4 stride-2 "same" conv: 49x10 -> 25x5 (TF pads 4 + 5 rows; symmetric 5 gives 25 too).
         layers = [_conv_bn_relu(1, filters, (10, 4), stride=2, padding=(5, 1), folded=folded)]
         for _ in range(4):
-            layers += [_conv_bn_relu(filters, filters, (3, 3), groups=filters, folded=folded),
-                       _conv_bn_relu(filters, filters, (1, 1), folded=folded)]
+            layers += [
+                _conv_bn_relu(filters, filters, (3, 3), groups=filters, folded=folded),
+                _conv_bn_relu(filters, filters, (1, 1), folded=folded),
+            ]
         self.features = nn.Sequential(*layers)
         self.pool = nn.AvgPool2d((25, 5))
         self.classifier = nn.Linear(filters, classes)
@@ -72,8 +76,21 @@ class MobileNetV1(nn.Module):
 
     input_shape = (1, 3, 96, 96)
     # (output channels at width 1.0, stride) of the 13 depthwise-separable blocks
-    BLOCKS = ((64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2), (512, 1), (512, 1),
-              (512, 1), (512, 1), (512, 1), (1024, 2), (1024, 1))
+    BLOCKS = (
+        (64, 1),
+        (128, 2),
+        (128, 1),
+        (256, 2),
+        (256, 1),
+        (512, 2),
+        (512, 1),
+        (512, 1),
+        (512, 1),
+        (512, 1),
+        (512, 1),
+        (1024, 2),
+        (1024, 1),
+    )
 
     def __init__(self, alpha: float = 0.25, classes: int = 2, folded: bool = False):
         super().__init__()
@@ -81,9 +98,10 @@ class MobileNetV1(nn.Module):
         layers = [_conv_bn_relu(3, channels, 3, stride=2, folded=folded)]
         for width, stride in self.BLOCKS:
             out = int(width * alpha)
-            layers += [_conv_bn_relu(channels, channels, 3, stride=stride, groups=channels,
-                                     folded=folded),
-                       _conv_bn_relu(channels, out, 1, folded=folded)]
+            layers += [
+                _conv_bn_relu(channels, channels, 3, stride=stride, groups=channels, folded=folded),
+                _conv_bn_relu(channels, out, 1, folded=folded),
+            ]
             channels = out
         self.features = nn.Sequential(*layers)
         self.pool = nn.AvgPool2d(3)
@@ -98,8 +116,11 @@ class ResidualBlock(nn.Module):
         super().__init__()
         self.conv1 = _conv_bn_relu(cin, cout, 3, stride=stride, folded=folded)
         self.conv2 = nn.Sequential(*_conv(cout, cout, 3, folded=folded))
-        self.shortcut = (nn.Identity() if stride == 1 and cin == cout else
-                         nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=folded)))
+        self.shortcut = (
+            nn.Identity()
+            if stride == 1 and cin == cout
+            else nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=folded))
+        )
         self.relu = nn.ReLU()
 
     def forward(self, x):
@@ -114,8 +135,11 @@ class ResNet8(nn.Module):
     def __init__(self, classes: int = 10, folded: bool = False):
         super().__init__()
         self.stem = _conv_bn_relu(3, 16, 3, folded=folded)
-        self.stages = nn.Sequential(ResidualBlock(16, 16, 1, folded), ResidualBlock(16, 32, 2, folded),
-                                    ResidualBlock(32, 64, 2, folded))
+        self.stages = nn.Sequential(
+            ResidualBlock(16, 16, 1, folded),
+            ResidualBlock(16, 32, 2, folded),
+            ResidualBlock(32, 64, 2, folded),
+        )
         self.pool = nn.AvgPool2d(8)
         self.classifier = nn.Linear(64, classes)
 
@@ -128,13 +152,16 @@ class FCAutoencoder(nn.Module):
 
     input_shape = (1, 640)
 
-    def __init__(self, features: int = 640, hidden: int = 128, bottleneck: int = 8,
-                 folded: bool = False):
+    def __init__(
+        self, features: int = 640, hidden: int = 128, bottleneck: int = 8, folded: bool = False
+    ):
         super().__init__()
         sizes = [features] + [hidden] * 4 + [bottleneck] + [hidden] * 4
         layers = []
         for cin, cout in zip(sizes, sizes[1:]):
-            layers += [nn.Linear(cin, cout)] + ([] if folded else [nn.BatchNorm1d(cout)]) + [nn.ReLU()]
+            layers += (
+                [nn.Linear(cin, cout)] + ([] if folded else [nn.BatchNorm1d(cout)]) + [nn.ReLU()]
+            )
         self.body = nn.Sequential(*layers, nn.Linear(hidden, features))
 
     def forward(self, x):

@@ -40,6 +40,8 @@ def tiny_models() -> dict[str, tuple]:
             for activation in ACTIVATIONS:
                 name = f"{parent}{'_bn' if batch_norm else ''}_{activation}"
                 shape = _parent(parent)[2]
-                models[name] = ((lambda p=parent, b=batch_norm, a=activation: TinyBlock(p, b, a)),
-                                shape)
+                models[name] = (
+                    (lambda p=parent, b=batch_norm, a=activation: TinyBlock(p, b, a)),
+                    shape,
+                )
     return models

@@ -23,8 +23,12 @@ TRAINED_FILES = {
     "resnet8": "pretrainedResnet_quant.tflite",
     "fc_autoencoder": "ad01_int8.tflite",
 }
-_CLASSES = {"ds_cnn": DSCNN, "mobilenet_v1_025": MobileNetV1, "resnet8": ResNet8,
-            "fc_autoencoder": FCAutoencoder}
+_CLASSES = {
+    "ds_cnn": DSCNN,
+    "mobilenet_v1_025": MobileNetV1,
+    "resnet8": ResNet8,
+    "fc_autoencoder": FCAutoencoder,
+}
 
 
 def trained_file(name: str) -> Path:
