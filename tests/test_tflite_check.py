@@ -38,7 +38,8 @@ def _float_input(data: bytes) -> bytes:
         (
             _float_input,
             "is not an int8 model: input tensor 0 is FLOAT32 (Vela compiles int8/int16 "
-            "models: quantize it fully, inputs and outputs too)",
+            "models: quantize it fully, or give a float edge its own QUANTIZE/DEQUANTIZE "
+            "operator)",
         ),
     ],
 )

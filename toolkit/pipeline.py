@@ -39,6 +39,7 @@ from .lower.compiled_tflite import load_compiled_program
 from .lower.parallel import compile_variants
 from .lower.staging import remove_stale_staging
 from .lower.tflite import compile_tflite
+from .lower.tflite_check import check_tflite
 from .lower.vela import vela_version
 from .lower.vela_options import check_vela_options
 from .models.layout import channels_last_io
@@ -159,6 +160,8 @@ def _tflite_variant(
 ) -> tuple[LoadedModel, VariantResult]:
     """A .tflite file: Vela compiles it as it is; seeded int8 inputs; no reference to compare."""
     path = Path(job.model)
+    if path.is_file():
+        check_tflite(path)  # before anything parses it: a damaged file crashes Vela's reader
     if path.is_file() and is_vela_compiled(path):
         progress(f"loading {path.name} (compiled by Vela: runs as it is)")
         program = load_compiled_program(path, npu, Path(job.out_dir), job.npu is not None)

@@ -29,8 +29,8 @@ def program(fixture_model, monkeypatch):
 def _corrupt_convs(monkeypatch):
     original = plan.prepare_conv
 
-    def prepare(regs, memory, accelerator, depthwise):
-        step = original(regs, memory, accelerator, depthwise)
+    def prepare(regs, memory, accelerator, depthwise, decoded):
+        step = original(regs, memory, accelerator, depthwise, decoded)
         ofm = ofm_map(regs)
 
         def run(mem):

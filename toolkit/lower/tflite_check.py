@@ -6,13 +6,14 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
+from ethosu.vela.tflite.BuiltinOperator import BuiltinOperator
 from ethosu.vela.tflite.Model import Model
 from ethosu.vela.tflite.TensorType import TensorType
 
 from ..errors import UserError
 
 _TYPE_NAMES = {v: k for k, v in vars(TensorType).items() if not k.startswith("_")}
-IO_TYPES = (TensorType.INT8, TensorType.INT16)
+IO_TYPES = (TensorType.INT8, TensorType.INT16, TensorType.UINT8)
 _BUFFER_DATA, _BUFFER_OFFSET, _BUFFER_SIZE = 4, 6, 8  # Buffer's vtable slots (TFLite schema)
 
 
@@ -67,6 +68,26 @@ def _check_graphs(model: Model) -> None:
                     raise _Damaged(f"operator {o} names tensor {i} of {tensors}")
 
 
+def _op_code(model: Model, op) -> int:
+    code = model.OperatorCodes(op.OpcodeIndex())
+    return max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
+
+
+def _float_edge(model: Model, graph, kind: str, tensor: int) -> bool:
+    """A float input read only by QUANTIZE, or a float output written by DEQUANTIZE: the host
+    runs those operators and the NPU part stays quantized."""
+    if graph.Tensors(tensor).Type() != TensorType.FLOAT32:
+        return False
+    ops = [graph.Operators(k) for k in range(graph.OperatorsLength())]
+    if kind == "input":
+        readers = [op for op in ops if tensor in op.InputsAsNumpy().tolist()]
+        return bool(readers) and all(
+            _op_code(model, op) == BuiltinOperator.QUANTIZE for op in readers
+        )
+    writers = [op for op in ops if tensor in op.OutputsAsNumpy().tolist()]
+    return len(writers) == 1 and _op_code(model, writers[0]) == BuiltinOperator.DEQUANTIZE
+
+
 def _io_types(model: Model) -> list[tuple[str, int, str]]:
     graph = model.Subgraphs(0)
     io = [("input", int(i)) for i in graph.InputsAsNumpy().tolist()]
@@ -74,12 +95,13 @@ def _io_types(model: Model) -> list[tuple[str, int, str]]:
     return [
         (kind, i, _TYPE_NAMES.get(graph.Tensors(i).Type(), "unknown"))
         for kind, i in io
-        if graph.Tensors(i).Type() not in IO_TYPES
+        if graph.Tensors(i).Type() not in IO_TYPES and not _float_edge(model, graph, kind, i)
     ]
 
 
 def check_tflite(path: Path) -> None:
-    """UserError unless path is a whole TFLite flatbuffer with int8/int16 inputs and outputs."""
+    """UserError unless path is a whole TFLite flatbuffer with integer inputs and outputs (or
+    float edges that QUANTIZE/DEQUANTIZE operators convert)."""
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
@@ -104,5 +126,6 @@ def check_tflite(path: Path) -> None:
         kind, index, name = wrong[0]
         raise UserError(
             f"{path} is not an int8 model: {kind} tensor {index} is {name} (Vela "
-            "compiles int8/int16 models: quantize it fully, inputs and outputs too)"
+            "compiles int8/int16 models: quantize it fully, or give a float edge its own "
+            "QUANTIZE/DEQUANTIZE operator)"
         )

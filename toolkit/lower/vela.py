@@ -91,13 +91,20 @@ def read_estimate(out_dir: Path, stem: str) -> tuple[VelaEstimate, int]:
         macs=int(_number(summary["nn_macs"])),
         layers=layers,
         sram_used_bytes=round(_number(summary["sram_memory_used"]) * 1024),  # KiB in the CSV
-        arena_bytes=_arena_bytes(out_dir / f"{stem}_vela.npz"),
+        arena_bytes=_arena_bytes(out_dir, stem),
     )
     return estimate, len(layers)
 
 
-def _arena_bytes(npz: Path) -> int:
-    """Scratch plus fast scratch, as Vela sized them for the runtime."""
+def _arena_bytes(out_dir: Path, stem: str) -> int:
+    """Scratch plus fast scratch, as Vela sized them for the runtime: from the raw .npz, or from
+    the ethos-u operators of Vela's .tflite output (a file with CPU operators)."""
+    npz = out_dir / f"{stem}_vela.npz"
+    if not npz.is_file():
+        from ..sim.vela_tflite import load_compiled_tflite  # the command-stream decoder package
+
+        graph = load_compiled_tflite(out_dir / f"{stem}_vela.tflite")
+        return sum(p.scratch_size + p.scratch_fast_size for p in graph.npu_programs)
     with np.load(npz, allow_pickle=False) as data:
         return sum(
             int(data[k][0])

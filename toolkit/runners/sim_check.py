@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -27,8 +28,13 @@ _INT = re.compile(r"-?\d+")
 
 def _payload(delegate: Delegate):
     from ..sim import load_payload
+    from ..sim.vela_tflite import is_vela_compiled, load_compiled_tflite
 
-    return load_payload(delegate.payload or delegate.vela_npz_path)
+    source = delegate.payload or delegate.vela_npz_path
+    if isinstance(source, Path) and source.suffix == ".tflite" and is_vela_compiled(source):
+        # a Vela-compiled file: its ethos-u operators, one per delegate
+        return load_compiled_tflite(source).npu_programs[delegate.index]
+    return load_payload(source)
 
 
 @lru_cache(maxsize=64)
