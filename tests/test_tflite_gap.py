@@ -26,6 +26,9 @@ from toolkit.quantize.calibration import random_calibration
 from toolkit.runners.sim import SimulatorRunner
 from toolkit.targets import load_target
 
+# the heavy MLPerf Tiny compiles live in the slow sweep (CI runs it after the main suite)
+pytestmark = pytest.mark.slow
+
 FIXTURES = Path(__file__).parent / "fixtures"
 NPU = load_target("corstone-300").npu("ethos-u55-128")
 # (NPU cycles, total cycles) by the etk cycle model: ours fused, then the reference
