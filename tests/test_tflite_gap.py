@@ -86,7 +86,7 @@ def test_body_against_the_reference_without_softmax(tmp_path, name):
 
 # Trained ports (zoo:NAME@mlperf: the file's own weights, TF "same" padding, biases instead of
 # batch norms), whole network with a softmax head against the file as it is.
-TRAINED = {"ds_cnn": (87_098, 118_065)}
+TRAINED = {"ds_cnn": (87_098, 89_712)}  # NPU cycles, predicted NPU TOTAL
 
 
 @pytest.mark.parametrize("name", sorted(TRAINED))
