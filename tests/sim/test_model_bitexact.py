@@ -31,7 +31,9 @@ MODELS = [
     pytest.param("ShuffleBlock", "1,3,16,16", marks=SLOW),
     pytest.param("MiniShuffleNet", "1,3,32,32", marks=SLOW),
     pytest.param("MiniMnasNet", "1,3,32,32", marks=SLOW),
-    pytest.param("WideMean", "1,3,224,224", marks=SLOW),
+    # 224x224 reproduced issue 12's row; it needs 6.2 MiB of SRAM, which Corstone-300's 2 MiB
+    # refuses up front now. The cause (STRIDE_C) does not depend on the size: 96x96 fits.
+    pytest.param("WideMean", "1,3,96,96", marks=SLOW),
 ]
 RANDOM_SAMPLES = 3
 
