@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+import torchao.quantization.pt2e.quantize_pt2e  # noqa: F401  registers torch.ops.quantized_decomposed
 from torch.fx import GraphModule, Node
 
 from ..artifacts import FusionDecision
