@@ -80,3 +80,41 @@ def test_missing_values_are_named_not_compared(tmp_path, capsys, program):
     assert entry["details"]["outputs"] == (
         f"cannot compare with the host reference: output 0: 3 of {n} values printed"
     )
+
+
+def test_measured_cycles_beside_prediction_and_estimate(tmp_path, capsys, program):
+    from board_emulator import CPU_CYCLES, NPU_CYCLES, PMU_EVENT_COUNTS
+
+    from toolkit.runners.sim import SimulatorRunner
+    from toolkit.targets import load_target
+
+    capture = tmp_path / "uart.log"
+    capture.write_bytes(b"".join(transcript(1000, reference_outputs(program), passed=True)))
+    code, entry = etk_log(capsys, capture, program)
+    check = entry["cycles"]["check"]
+    # the prediction without running equals the simulator's figure after a real run
+    inputs = [np.load(program.out_dir / "reference" / "input_0_0.npy")]
+    simulated = SimulatorRunner(self_check=False).run(program, inputs, load_target("corstone-300"))
+    predicted = simulated.cycles.total_cycles
+    estimate = sum(d.estimate.total_cycles for d in program.delegates)
+    assert check["measured_npu_total"] == NPU_CYCLES
+    assert (check["predicted_npu_total"], check["vela_estimate_total"]) == (predicted, estimate)
+    assert check["measured_over_predicted"] == round(NPU_CYCLES / predicted, 4)
+    assert check["measured_over_vela_estimate"] == round(NPU_CYCLES / estimate, 4)
+    # the stand-in's legend: AXI0 read, AXI1 read, AXI0 write, ... (counts 1201, 2302, 3403)
+    measured_beats = {"axi0_read": 1201, "axi1_read": 2302, "axi0_write": 3403}
+    assert PMU_EVENT_COUNTS[:3] == (1201, 2302, 3403)
+    for key, value in simulated.cycles.beats.items():
+        assert check["beats"][key] == {
+            "measured": measured_beats[key],
+            "predicted": value,
+            "measured_over_predicted": round(measured_beats[key] / value, 4) if value else None,
+        }
+    assert main(["log", str(capture), "--program", str(program.out_dir)]) == 0
+    text = capsys.readouterr().out
+    assert (
+        f"  NPU TOTAL measured {NPU_CYCLES:,}; etk prediction {predicted:,} "
+        f"(x{NPU_CYCLES / predicted:.3f}); Vela estimate {estimate:,} "
+        f"(x{NPU_CYCLES / estimate:.3f})\n"
+    ) in text
+    assert CPU_CYCLES != NPU_CYCLES and code == 0

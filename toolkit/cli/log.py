@@ -5,7 +5,28 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..compare.cycle_check import CycleCheck, cycle_check_lines
 from ..errors import UserError
+
+
+def _cycle_check(log, source: Path, program_dir: Path) -> CycleCheck | None:
+    """The measured NPU cycles next to etk's prediction and Vela's estimate for the program."""
+    from ..compare.cycle_check import check_cycles
+    from ..lower.program_store import StoreDamaged, load_stored_program
+    from ..runners.uart_log import measured_cycles
+
+    measured = measured_cycles(log, str(source), "")
+    if measured.kind != "measured":
+        return None
+    try:
+        program = load_stored_program(program_dir)
+    except StoreDamaged as damage:
+        raise UserError(
+            f"the program in {program_dir} is damaged ({damage}): compile it again"
+        ) from None
+    if program is None:
+        return None  # check_outputs has said what is missing
+    return check_cycles(program, measured)
 
 
 def _log(args) -> int:
@@ -24,7 +45,8 @@ def _log(args) -> int:
             f"firmware's console capture (UART or FVP output)"
         )
     check = check_outputs(log, Path(args.program), args.sample) if args.program else None
-    entry = run_entry(log, path, check)
+    cycle_check = _cycle_check(log, path, Path(args.program)) if args.program else None
+    entry = run_entry(log, path, check, cycle_check)
     if args.json:
         print(json.dumps(entry, indent=2))
     else:
@@ -38,6 +60,9 @@ def _log(args) -> int:
             print(f"  cycles per inference (measured): {', '.join(f for f in figures if f)}")
             for name, count in cycles["counters"].items():
                 print(f"  {name}: {count}")
+        if cycle_check is not None:
+            for line in cycle_check_lines(cycle_check):
+                print(f"  {line}")
         if log.outputs:
             print(
                 f"  outputs printed: {', '.join(str(len(v)) for v in log.outputs)} value(s)"

@@ -109,27 +109,42 @@ def _check_files(folder: Path, files) -> None:
             raise StoreDamaged(f"{name} does not match its checksum")
 
 
-def load_program(folder: Path, key: str) -> Program | None:
-    """The stored program if folder holds one compiled under key, else None. StoreDamaged if
-    it was stored under key but a file is missing, changed or unreadable."""
-    path = folder / PROGRAM_FILE
-    if not folder.is_dir():
-        return None
+def _read_store(folder: Path) -> dict | None:
     try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
+        data = json.loads((folder / PROGRAM_FILE).read_text())
+    except (FileNotFoundError, NotADirectoryError):
         return None
     except (OSError, ValueError) as exc:
         raise StoreDamaged(f"{PROGRAM_FILE} is unreadable ({exc})") from None
     if not isinstance(data, dict):
         raise StoreDamaged(f"{PROGRAM_FILE} is not a JSON object")
-    if data.get("store_version") != STORE_VERSION or data.get("cache_key") != key:
-        return None
+    return data
+
+
+def _checked_program(folder: Path, data: dict) -> Program:
     _check_files(folder, data.get("files"))
     try:
         return _program(folder, data)
     except (KeyError, TypeError, ValueError, AttributeError, OSError) as exc:
         raise StoreDamaged(f"{PROGRAM_FILE} is incomplete ({type(exc).__name__}: {exc})") from None
+
+
+def load_program(folder: Path, key: str) -> Program | None:
+    """The stored program if folder holds one compiled under key, else None. StoreDamaged if
+    it was stored under key but a file is missing, changed or unreadable."""
+    data = _read_store(folder)
+    if data is None or data.get("store_version") != STORE_VERSION or data.get("cache_key") != key:
+        return None
+    return _checked_program(folder, data)
+
+
+def load_stored_program(folder: Path) -> Program | None:
+    """The program stored in folder whatever it was compiled from (etk log --program), its files
+    checked as load_program checks them; None if folder holds none of this store version."""
+    data = _read_store(folder)
+    if data is None or data.get("store_version") != STORE_VERSION:
+        return None
+    return _checked_program(folder, data)
 
 
 def _program(folder: Path, data: dict) -> Program:

@@ -13,10 +13,11 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ..compare.cycle_check import CycleCheck, cycle_check_entry
 from ..compare.metrics import exact_match_rate, max_abs_err_lsb
 from ..errors import UserError
 from ..lower.program_store import load_output_interface
-from .uart_log import UartLog, axi_beats, per_inference
+from .uart_log import UartLog, axi_beats, measured_cycles, per_inference
 from .uart_outputs import decode_outputs, missing_values
 
 Status = Literal["passed", "differ", "failed", "hung", "nothing"]
@@ -110,26 +111,32 @@ def check_outputs(log: UartLog, program_dir: Path, sample: int = 0) -> OutputChe
     return OutputCheck(match, worst, float(np.mean(rates)), note)
 
 
-def run_entry(log: UartLog, source: Path, check: OutputCheck | None = None) -> dict[str, Any]:
+def run_entry(
+    log: UartLog,
+    source: Path,
+    check: OutputCheck | None = None,
+    cycle_check: CycleCheck | None = None,
+) -> dict[str, Any]:
     """The run entry `deploy` writes into report.json (runner "log"), plus the verdict."""
     result = verdict(log, check)
-    counters = {c.name: per_inference(c.count) for c in log.pmu_counters}
-    measured = log.npu_cycles is not None or log.cpu_cycles is not None
+    figures = measured_cycles(
+        log,
+        f"console log {source}",
+        "as the firmware printed them: the NPU's cycle counter (ethosu_pmu_cycle_cntr, "
+        "or the ML kit's NPU TOTAL)",
+    )
     cycles = {
-        "kind": "measured" if measured else "none",
-        "source": f"console log {source}",
-        "npu_cycles": per_inference(log.npu_cycles) if log.npu_cycles else None,
+        "kind": figures.kind,
+        "source": figures.source,
+        "npu_cycles": figures.npu_cycles,
         "total_cycles": None,
-        "cpu_cycles": per_inference(log.cpu_cycles) if log.cpu_cycles else None,
-        "note": (
-            "as the firmware printed them: the NPU's cycle counter (ethosu_pmu_cycle_cntr, "
-            "or the ML kit's NPU TOTAL)"
-            if measured
-            else "the log holds no PMU report"
-        ),
+        "cpu_cycles": figures.cpu_cycles,
+        "note": figures.note if figures.kind == "measured" else "the log holds no PMU report",
         "beats": axi_beats(log.pmu_counters),
-        "counters": counters,
+        "counters": {c.name: per_inference(c.count) for c in log.pmu_counters},
     }
+    if cycle_check is not None:
+        cycles["check"] = cycle_check_entry(cycle_check)
     return {
         "runner": "log",
         "verdict": result.text,

@@ -26,7 +26,7 @@ from ..targets import FvpSpec, Target
 from .base import Availability
 from .console_log import verdict
 from .tensor_checks import check_tensors
-from .uart_log import Count, UartLog, UartLogParser, axi_beats
+from .uart_log import UartLog, UartLogParser, axi_beats, measured_cycles, per_inference
 
 FVP_DOWNLOAD_URL = "https://developer.arm.com/downloads/-/arm-ecosystem-fvps"
 SEMIHOSTING_CMD_LINE_MAX = 255  # the FVP truncates longer semihosting command lines
@@ -405,7 +405,7 @@ class FvpRunner:
                 )
             )
         outputs = read_outputs(run_dir, program.output_specs)
-        cycles = FAST_CYCLES if self.fast else _cycles(log)
+        cycles = FAST_CYCLES if self.fast else measured_cycles(log, CYCLE_SOURCE, CYCLE_NOTE)
         return RunResult(
             runner="fvp",
             outputs=outputs,
@@ -414,33 +414,11 @@ class FvpRunner:
         )
 
 
-def _per_inference(count: Count | None) -> int | None:
-    if count is None:
-        return None
-    return round(count.per_inference) if count.per_inference is not None else count.total
-
-
-def _cycles(log: UartLog) -> CycleFigures:
-    if log.npu_cycles is None and log.cpu_cycles is None:
-        return CycleFigures(
-            kind="none",
-            source=CYCLE_SOURCE,
-            note="the runner printed no PMU report (built without Ethos-U PMU?)",
-        )
-    return CycleFigures(
-        kind="measured",
-        source=CYCLE_SOURCE,
-        npu_cycles=_per_inference(log.npu_cycles),
-        cpu_cycles=_per_inference(log.cpu_cycles),
-        note=CYCLE_NOTE,
-    )
-
-
 def _details(
     log: UartLog, log_path: Path, argv: list[str], program: Program, target: Target
 ) -> dict:
     details: dict = {
-        "pmu_counters": {c.name: _per_inference(c.count) for c in log.pmu_counters},
+        "pmu_counters": {c.name: per_inference(c.count) for c in log.pmu_counters},
         "beats": axi_beats(log.pmu_counters),
         "inferences": log.inferences,
         "log": str(log_path),

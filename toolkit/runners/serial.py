@@ -28,7 +28,7 @@ from typing import Literal
 
 import numpy as np
 
-from ..artifacts import CycleFigures, Program, RunResult
+from ..artifacts import Program, RunResult
 from ..errors import ToolError, UserError
 from ..targets import BoardInputs, BoardSpec, Target
 from .base import Availability
@@ -37,7 +37,7 @@ from .bundle_io import TestCase, write_bundle
 from .console_log import verdict
 from .serial_port import open_port, reopen_port
 from .tosa_ref import TosaReferenceRunner
-from .uart_log import Count, UartLog, UartLogParser, axi_beats
+from .uart_log import UartLog, UartLogParser, axi_beats, measured_cycles, per_inference
 from .uart_outputs import decode_outputs, missing_values
 
 CYCLE_NOTE = "measured on the board: the executor runner's Ethos-U PMU report"
@@ -199,12 +199,6 @@ def _silent_error(
         f"(`etk ports`) and that the image is the ExecuTorch executor runner; "
         f"UART capture: {cap.raw_path}"
     )
-
-
-def _per_inference(count: Count | None) -> int | None:
-    if count is None:
-        return None
-    return round(count.per_inference) if count.per_inference is not None else count.total
 
 
 class SerialRunner:
@@ -426,26 +420,13 @@ class SerialRunner:
         log = cap.log
         decoded = decode_outputs(log.outputs, program.output_specs, program.output_quant)
         source = f"{board.name} Ethos-U PMU ethosu_pmu_cycle_cntr"
-        if log.npu_cycles is None and log.cpu_cycles is None:
-            cycles = CycleFigures(
-                kind="none",
-                source=source,
-                note="the runner printed no PMU report (built without the Ethos-U PMU?)",
-            )
-        else:
-            cycles = CycleFigures(
-                kind="measured",
-                source=source,
-                npu_cycles=_per_inference(log.npu_cycles),
-                cpu_cycles=_per_inference(log.cpu_cycles),
-                note=CYCLE_NOTE,
-            )
+        cycles = measured_cycles(log, source, CYCLE_NOTE)
         details = {
             "board": board.name,
             "port": port,
             "baud": baud,
             "bundleio": ["PASS" if ok else "FAIL" for ok in log.test_results],
-            "pmu_counters": {c.name: _per_inference(c.count) for c in log.pmu_counters},
+            "pmu_counters": {c.name: per_inference(c.count) for c in log.pmu_counters},
             "beats": axi_beats(log.pmu_counters),
             "inferences": log.inferences,
             "firmware": "etk's build and flash" if self.flash else "the user's own (--no-flash)",

@@ -32,6 +32,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from ..artifacts import CycleFigures
+
 FailureKind = Literal[
     "error", "fatal", "hard-fault", "assertion", "simulator", "time-limit", "reset", "garbled"
 ]
@@ -137,6 +139,24 @@ def axi_beats(counters: tuple[PmuCounter, ...]) -> dict[str, int]:
 
 def per_inference(count: Count) -> int:
     return round(count.per_inference) if count.per_inference is not None else count.total
+
+
+NO_PMU_NOTE = "the runner printed no PMU report (built without the Ethos-U PMU?)"
+
+
+def measured_cycles(log: UartLog, source: str, note: str) -> CycleFigures:
+    """The PMU figures the firmware printed, per inference: its NPU cycle counter (NPU TOTAL),
+    the CPU's, and the AXI beat counters. kind "none" when it printed no PMU report."""
+    if log.npu_cycles is None and log.cpu_cycles is None:
+        return CycleFigures(kind="none", source=source, note=NO_PMU_NOTE)
+    return CycleFigures(
+        kind="measured",
+        source=source,
+        npu_cycles=per_inference(log.npu_cycles) if log.npu_cycles else None,
+        cpu_cycles=per_inference(log.cpu_cycles) if log.cpu_cycles else None,
+        note=note,
+        beats=axi_beats(log.pmu_counters) or None,
+    )
 
 
 @dataclass(frozen=True)

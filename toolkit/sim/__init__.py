@@ -9,7 +9,7 @@ from .errors import PayloadError, RegionError, SimError, UnsupportedError
 from .payload import IOTensor, NpuProgram, load_payload
 from .plan import forget_programs
 from .records import OpRecord
-from .simulator import ACCELERATORS, SimResult, op_outputs, simulate
+from .simulator import ACCELERATORS, SimResult, op_outputs, predict_pmu_counts, simulate
 
 __all__ = [
     "ACCELERATORS",
@@ -24,5 +24,6 @@ __all__ = [
     "forget_programs",
     "load_payload",
     "op_outputs",
+    "predict_pmu_counts",
     "simulate",
 ]

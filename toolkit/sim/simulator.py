@@ -145,3 +145,19 @@ def op_outputs(
             ofm = ofm_map(Registers(dict(step.record.registers)))
             outputs.append((step.record, np.array(ofm.read(memory))))
     return outputs
+
+
+def predict_pmu_counts(
+    program: NpuProgram,
+    accelerator: str,
+    system_config: str | None = None,
+    memory_mode: str | None = None,
+    config_ini: str = ARM_VELA_INI,
+) -> PmuPrediction:
+    """The cycle model's FVP PMU prediction without running the program: its figures depend on
+    the command stream only, never on the data (tests/sim check that)."""
+    check_accelerator(program, accelerator)
+    npu = npu_config(accelerator, system_config, memory_mode)
+    plan = plan_for(program, accelerator)
+    ini_file = str(vela_ini_path(config_ini))
+    return _timed(plan, program, accelerator, npu.system_config, npu.memory_mode, ini_file)[1]
