@@ -30,6 +30,7 @@ from kws_eval_data import DATA as KWS_DATA  # noqa: E402
 from kws_eval_data import float_features  # noqa: E402
 
 from toolkit.artifacts import CalibrationSet  # noqa: E402
+from toolkit.compare.block_errors import block_errors, explain_fused_loss  # noqa: E402
 from toolkit.compare.eval_data import LabelledData, load_labelled  # noqa: E402
 from toolkit.compare.task_eval import evaluation_runner, program_outputs, task_metric  # noqa: E402
 from toolkit.compare.task_metrics import reconstruction_scores, roc_auc, top1  # noqa: E402
@@ -37,6 +38,7 @@ from toolkit.lower.compile import compile_variant  # noqa: E402
 from toolkit.lower.tflite import compile_tflite  # noqa: E402
 from toolkit.models.loader import load_model  # noqa: E402
 from toolkit.pipeline import _reference_file  # noqa: E402
+from toolkit.rewrites import DEFAULT_REWRITES  # noqa: E402
 from toolkit.targets import load_target  # noqa: E402
 
 
@@ -56,6 +58,12 @@ def _calibration(windows: np.ndarray, indices: np.ndarray, shape, seed: int) -> 
     )
     digest = hashlib.sha256(windows[indices].tobytes()).hexdigest()[:16]
     return CalibrationSet(samples, f"{len(indices)} samples, split seed {seed}", seed, digest)
+
+
+def _samples(windows: np.ndarray, indices: np.ndarray, shape, count: int = 64) -> tuple:
+    """The first count held-out windows as model inputs (for the per-block errors)."""
+    flat = windows[indices].reshape(-1, *shape[1:])[:count]
+    return tuple((torch.from_numpy(w[None].copy()),) for w in flat)
 
 
 def _float_outputs(module, windows: np.ndarray, shape) -> np.ndarray:
@@ -125,6 +133,7 @@ def main() -> int:
     figures: dict[str, list[float]] = {"fused": [], "unfused": [], "float model": []}
     if reference is not None:
         figures[f"reference {reference_path.name}"] = []
+    explanations: list[str] = []
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         order = np.random.default_rng(seed).permutation(len(data.y))
         calibration, held_out = (
@@ -132,10 +141,11 @@ def main() -> int:
             np.sort(order[args.calibration :]),
         )
         evaluation = data.subset(held_out, f"split seed {seed}")
+        calibration_set = _calibration(windows, calibration, shape, seed)
         for variant in ("fused", "unfused"):
             program = compile_variant(
                 model,
-                _calibration(windows, calibration, shape, seed),
+                calibration_set,
                 variant,
                 npu,
                 args.out / f"seed_{seed}",
@@ -154,6 +164,15 @@ def main() -> int:
         print(
             f"seed {seed}: " + ", ".join(f"{k} {v[-1]:.4f}" for k, v in figures.items()), flush=True
         )
+        if figures["fused"][-1] < figures["unfused"][-1]:
+            errors = block_errors(
+                model, calibration_set, npu, DEFAULT_REWRITES, _samples(windows, held_out, shape)
+            )
+            explanations.append(
+                f"seed {seed}: fused {figures['fused'][-1] - figures['unfused'][-1]:+.4f} below "
+                f"unfused; {explain_fused_loss(errors)}"
+            )
+            print(f"  {explanations[-1]}", flush=True)
     name = {"top1": "top-1", "auc": "ROC AUC"}[metric]
     print(
         f"\n{args.model}, {npu.accelerator}: {name} on {len(data.y) - args.calibration} held-out "
@@ -168,6 +187,8 @@ def main() -> int:
         f"\nfused - unfused: mean {delta.mean():+.4f}, per seed "
         + " ".join(f"{d:+.4f}" for d in delta)
     )
+    for line in explanations:
+        print(line)
     return 0
 
 

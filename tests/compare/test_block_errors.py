@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from toolkit.artifacts import LoadedModel
-from toolkit.compare.block_errors import BlockError, block_errors, worst_block
+from toolkit.compare.block_errors import BlockError, block_errors, explain_fused_loss, worst_block
 from toolkit.quantize.calibration import random_calibration
 from toolkit.targets import load_target
 
@@ -69,3 +69,17 @@ def test_worst_block_names_the_largest_fused_loss():
     assert worst_block((a, b, c)) is b
     assert b.fused_loss_db == pytest.approx(2.0)
     assert worst_block((c,)) is None
+
+
+def test_explanation_names_the_block_or_says_none_is_worse():
+    a = BlockError("a (ReLU) at m.py:1", "relu", 0.05, 0.1, 31.0, 30.0)
+    b = BlockError("b (ReLU) at m.py:2", "relu", 0.2, 0.1, 20.0, 22.5)
+    assert explain_fused_loss((a, b)) == (
+        "largest fused loss at b (ReLU) at m.py:2: output SQNR 20.0 dB fused vs 22.5 dB unfused "
+        "(step 0.2 vs 0.1)"
+    )
+    assert explain_fused_loss((a,)) == (
+        "no block's range is worse fused: each of the 1 block outputs is 1.0..1.0 dB closer to "
+        "float fused, so the difference arises after them (the last layers' rounding deciding "
+        "close calls)"
+    )

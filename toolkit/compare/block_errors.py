@@ -131,3 +131,22 @@ def worst_block(errors: tuple[BlockError, ...]) -> BlockError | None:
     """The block where fused loses most SQNR against unfused (None: fused is nowhere worse)."""
     worse = [e for e in errors if e.fused_loss_db > 0]
     return max(worse, key=lambda e: e.fused_loss_db) if worse else None
+
+
+def explain_fused_loss(errors: tuple[BlockError, ...]) -> str:
+    """Why fused can score below unfused, in one sentence from the per-block errors."""
+    worst = worst_block(errors)
+    if worst is not None:
+        return (
+            f"largest fused loss at {worst.source}: output SQNR {worst.fused_sqnr_db:.1f} dB "
+            f"fused vs {worst.unfused_sqnr_db:.1f} dB unfused (step {worst.fused_step:.4g} vs "
+            f"{worst.unfused_step:.4g})"
+        )
+    if not errors:
+        return "the model has no fused block to compare"
+    gains = [-e.fused_loss_db for e in errors]
+    return (
+        f"no block's range is worse fused: each of the {len(errors)} block outputs is "
+        f"{min(gains):.1f}..{max(gains):.1f} dB closer to float fused, so the difference arises "
+        "after them (the last layers' rounding deciding close calls)"
+    )
