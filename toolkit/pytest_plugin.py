@@ -38,7 +38,7 @@ class DeviceResult:
     cycles: Any  # toolkit.artifacts.CycleFigures: kind says measured, simulated or estimate
     max_diff_lsb: float
     sqnr_db: float
-    job: Any = None  # the toolkit.pipeline.JobResult, for anything else
+    job: Any = None  # the toolkit.results.JobResult, for anything else
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -83,7 +83,8 @@ class _Deployer:
         return self._results[(model, variant)]
 
     def _run(self, model: str, variant: str) -> DeviceResult:
-        from .pipeline import Job, run_job
+        from .job import Job
+        from .pipeline import run_job
         from .runners.select import select_runner
         from .targets import load_target
 
@@ -98,12 +99,11 @@ class _Deployer:
                 variants=(variant,),
                 npu=npu.accelerator,
                 out_dir=out,
-                runner=runner.name,
             ),
             runner=runner,
             runner_note=note,
         )
-        device = result.variants[variant].device
+        device = result.variants[variant].run
         return DeviceResult(
             model,
             variant,

@@ -17,8 +17,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import UserError
+from ..job import Job
 from ..models.loader import model_file
-from ..pipeline import Job, JobResult, report_dict, run_job
+from ..pipeline import run_job
+from ..report.job_report import report_dict
+from ..results import JobResult
 from ..runners.select import runner_for_model, select_runner
 from ..targets import load_target
 from ..versions import tool_versions
@@ -29,7 +32,7 @@ from .suite import RunSpec, model_file_sha256
 def _output_codes(result: JobResult, variant: str) -> list[dict[str, Any]]:
     """The integer codes of every output of every evaluation sample, for LSB comparisons."""
     vr = result.variants[variant]
-    outputs = vr.device.evaluation.outputs if vr.device else vr.reference.outputs
+    outputs = vr.run.evaluation.outputs if vr.run else vr.reference.outputs
     entries = []
     for index, quant in enumerate(vr.program.output_quant):
         if quant is None:
@@ -125,7 +128,6 @@ def execute_run(spec: RunSpec, out_root: str) -> dict[str, Any]:
             eval_samples=spec.settings.eval_samples,
             out_dir=out_dir,
             extra_vela=spec.vela.extra_flags(),
-            runner=runner.name,
         )
         result = run_job(job, runner=runner, runner_note=note)
         record.update(status="ok", reason=None, **_ok_fields(result, spec.variant, note))

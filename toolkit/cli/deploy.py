@@ -33,12 +33,12 @@ def _deploy(args) -> int:
         if args.compare_fusion
         else ("fused" if args.fusion == "on" else "unfused",)
     )
-    result = run_job(job_from_args(args, variants, runner.name), progress_printer(), runner, note)
+    result = run_job(job_from_args(args, variants), progress_printer(), runner, note)
     status = show(result, args.require_full_npu)
     mismatched = [
         n
         for n, v in result.variants.items()
-        if v.device is not None and v.device.outputs_match_reference is False
+        if v.run is not None and v.run.outputs_match_reference is False
     ]
     if mismatched and runner.name != "tosa-ref":
         print(f"etk: ran, outputs differ from the host reference for: {', '.join(mismatched)}")
