@@ -48,12 +48,13 @@ from .output_folder import locked_output_folder
 from .quantize.calibration import calibration_subset, folder_calibration, random_calibration
 from .report.job_report import report_dict
 from .report.json_report import write_json_atomic
+from .resolve import is_tflite, resolve_target
 from .results import JobResult, RunnerRun, TaskResult, VariantResult
 from .rewrites import resolve_rewrites
 from .runners.base import Runner
 from .runners.tosa_ref import TosaReferenceRunner
 from .sim.vela_tflite import is_vela_compiled
-from .targets import Target, load_target
+from .targets import Target
 
 
 def check_fits(program: Program, target: Target) -> None:
@@ -192,10 +193,11 @@ def _run_job(
     job: Job, progress: Callable[[str], None], runner: Runner | None, runner_note: str
 ) -> JobResult:
     check_job(job)
-    target = load_target(job.target)
-    npu = target.npu(job.npu, job.system_config, job.memory_mode, job.vela_config)
+    target, npu = resolve_target(
+        job.target, job.npu, job.system_config, job.memory_mode, job.vela_config
+    )
     check_vela_options(npu, job.extra_vela)
-    if job.model.endswith(".tflite"):
+    if is_tflite(job.model):
         model, tflite = _tflite_variant(job, npu, target, runner, progress)
         npu = tflite.program.npu  # a compiled file's own NPU
         result = JobResult(

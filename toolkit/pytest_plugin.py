@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-RUNNERS = ("auto", "fvp", "sim", "tosa-ref", "serial")
+from .resolve import FUSION_VARIANT, RUNNER_CHOICES, resolve_runner, resolve_target
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--etk-runner",
         default="auto",
-        choices=RUNNERS,
+        choices=RUNNER_CHOICES,
         help="runner (default auto: FVP, else simulator, else TOSA reference)",
     )
     group.addoption("--etk-npu", help="NPU configuration (default: the target's)")
@@ -85,12 +85,11 @@ class _Deployer:
     def _run(self, model: str, variant: str) -> DeviceResult:
         from .job import Job
         from .pipeline import run_job
-        from .runners.select import select_runner
-        from .targets import load_target
 
-        target = load_target(self.target)
-        npu = target.npu(self.npu)
-        runner, note = select_runner(self.runner, target, npu, port=self.port, baud=self.baud)
+        target, npu = resolve_target(self.target, self.npu)
+        runner, note = resolve_runner(
+            model, self.runner, target, npu, port=self.port, baud=self.baud
+        )
         out = self.out / f"{model.replace(':', '_').replace('/', '_')}_{variant}"
         result = run_job(
             Job(
@@ -103,7 +102,7 @@ class _Deployer:
             runner=runner,
             runner_note=note,
         )
-        device = result.variants[variant].run
+        device = next(iter(result.variants.values())).run  # one variant ("tflite" for a .tflite)
         return DeviceResult(
             model,
             variant,
@@ -150,7 +149,7 @@ def etk_deploy(
     """etk_deploy(model, fusion="on") -> DeviceResult; fails the test when out of tolerance."""
 
     def deploy(model: str, fusion: str = "on") -> DeviceResult:
-        variant = {"on": "fused", "off": "unfused"}[fusion]
+        variant = FUSION_VARIANT[fusion]
         result = etk_deployer.deploy(model, variant)
         prefix = f"etk {model} {variant}"
         for name, value in (

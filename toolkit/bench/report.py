@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..atomic_write import write_atomic
 from ..errors import UserError
 from .results import RESULTS_NAME, latest, read_records
 
@@ -362,18 +363,12 @@ def html_page(rows: list[Row], title: str) -> str:
     )
 
 
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
-
-
 def write_reports(folder: Path, with_html: bool) -> list[Path]:
     rows = load_rows(folder)
     title = folder.resolve().name
     written = [folder / "report.md"]
-    _write(written[0], markdown(rows, title))
+    write_atomic(written[0], markdown(rows, title))
     if with_html:
         written.append(folder / "report.html")
-        _write(written[1], html_page(rows, title))
+        write_atomic(written[1], html_page(rows, title))
     return written

@@ -21,9 +21,8 @@ from ..job import Job
 from ..models.loader import model_file
 from ..pipeline import run_job
 from ..report.job_report import report_dict
+from ..resolve import resolve_runner, resolve_target
 from ..results import JobResult
-from ..runners.select import runner_for_model, select_runner
-from ..targets import load_target
 from ..versions import tool_versions
 from .results import base_record, encode_codes, run_key
 from .suite import RunSpec, model_file_sha256
@@ -112,9 +111,10 @@ def execute_run(spec: RunSpec, out_root: str) -> dict[str, Any]:
         "versions": tool_versions(),
     }
     try:
-        target = load_target(spec.target)
-        npu = target.npu(spec.npu, spec.vela.system_config, spec.vela.memory_mode)
-        runner, note = select_runner(runner_for_model(spec.model, spec.runner), target, npu)
+        target, npu = resolve_target(
+            spec.target, spec.npu, spec.vela.system_config, spec.vela.memory_mode
+        )
+        runner, note = resolve_runner(spec.model, spec.runner, target, npu)
         _check_model_file(spec)
         job = Job(
             model=spec.model,

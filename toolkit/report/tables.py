@@ -9,6 +9,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from ..atomic_write import write_atomic
 from ..results import JobResult, TaskResult
 from .job_report import io_layout_hint
 
@@ -249,6 +250,4 @@ def write_markdown(result: JobResult, path: Path) -> None:
         ]
         lines += ["| " + " | ".join(row) + " |" for row in table]
     lines += ["", *[f"- {n}" for n in notes(result)], ""]
-    tmp = path.with_suffix(".md.tmp")
-    tmp.write_text("\n".join(lines))
-    tmp.replace(path)
+    write_atomic(path, "\n".join(lines))
