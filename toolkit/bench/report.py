@@ -12,6 +12,7 @@ from typing import Any
 
 from ..atomic_write import write_atomic
 from ..errors import UserError
+from .record import BenchRecord
 from .results import RESULTS_NAME, latest, read_records
 
 
@@ -39,21 +40,20 @@ class Row:
         return (self.target, self.npu, self.vela, self.runner)
 
 
-def _row(record: dict[str, Any]) -> Row:
-    spec = record["spec"]
-    ok = record["status"] == "ok"
-    cycles = record.get("cycles", {})
-    outputs = record.get("outputs", {})
+def _row(record: BenchRecord) -> Row:
+    spec = record.spec
+    cycles = record.cycles or {}
+    outputs = record.outputs or {}
     return Row(
-        key=record["key"],
+        key=record.key,
         model=spec["model"],
         target=spec["target"],
         npu=spec["npu"],
         variant=spec["variant"],
         vela=spec["vela"]["name"],
-        runner=record["runner"]["name"] if ok else spec["runner"],
-        status=record["status"],
-        reason=record.get("reason") or "",
+        runner=record.runner["name"] if record.ok and record.runner else spec["runner"],
+        status=record.status,
+        reason=record.reason or "",
         estimate_cycles=cycles.get("estimate", {}).get("npu_cycles"),
         run_cycles=cycles.get("run", {}).get("npu_cycles"),
         run_kind=cycles.get("run", {}).get("kind", ""),
@@ -62,7 +62,7 @@ def _row(record: dict[str, Any]) -> Row:
         matches_reference=outputs.get("outputs_match_reference"),
         layers=tuple(
             (f"{layer['operator']} {layer['name']}", layer["npu_cycles"])
-            for layer in record.get("layers", {}).get("rows", [])
+            for layer in (record.layers or {}).get("rows", [])
         ),
     )
 

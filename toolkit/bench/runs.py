@@ -1,4 +1,4 @@
-"""One run of a suite -> one record (a plain dict, the line written to results.jsonl).
+"""One run of a suite -> one record (bench/record.py: BenchRecord, a line of results.jsonl).
 
 Runs in a worker (a local process or a Dask worker); never raises for a failing run: the record
 says failed and why, and the suite goes on.
@@ -24,7 +24,8 @@ from ..report.job_report import report_dict
 from ..resolve import resolve_runner, resolve_target
 from ..results import JobResult
 from ..versions import tool_versions
-from .results import base_record, encode_codes, run_key
+from .record import BenchRecord
+from .results import encode_codes, new_record, run_key
 from .suite import RunSpec, model_file_sha256
 
 
@@ -98,12 +99,10 @@ def _check_model_file(spec: RunSpec) -> None:
         )
 
 
-def execute_run(spec: RunSpec, out_root: str) -> dict[str, Any]:
-    key = run_key(spec)
-    out_dir = Path(out_root) / "runs" / key
+def execute_run(spec: RunSpec, out_root: str) -> BenchRecord:
+    out_dir = Path(out_root) / "runs" / run_key(spec)
     started = time.time()
-    record: dict[str, Any] = {
-        **base_record(spec),
+    where: dict[str, Any] = {
         "started": datetime.fromtimestamp(started, UTC).isoformat(timespec="seconds"),
         "host": socket.gethostname(),
         "pid": os.getpid(),
@@ -130,11 +129,11 @@ def execute_run(spec: RunSpec, out_root: str) -> dict[str, Any]:
             extra_vela=spec.vela.extra_flags(),
         )
         result = run_job(job, runner=runner, runner_note=note)
-        record.update(status="ok", reason=None, **_ok_fields(result, spec.variant, note))
+        status, reason, figures = "ok", None, _ok_fields(result, spec.variant, note)
     except Exception as exc:  # a failing run is a result: recorded with its reason
         lines = [
             line for line in traceback.format_exception_only(exc)[-1].strip().splitlines() if line
         ]
-        record.update(status="failed", reason=" ".join(lines)[-2000:])
-    record["duration_s"] = round(time.time() - started, 3)
-    return record
+        status, reason, figures = "failed", " ".join(lines)[-2000:], {}
+    duration_s = round(time.time() - started, 3)
+    return new_record(spec, status, reason, **where, **figures, duration_s=duration_s)
