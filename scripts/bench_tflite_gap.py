@@ -27,7 +27,7 @@ from rich.console import Console
 from rich.table import Table
 
 from toolkit.errors import UserError
-from toolkit.lower.compile import compile_variant
+from toolkit.lower.build_variant import compile_variant
 from toolkit.lower.tflite import compile_tflite
 from toolkit.lower.tflite_edit import compile_without_softmax
 from toolkit.models.heads import with_softmax

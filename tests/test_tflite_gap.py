@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from toolkit.lower.compile import compile_variant
+from toolkit.lower.build_variant import compile_variant
 from toolkit.lower.tflite import compile_tflite
 from toolkit.lower.tflite_edit import compile_without_softmax
 from toolkit.models.heads import with_softmax

@@ -34,7 +34,7 @@ from .compare.task_eval import (
 from .compare.variants import compare_variants
 from .errors import UserError
 from .job import Job
-from .lower.compile import compile_variant
+from .lower.build_variant import compile_variant
 from .lower.compiled_tflite import load_compiled_program
 from .lower.parallel import compile_variants
 from .lower.staging import remove_stale_staging
@@ -53,6 +53,8 @@ from .results import JobResult, RunnerRun, TaskResult, VariantResult
 from .rewrites import resolve_rewrites
 from .runners.base import Runner
 from .runners.tosa_ref import TosaReferenceRunner
+
+# the simulator package is also the command-stream decoder (here: Vela-compiled .tflite files)
 from .sim.vela_tflite import is_vela_compiled
 from .targets import Target
 

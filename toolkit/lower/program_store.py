@@ -4,7 +4,7 @@ OUT/VARIANT/program.json holds the cache key and every field of the Program; the
 host_graph.json and each delegate's vela_bin_stream in delegateN.bin next to it. A folder whose
 key differs from the requested one is not reused. program.json lists a SHA-256 of every other
 file in the folder when it was written; a folder where one is missing or changed is not reused
-either (load_program says why), so a damaged store is compiled again instead of crashing.
+either (load_stored_program says why), so a damaged store is compiled again instead of crashing.
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def _check_files(folder: Path, files) -> None:
             raise StoreDamaged(f"{name} does not match its checksum")
 
 
-def load_program(folder: Path, key: str) -> Program | None:
+def load_stored_program(folder: Path, key: str) -> Program | None:
     """The stored program if folder holds one compiled under key, else None. StoreDamaged if
     it was stored under key but a file is missing, changed or unreadable."""
     path = folder / PROGRAM_FILE
