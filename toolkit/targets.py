@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import os
 import string
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from .errors import UserError
 from .npu import (
@@ -43,7 +43,6 @@ class FvpSpec:
     """How to run this target on an Arm Fixed Virtual Platform."""
 
     binaries: dict[str, str]  # NPU family ("ethos-u55") -> FVP executable name
-    board_prefix: str  # "mps3_board" (Corstone-300) or "mps4_board" (Corstone-320)
     num_macs_param: str  # e.g. "ethosu.num_macs"
     cpu_prefix: str  # semihosting parameters live under this component, e.g. "cpu0"
     config_file: Path | None  # FVP parameter file (-f), from fvp_configs/
@@ -107,7 +106,6 @@ class Target:
     # NPU family -> (Vela system config, memory mode) as the runtime image was built.
     vela_system: dict[str, tuple[str, str]]
     fvp: FvpSpec | None = None
-    board: dict[str, Any] | None = field(default=None)
     board_spec: BoardSpec | None = None
     vela_config: str | None = None  # [npu.vela] config: a vendor's Vela ini (else Vela's own)
     sram_bytes: int | None = None  # SRAM the runtime image gives the NPU; None: not checked
@@ -155,7 +153,6 @@ def _parse_fvp(table: TomlTable) -> FvpSpec:
     params = table.get("parameters", dict, "a table of FVP parameters", default={})
     return FvpSpec(
         binaries=table.str_dict("binaries") or {},
-        board_prefix=table.get("board_prefix", str, "a string like 'mps3_board'"),
         num_macs_param=table.get("num_macs_param", str, "an FVP parameter name"),
         cpu_prefix=table.get("cpu_prefix", str, "an FVP component name like 'cpu0'"),
         config_file=config_file,
@@ -262,7 +259,6 @@ def load_target_file(path: Path) -> Target:
         supported_npus=supported,
         vela_system=vela_system,
         fvp=_parse_fvp(fvp) if fvp is not None else None,
-        board=board,
         board_spec=_parse_board(top.sub(board, "board.")) if board is not None else None,
         vela_config=vela_config,
         sram_bytes=sram,
