@@ -34,7 +34,7 @@ from toolkit.compare.block_errors import block_errors, explain_fused_loss  # noq
 from toolkit.compare.eval_data import LabelledData, load_labelled  # noqa: E402
 from toolkit.compare.task_eval import evaluation_runner, program_outputs, task_metric  # noqa: E402
 from toolkit.compare.task_metrics import reconstruction_scores, roc_auc, top1  # noqa: E402
-from toolkit.lower.compile import compile_variant  # noqa: E402
+from toolkit.lower.build_variant import compile_variant  # noqa: E402
 from toolkit.lower.tflite import compile_tflite  # noqa: E402
 from toolkit.models.loader import load_model  # noqa: E402
 from toolkit.pipeline import _reference_file  # noqa: E402

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from toolkit.compare.evaluate import evaluate, evaluation_inputs, float_outputs
-from toolkit.lower.compile import compile_variant
+from toolkit.lower.build_variant import compile_variant
 from toolkit.models.loader import load_model
 from toolkit.quantize.calibration import random_calibration
 from toolkit.runners.tosa_ref import TosaReferenceRunner

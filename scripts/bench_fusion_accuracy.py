@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from toolkit.compare.evaluate import evaluate, evaluation_inputs, float_outputs
-from toolkit.lower.compile import compile_variant
+from toolkit.lower.build_variant import compile_variant
 from toolkit.models.loader import load_model
 from toolkit.models.zoo import zoo_names
 from toolkit.quantize.calibration import random_calibration

@@ -35,13 +35,13 @@ from pathlib import Path
 
 import numpy as np
 
-from toolkit.lower.compile import compile_variant
+from toolkit.lower.build_variant import compile_variant
 from toolkit.lower.tflite import compile_tflite
 from toolkit.models.loader import load_model
 from toolkit.models.zoo import zoo_names
 from toolkit.npu import npu_config
 from toolkit.quantize.calibration import random_calibration
-from toolkit.runners.hybrid import execute
+from toolkit.runners.host_interpreter import execute
 from toolkit.runners.sim import SimulatorRunner
 from toolkit.runners.tosa_ref import TosaReferenceRunner, run_tosa_delegate
 from toolkit.sim import forget_programs, load_payload, simulate

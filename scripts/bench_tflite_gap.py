@@ -19,6 +19,7 @@ with that in mind.
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 from pathlib import Path
 
@@ -26,16 +27,20 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from toolkit.errors import UserError
-from toolkit.lower.compile import compile_variant
-from toolkit.lower.tflite import compile_tflite
-from toolkit.lower.tflite_edit import compile_without_softmax
-from toolkit.models.heads import with_softmax
-from toolkit.models.layout import channels_last_io
-from toolkit.models.loader import load_model
-from toolkit.quantize.calibration import random_calibration
-from toolkit.runners.sim import SimulatorRunner
-from toolkit.targets import load_target
+# the tests' .tflite tools: the reference body without its softmax, our model with one
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from softmax_head import with_softmax  # noqa: E402
+from tflite_edit import compile_without_softmax  # noqa: E402
+
+from toolkit.errors import UserError  # noqa: E402
+from toolkit.lower.build_variant import compile_variant  # noqa: E402
+from toolkit.lower.tflite import compile_tflite  # noqa: E402
+from toolkit.models.layout import channels_last_io  # noqa: E402
+from toolkit.models.loader import load_model  # noqa: E402
+from toolkit.quantize.calibration import random_calibration  # noqa: E402
+from toolkit.runners.sim import SimulatorRunner  # noqa: E402
+from toolkit.targets import load_target  # noqa: E402
 
 REFERENCES = {
     "ds_cnn": "kws_ref_model.tflite",

@@ -6,7 +6,8 @@ import functools
 
 import pytest
 
-from toolkit.pipeline import Job, run_job
+from toolkit.job import Job
+from toolkit.pipeline import run_job
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from toolkit.lower.compile import compile_variant
+from toolkit.lower.build_variant import compile_variant
 from toolkit.quantize.calibration import random_calibration
 from toolkit.rewrites import DEFAULT_REWRITES, apply_rewrites
 from toolkit.runners.sim import SimulatorRunner
@@ -58,7 +58,7 @@ def _min_max_config():
 
 
 def test_shuffle_unit_fewer_npu_operations_same_bits(tmp_path, monkeypatch):
-    import toolkit.lower.compile as compile_module
+    import toolkit.lower.build_variant as compile_module
     from toolkit.quantize.quantizer import quantize
 
     monkeypatch.setattr(

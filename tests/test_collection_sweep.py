@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from toolkit.errors import UserError
-from toolkit.pipeline import Job, run_job
+from toolkit.job import Job
+from toolkit.pipeline import run_job
 from toolkit.runners.sim import SimulatorRunner
 from toolkit.sim.errors import SimError
 

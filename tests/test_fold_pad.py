@@ -1,4 +1,4 @@
-"""An explicit zero PAD before a convolution folds into the convolution's padding (fold_pad.py).
+"""An explicit zero PAD before a convolution folds into the convolution's padding (rewrites/fold_pad.py).
 
 TF-style "same" padding, written as F.pad(x, (0, 1, 0, 1)) + Conv2d(stride=2, padding=0), lowers
 through ExecuTorch 1.5.1 to PAD + CONV2D, and Vela runs the PAD as 3 extra NPU operations.
@@ -22,12 +22,12 @@ from tosa.TosaGraph import TosaGraph
 
 from toolkit.artifacts import LoadedModel
 from toolkit.compare.metrics import sqnr_db
-from toolkit.lower.compile import compile_variant
-from toolkit.lower.fold_pad import FoldPadIntoConvPass, fold_pads_into_convs
+from toolkit.lower.build_variant import compile_variant
 from toolkit.lower.tosa_graph import read_tosa
 from toolkit.models.layout import channels_last_io
 from toolkit.quantize.calibration import random_calibration
 from toolkit.rewrites import DEFAULT_REWRITES
+from toolkit.rewrites.fold_pad import FoldPadIntoConvPass, fold_pads_into_convs
 from toolkit.runners.sim import SimulatorRunner
 from toolkit.runners.tosa_ref import TosaReferenceRunner
 from toolkit.targets import load_target

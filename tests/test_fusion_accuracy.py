@@ -20,7 +20,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from toolkit.artifacts import LoadedModel
-from toolkit.pipeline import Job, run_job
+from toolkit.job import Job
+from toolkit.pipeline import run_job
 from toolkit.quantize.calibration import random_calibration
 from toolkit.quantize.quantizer import quantize
 from toolkit.targets import load_target

@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
 import activation_models as am
 
 from toolkit.artifacts import CalibrationSet, LoadedModel
-from toolkit.lower.compile import compile_variant
+from toolkit.lower.build_variant import compile_variant
 from toolkit.lower.tosa_graph import read_tosa
 from toolkit.quantize.calibration import random_calibration
 from toolkit.runners.tosa_ref import TosaReferenceRunner
@@ -234,7 +234,7 @@ def _compile_both(npu, tmp_path, module, name, config=None, monkeypatch=None):
     x = am.example_input("conv2d")
     loaded = LoadedModel(f"test:{name}", name, module, (x,), f"fusion-matrix-{name}")
     if config is not None:
-        import toolkit.lower.compile as compile_module
+        import toolkit.lower.build_variant as compile_module
         from toolkit.quantize.quantizer import quantize
 
         monkeypatch.setattr(compile_module, "quantize", functools.partial(quantize, config=config))

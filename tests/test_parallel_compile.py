@@ -6,7 +6,7 @@ import pytest
 
 from toolkit.errors import UserError
 from toolkit.lower import parallel
-from toolkit.lower.compile import compile_variant
+from toolkit.lower.build_variant import compile_variant
 from toolkit.models.loader import load_model
 from toolkit.quantize.calibration import random_calibration
 from toolkit.rewrites import DEFAULT_REWRITES

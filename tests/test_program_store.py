@@ -6,8 +6,8 @@ import json
 
 import numpy as np
 
-import toolkit.lower.compile as compile_module
-from toolkit.lower.compile import compile_variant
+import toolkit.lower.build_variant as compile_module
+from toolkit.lower.build_variant import compile_variant
 from toolkit.models.loader import load_model
 from toolkit.quantize.calibration import random_calibration
 from toolkit.runners.tosa_ref import TosaReferenceRunner

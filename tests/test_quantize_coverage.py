@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from toolkit.pipeline import Job, run_job
+from toolkit.job import Job
+from toolkit.pipeline import run_job
 
 FIXTURES = Path(__file__).parent / "fixtures"
 sys.path.insert(0, str(FIXTURES))

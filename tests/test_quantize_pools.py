@@ -10,7 +10,7 @@ from torch import nn
 
 from toolkit.artifacts import LoadedModel
 from toolkit.compare.metrics import sqnr_db
-from toolkit.lower.compile import compile_variant
+from toolkit.lower.build_variant import compile_variant
 from toolkit.quantize.calibration import random_calibration
 from toolkit.quantize.quantizer import quantize
 from toolkit.runners.tosa_ref import TosaReferenceRunner

@@ -9,7 +9,7 @@ from torch import nn
 from toolkit.artifacts import LoadedModel
 from toolkit.compare.metrics import sqnr_db
 from toolkit.errors import UserError
-from toolkit.lower.compile import compile_variant
+from toolkit.lower.build_variant import compile_variant
 from toolkit.lower.tosa_graph import read_tosa
 from toolkit.models.layout import channels_last_io
 from toolkit.models.loader import load_model

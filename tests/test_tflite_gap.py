@@ -15,11 +15,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from softmax_head import with_softmax
+from tflite_edit import compile_without_softmax
 
-from toolkit.lower.compile import compile_variant
+from toolkit.lower.build_variant import compile_variant
 from toolkit.lower.tflite import compile_tflite
-from toolkit.lower.tflite_edit import compile_without_softmax
-from toolkit.models.heads import with_softmax
 from toolkit.models.layout import channels_last_io
 from toolkit.models.loader import load_model
 from toolkit.quantize.calibration import random_calibration

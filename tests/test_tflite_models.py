@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from tflite_edit import without_final_softmax
 
 from toolkit.cli import main
 from toolkit.errors import UserError
 from toolkit.lower.tflite import compile_tflite
-from toolkit.lower.tflite_edit import without_final_softmax
 from toolkit.targets import load_target
 
 TFLITE = Path(__file__).parent / "fixtures" / "ad01_int8.tflite"

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from toolkit.pipeline import Job, run_job
+from toolkit.job import Job
+from toolkit.pipeline import run_job
 from toolkit.sim.payload import load_payload
 
 

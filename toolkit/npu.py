@@ -33,6 +33,16 @@ DEFAULT_VELA_SYSTEM = {
 }
 
 
+def accelerator_family(accelerator: str) -> str:
+    """ "ethos-u55-128" -> "ethos-u55"."""
+    return accelerator.rsplit("-", 1)[0]
+
+
+def accelerator_macs(accelerator: str) -> int:
+    """ "ethos-u55-128" -> 128, the MACs per cycle."""
+    return int(accelerator.rsplit("-", 1)[1])
+
+
 @dataclass(frozen=True)
 class NpuConfig:
     """One NPU as Vela sees it: accelerator, system config and memory mode."""
@@ -44,12 +54,12 @@ class NpuConfig:
 
     @property
     def family(self) -> str:
-        return self.accelerator.rsplit("-", 1)[0]
+        return accelerator_family(self.accelerator)
 
     @property
     def macs(self) -> int:
         """MACs per cycle (the number in the accelerator name)."""
-        return int(self.accelerator.rsplit("-", 1)[1])
+        return accelerator_macs(self.accelerator)
 
     def with_config_ini(self, path: str | Path) -> NpuConfig:
         """The same NPU with its system config and memory mode read from another Vela .ini."""
@@ -83,8 +93,7 @@ def npu_config(
 ) -> NpuConfig:
     """An NpuConfig with the family's Vela defaults for whatever is not given."""
     check_accelerator(accelerator)
-    family = accelerator.rsplit("-", 1)[0]
-    default_system, default_memory = DEFAULT_VELA_SYSTEM[family]
+    default_system, default_memory = DEFAULT_VELA_SYSTEM[accelerator_family(accelerator)]
     return NpuConfig(accelerator, system_config or default_system, memory_mode or default_memory)
 
 

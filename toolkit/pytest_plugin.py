@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-RUNNERS = ("auto", "fvp", "sim", "tosa-ref", "serial")
+from .resolve import FUSION_VARIANT, RUNNER_CHOICES, resolve_runner, resolve_target
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class DeviceResult:
     cycles: Any  # toolkit.artifacts.CycleFigures: kind says measured, simulated or estimate
     max_diff_lsb: float
     sqnr_db: float
-    job: Any = None  # the toolkit.pipeline.JobResult, for anything else
+    job: Any = None  # the toolkit.results.JobResult, for anything else
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -51,7 +51,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--etk-runner",
         default="auto",
-        choices=RUNNERS,
+        choices=RUNNER_CHOICES,
         help="runner (default auto: FVP, else simulator, else TOSA reference)",
     )
     group.addoption("--etk-npu", help="NPU configuration (default: the target's)")
@@ -83,13 +83,13 @@ class _Deployer:
         return self._results[(model, variant)]
 
     def _run(self, model: str, variant: str) -> DeviceResult:
-        from .pipeline import Job, run_job
-        from .runners.select import select_runner
-        from .targets import load_target
+        from .job import Job
+        from .pipeline import run_job
 
-        target = load_target(self.target)
-        npu = target.npu(self.npu)
-        runner, note = select_runner(self.runner, target, npu, port=self.port, baud=self.baud)
+        target, npu = resolve_target(self.target, self.npu)
+        runner, note = resolve_runner(
+            model, self.runner, target, npu, port=self.port, baud=self.baud
+        )
         out = self.out / f"{model.replace(':', '_').replace('/', '_')}_{variant}"
         result = run_job(
             Job(
@@ -98,12 +98,11 @@ class _Deployer:
                 variants=(variant,),
                 npu=npu.accelerator,
                 out_dir=out,
-                runner=runner.name,
             ),
             runner=runner,
             runner_note=note,
         )
-        device = result.variants[variant].device
+        device = next(iter(result.variants.values())).run  # one variant ("tflite" for a .tflite)
         return DeviceResult(
             model,
             variant,
@@ -150,7 +149,7 @@ def etk_deploy(
     """etk_deploy(model, fusion="on") -> DeviceResult; fails the test when out of tolerance."""
 
     def deploy(model: str, fusion: str = "on") -> DeviceResult:
-        variant = {"on": "fused", "off": "unfused"}[fusion]
+        variant = FUSION_VARIANT[fusion]
         result = etk_deployer.deploy(model, variant)
         prefix = f"etk {model} {variant}"
         for name, value in (

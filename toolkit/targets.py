@@ -9,13 +9,19 @@ from __future__ import annotations
 
 import os
 import string
-import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from .errors import UserError
-from .npu import DEFAULT_VELA_SYSTEM, NpuConfig, check_accelerator, vendor_npu_config
+from .npu import (
+    DEFAULT_VELA_SYSTEM,
+    NpuConfig,
+    accelerator_family,
+    check_accelerator,
+    vendor_npu_config,
+)
+from .toml_table import TomlTable, load_toml
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -37,7 +43,6 @@ class FvpSpec:
     """How to run this target on an Arm Fixed Virtual Platform."""
 
     binaries: dict[str, str]  # NPU family ("ethos-u55") -> FVP executable name
-    board_prefix: str  # "mps3_board" (Corstone-300) or "mps4_board" (Corstone-320)
     num_macs_param: str  # e.g. "ethosu.num_macs"
     cpu_prefix: str  # semihosting parameters live under this component, e.g. "cpu0"
     config_file: Path | None  # FVP parameter file (-f), from fvp_configs/
@@ -46,7 +51,7 @@ class FvpSpec:
     runner_elf: str | None  # semihosting executor runner; --runner-elf / ETK_RUNNER_ELF win
 
     def binary_for(self, accelerator: str) -> str:
-        family = accelerator.rsplit("-", 1)[0]
+        family = accelerator_family(accelerator)
         try:
             return self.binaries[family]
         except KeyError:
@@ -101,7 +106,6 @@ class Target:
     # NPU family -> (Vela system config, memory mode) as the runtime image was built.
     vela_system: dict[str, tuple[str, str]]
     fvp: FvpSpec | None = None
-    board: dict[str, Any] | None = field(default=None)
     board_spec: BoardSpec | None = None
     vela_config: str | None = None  # [npu.vela] config: a vendor's Vela ini (else Vela's own)
     sram_bytes: int | None = None  # SRAM the runtime image gives the NPU; None: not checked
@@ -122,7 +126,7 @@ class Target:
                 f"target '{self.name}' has no {accelerator}: use one of "
                 f"{', '.join(self.supported_npus)} (or add a target file in targets/)"
             )
-        family = accelerator.rsplit("-", 1)[0]
+        family = accelerator_family(accelerator)
         default_system, default_memory = self.vela_system.get(family, DEFAULT_VELA_SYSTEM[family])
         npu = NpuConfig(accelerator, system_config or default_system, memory_mode or default_memory)
         if vela_config is not None:
@@ -134,46 +138,7 @@ class Target:
         return npu
 
 
-class _Table:
-    """A TOML table that reports missing or mistyped keys with file and key path."""
-
-    def __init__(self, data: dict[str, Any], path: Path, prefix: str = ""):
-        self.data, self.path, self.prefix = data, path, prefix
-
-    def _fail(self, key: str, expected: str, got: Any = None) -> UserError:
-        what = "missing" if got is None else f"is {type(got).__name__} {got!r}"
-        return UserError(
-            f"target file {self.path}: key '{self.prefix}{key}' {what}, expected {expected}"
-        )
-
-    def get(self, key: str, typ: type | tuple[type, ...], expected: str, default: Any = ...) -> Any:
-        if key not in self.data:
-            if default is ...:
-                raise self._fail(key, expected)
-            return default
-        value = self.data[key]
-        if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
-            raise self._fail(key, expected, value)
-        return value
-
-    def table(self, key: str, required: bool = True) -> _Table | None:
-        value = self.get(key, dict, "a table", default=... if required else None)
-        return None if value is None else _Table(value, self.path, f"{self.prefix}{key}.")
-
-    def str_list(self, key: str) -> tuple[str, ...]:
-        value = self.get(key, list, "a list of strings")
-        if not all(isinstance(v, str) for v in value):
-            raise self._fail(key, "a list of strings", value)
-        return tuple(value)
-
-    def str_dict(self, key: str) -> dict[str, str]:
-        value = self.get(key, dict, "a table of strings", default={})
-        if not all(isinstance(v, str) for v in value.values()):
-            raise self._fail(key, "a table of strings", value)
-        return dict(value)
-
-
-def _parse_fvp(table: _Table) -> FvpSpec:
+def _parse_fvp(table: TomlTable) -> FvpSpec:
     config_name = table.get("config_file", str, "a file name in fvp_configs/", default=None)
     config_file = None
     if config_name is not None:
@@ -188,7 +153,6 @@ def _parse_fvp(table: _Table) -> FvpSpec:
     params = table.get("parameters", dict, "a table of FVP parameters", default={})
     return FvpSpec(
         binaries=table.str_dict("binaries") or {},
-        board_prefix=table.get("board_prefix", str, "a string like 'mps3_board'"),
         num_macs_param=table.get("num_macs_param", str, "an FVP parameter name"),
         cpu_prefix=table.get("cpu_prefix", str, "an FVP component name like 'cpu0'"),
         config_file=config_file,
@@ -198,13 +162,13 @@ def _parse_fvp(table: _Table) -> FvpSpec:
     )
 
 
-def _commands(table: _Table, key: str, required: bool) -> tuple[str, ...]:
+def _commands(table: TomlTable, key: str, required: bool) -> tuple[str, ...]:
     value = table.get(
         key, (str, list), "a command template or a list of them", default=... if required else []
     )
     steps = [value] if isinstance(value, str) else value
     if not all(isinstance(step, str) and step.strip() for step in steps):
-        raise table._fail(key, "a command template or a list of them", value)
+        raise table.wrong(key, "a command template or a list of them", value)
     for step in steps:
         try:
             fields = {name for _, name, _, _ in string.Formatter().parse(step) if name is not None}
@@ -222,10 +186,10 @@ def _commands(table: _Table, key: str, required: bool) -> tuple[str, ...]:
     return tuple(steps)
 
 
-def _parse_board(table: _Table) -> BoardSpec:
+def _parse_board(table: TomlTable) -> BoardSpec:
     reset = table.get("reset", str, f"one of {', '.join(RESET_METHODS)}", default="flash")
     if reset not in RESET_METHODS:
-        raise table._fail("reset", f"one of {', '.join(RESET_METHODS)}", reset)
+        raise table.wrong("reset", f"one of {', '.join(RESET_METHODS)}", reset)
     reset_command = _commands(table, "reset_command", required=reset == "command")
     seconds = (int, float)
     usb_ids = table.str_list("usb_ids") if "usb_ids" in table.data else ()
@@ -234,13 +198,13 @@ def _parse_board(table: _Table) -> BoardSpec:
         if not (
             sep and len(vid) == len(pid) == 4 and all(c in string.hexdigits for c in vid + pid)
         ):
-            raise table._fail("usb_ids", "a list of 'VID:PID' in hex, like '0403:6011'", usb_id)
+            raise table.wrong("usb_ids", "a list of 'VID:PID' in hex, like '0403:6011'", usb_id)
     retries = table.get("retries", int, "a whole number of re-runs", default=2)
     inputs = table.get("inputs", str, "bundled or ones", default="bundled")
     if inputs not in ("bundled", "ones"):
-        raise table._fail("inputs", "bundled or ones", inputs)
+        raise table.wrong("inputs", "bundled or ones", inputs)
     if retries < 0:
-        raise table._fail("retries", "a whole number of re-runs", retries)
+        raise table.wrong("retries", "a whole number of re-runs", retries)
     return BoardSpec(
         name=table.get("name", str, "the board's name"),
         port=table.get("port", str, "a serial port like '/dev/ttyACM0'", default=None),
@@ -264,15 +228,7 @@ def _parse_board(table: _Table) -> BoardSpec:
 
 
 def load_target_file(path: Path) -> Target:
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"target file {path} is not valid TOML: {exc}") from None
-    except UnicodeDecodeError as exc:
-        raise UserError(
-            f"target file {path} is not UTF-8 text (byte {exc.start}): save it as UTF-8"
-        ) from None
-    top = _Table(data, path)
+    top = TomlTable(load_toml(path, "target file"), path, "target file")
     npu = top.table("npu")
     supported = npu.str_list("supported")
     for accelerator in supported:
@@ -303,8 +259,7 @@ def load_target_file(path: Path) -> Target:
         supported_npus=supported,
         vela_system=vela_system,
         fvp=_parse_fvp(fvp) if fvp is not None else None,
-        board=board,
-        board_spec=_parse_board(_Table(board, path, "board.")) if board is not None else None,
+        board_spec=_parse_board(top.sub(board, "board.")) if board is not None else None,
         vela_config=vela_config,
         sram_bytes=sram,
     )

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from toolkit.bench.record import BenchRecord
 from toolkit.bench.results import (
     append_record,
     finished_keys,
@@ -101,9 +102,13 @@ def test_suite_that_is_not_toml(tmp_path):
         load_suite(path)
 
 
+def _record(key: str, status: str, reason: str | None = None) -> BenchRecord:
+    return BenchRecord(1, key, key, {}, status, reason)
+
+
 def _append_many(path: str, worker: int) -> None:
     for i in range(50):
-        append_record(Path(path), {"key": f"{worker}-{i}", "status": "ok", "pad": "x" * 5000})
+        append_record(Path(path), _record(f"{worker}-{i}", "failed", "x" * 5000))
 
 
 def test_concurrent_appends_never_interleave(tmp_path):
@@ -123,13 +128,13 @@ def test_concurrent_appends_never_interleave(tmp_path):
 
 def test_torn_last_line_is_ignored_and_newest_record_wins(tmp_path):
     path = tmp_path / "results.jsonl"
-    append_record(path, {"key": "a", "status": "failed", "reason": "licence"})
-    append_record(path, {"key": "b", "status": "ok"})
-    append_record(path, {"key": "a", "status": "ok"})
+    append_record(path, _record("a", "failed", "licence"))
+    append_record(path, _record("b", "ok"))
+    append_record(path, _record("a", "ok"))
     with open(path, "a") as handle:
         handle.write('{"key": "c", "sta')
     records = read_records(path)
-    assert [r["key"] for r in records] == ["a", "b", "a"]
-    assert latest(records)["a"]["status"] == "ok"
+    assert [r.key for r in records] == ["a", "b", "a"]
+    assert latest(records)["a"].status == "ok"
     assert finished_keys(records[:2]) == {"b"}  # a failed run is run again by --resume
     assert finished_keys(records) == {"a", "b"}

@@ -216,8 +216,8 @@ def test_missing_model_file_is_a_suite_error_or_fails_the_run(tmp_path):
     (run,) = load_suite(suite).runs()
     gone.unlink()  # after the suite was expanded
     record = execute_run(run, str(tmp_path / "out"))
-    assert record["status"] == "failed"
-    assert f"model file {tmp_path / 'gone.tflite'} not found" in record["reason"]
+    assert record.status == "failed"
+    assert f"model file {tmp_path / 'gone.tflite'} not found" in record.reason
 
 
 def test_model_edited_after_expansion_fails_rather_than_mislabel(tmp_path):
@@ -227,6 +227,6 @@ def test_model_edited_after_expansion_fails_rather_than_mislabel(tmp_path):
     (run,) = load_suite(suite).runs()
     path.write_bytes(b"new")
     record = execute_run(run, str(tmp_path / "out"))
-    assert record["status"] == "failed" and record["key"] == run_key(run)
-    assert "changed after the suite started" in record["reason"]
+    assert record.status == "failed" and record.key == run_key(run)
+    assert "changed after the suite started" in record.reason
     assert run_key(replace(run, model_sha256=None)) != run_key(run)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from toolkit.bench.record import BenchRecord
 from toolkit.bench.results import append_record, read_records, repair_torn_tail
 from toolkit.cli import main
 
@@ -12,13 +13,13 @@ from .helpers import records, write_suite
 
 def test_repair_moves_the_torn_line_aside_and_the_next_record_is_whole(tmp_path):
     path = tmp_path / "results.jsonl"
-    append_record(path, {"key": "a", "status": "ok"})
+    append_record(path, BenchRecord(1, "a", "a", {}, "ok", None))
     with open(path, "a") as handle:
         handle.write('{"key": "b", "sta')
     assert repair_torn_tail(path) == len('{"key": "b", "sta')
     assert (tmp_path / "results.jsonl.torn").read_text() == '{"key": "b", "sta\n'
-    append_record(path, {"key": "b", "status": "ok"})
-    assert [r["key"] for r in read_records(path)] == ["a", "b"]
+    append_record(path, BenchRecord(1, "b", "b", {}, "ok", None))
+    assert [r.key for r in read_records(path)] == ["a", "b"]
     assert repair_torn_tail(path) == 0
 
 

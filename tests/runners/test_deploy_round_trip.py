@@ -68,17 +68,18 @@ def test_auto_runner_without_fvp_says_why(monkeypatch, tmp_path):
 
 
 def test_deploy_on_simulator_matches_host_reference_fused_and_unfused(compiled, tmp_path):
-    from toolkit.pipeline import Job, run_job
+    from toolkit.job import Job
+    from toolkit.pipeline import run_job
     from toolkit.runners.sim import SimulatorRunner
 
     result = run_job(
         Job(model="zoo:conv2d_bn_relu6", out_dir=tmp_path, eval_samples=2), runner=SimulatorRunner()
     )
     for variant in ("fused", "unfused"):
-        device = result.variants[variant].device
+        device = result.variants[variant].run
         assert device.outputs_match_reference and device.exact_match_rate == 1.0
         assert device.evaluation.runs[0].cycles.kind == "simulated"
     fused, unfused = (
-        result.variants[v].device.evaluation.runs[0].cycles.npu_cycles for v in ("fused", "unfused")
+        result.variants[v].run.evaluation.runs[0].cycles.npu_cycles for v in ("fused", "unfused")
     )
     assert fused == unfused > 0  # same NPU operations, same simulated cycles

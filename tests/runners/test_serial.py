@@ -311,7 +311,8 @@ def test_deploy_to_a_board_that_runs_all_ones_inputs(tmp_path, capsys):
     """hello-executorch (board.inputs = "ones") ignores etk's inputs: deploy evaluates on one
     all-ones sample, and the board's printed outputs are checked against the host reference's."""
     from toolkit.cli import main
-    from toolkit.pipeline import Job, run_job
+    from toolkit.job import Job
+    from toolkit.pipeline import run_job
     from toolkit.runners.serial import FIXED_ONES_NOTE
 
     root, out = tmp_path / "board", tmp_path / "out"

@@ -272,7 +272,8 @@ def fixture_model(tmp_path_factory):
     fused and unfused for ethos-u55-128 through the toolkit's own chain, once per session."""
     import functools
 
-    from toolkit.pipeline import Job, run_job
+    from toolkit.job import Job
+    from toolkit.pipeline import run_job
 
     @functools.cache
     def build(name: str, shape: str):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from ethosu import mlw_codec
+from tflite_edit import without_final_softmax
 
 from toolkit.lower.tflite import compile_tflite
-from toolkit.lower.tflite_edit import without_final_softmax
 from toolkit.sim import forget_programs, load_payload, simulate, weights
 from toolkit.targets import load_target
 

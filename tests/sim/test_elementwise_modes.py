@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from toolkit.artifacts import LoadedModel
-from toolkit.lower.compile import compile_variant
+from toolkit.lower.build_variant import compile_variant
 from toolkit.lower.tosa_graph import read_tosa
 from toolkit.models.layout import channels_last_io
 from toolkit.npu import npu_config

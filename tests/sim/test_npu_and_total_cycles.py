@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolkit.runners.hybrid import execute
+from toolkit.runners.host_interpreter import execute
 from toolkit.runners.sim import SimulatorRunner
 from toolkit.sim import load_payload, simulate
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tflite_edit import without_final_softmax
 
 from toolkit.lower.tflite import compile_tflite
-from toolkit.lower.tflite_edit import without_final_softmax
 from toolkit.sim.commands import Command
 from toolkit.sim.elementwise import prepare_elementwise
 from toolkit.sim.memory import Memory

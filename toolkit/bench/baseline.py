@@ -19,6 +19,7 @@ import numpy as np
 from rich.table import Table
 
 from ..errors import UserError
+from .record import BenchRecord
 from .results import decode_codes
 
 BASELINE_NAME = "baseline.json"
@@ -45,15 +46,15 @@ def parse_percent(text: str) -> float:
     return value / 100 if match.group(2) else value
 
 
-def baseline_from_records(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
+def baseline_from_records(records: Iterable[BenchRecord]) -> dict[str, Any]:
     runs = {}
     for record in records:
-        if record["status"] != "ok":
+        if not record.ok or record.outputs is None:
             continue
-        runs[record["key"]] = {
-            "label": record["label"],
-            "cycles": record["cycles"],
-            "outputs": record["outputs"]["quantized"],
+        runs[record.key] = {
+            "label": record.label,
+            "cycles": record.cycles,
+            "outputs": record.outputs["quantized"],
         }
     return {"schema": BASELINE_SCHEMA, "runs": runs}
 
@@ -163,31 +164,29 @@ def _outputs(key: str, label: str, base: list, now: list, tolerance: int) -> Reg
 
 
 def compare(
-    records: Iterable[dict[str, Any]],
+    records: Iterable[BenchRecord],
     baseline: dict[str, Any],
     cycle_tolerance: float,
     lsb_tolerance: int,
 ) -> list[Regression]:
     regressions: list[Regression] = []
     for record in records:
-        base = baseline["runs"].get(record["key"])
+        base = baseline["runs"].get(record.key)
         if base is None:
             continue
-        key, label = record["key"], record["label"]
-        if record["status"] != "ok":
+        key, label = record.key, record.label
+        if not record.ok or record.cycles is None or record.outputs is None:
             regressions.append(
-                Regression(
-                    key, label, "run failed", "ok", "failed", str(record["reason"])[:120], "ok"
-                )
+                Regression(key, label, "run failed", "ok", "failed", str(record.reason)[:120], "ok")
             )
             continue
         for name in ("run", "estimate"):
             found = _cycles(
-                key, label, name, base["cycles"][name], record["cycles"][name], cycle_tolerance
+                key, label, name, base["cycles"][name], record.cycles[name], cycle_tolerance
             )
             if found:
                 regressions.append(found)
-        found = _outputs(key, label, base["outputs"], record["outputs"]["quantized"], lsb_tolerance)
+        found = _outputs(key, label, base["outputs"], record.outputs["quantized"], lsb_tolerance)
         if found:
             regressions.append(found)
     return regressions

@@ -8,16 +8,16 @@ that made them (the record names the host and folder).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from ..errors import UserError
+from .record import BenchRecord
 from .results import lost_run_record, run_key
 from .suite import RunSpec
 
 CONNECT_TIMEOUT_S = 10
 
 
-def _task(spec: RunSpec, out_root: str) -> dict[str, Any]:
+def _task(spec: RunSpec, out_root: str) -> BenchRecord:
     from toolkit.bench.runs import execute_run
 
     return execute_run(spec, out_root)
@@ -27,7 +27,7 @@ def run_dask(
     specs: Sequence[RunSpec],
     out_root: str,
     address: str,
-    on_record: Callable[[dict[str, Any]], None],
+    on_record: Callable[[BenchRecord], None],
 ) -> None:
     try:
         from distributed import Client, as_completed

@@ -11,12 +11,12 @@ import multiprocessing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
-from typing import Any
 
+from .record import BenchRecord
 from .results import lost_run_record
 from .suite import RunSpec
 
-OnRecord = Callable[[dict[str, Any]], None]
+OnRecord = Callable[[BenchRecord], None]
 ATTEMPTS = 2
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -12,6 +10,8 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+
+from .record import BenchRecord
 
 
 class BenchProgress:
@@ -42,12 +42,12 @@ class BenchProgress:
     def __exit__(self, *exc) -> None:
         self._progress.stop()
 
-    def record(self, record: dict[str, Any]) -> None:
+    def record(self, record: BenchRecord) -> None:
         self.done += 1
-        if record["status"] != "ok":
+        if not record.ok:
             self.failed += 1
             self._progress.console.print(
-                f"FAILED {record['label']}: {record['reason']}", markup=False, highlight=False
+                f"FAILED {record.label}: {record.reason}", markup=False, highlight=False
             )
         self._progress.update(
             self._task,

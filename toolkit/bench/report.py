@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..atomic_write import write_atomic
 from ..errors import UserError
+from .record import BenchRecord
 from .results import RESULTS_NAME, latest, read_records
 
 
@@ -38,21 +40,20 @@ class Row:
         return (self.target, self.npu, self.vela, self.runner)
 
 
-def _row(record: dict[str, Any]) -> Row:
-    spec = record["spec"]
-    ok = record["status"] == "ok"
-    cycles = record.get("cycles", {})
-    outputs = record.get("outputs", {})
+def _row(record: BenchRecord) -> Row:
+    spec = record.spec
+    cycles = record.cycles or {}
+    outputs = record.outputs or {}
     return Row(
-        key=record["key"],
+        key=record.key,
         model=spec["model"],
         target=spec["target"],
         npu=spec["npu"],
         variant=spec["variant"],
         vela=spec["vela"]["name"],
-        runner=record["runner"]["name"] if ok else spec["runner"],
-        status=record["status"],
-        reason=record.get("reason") or "",
+        runner=record.runner["name"] if record.ok and record.runner else spec["runner"],
+        status=record.status,
+        reason=record.reason or "",
         estimate_cycles=cycles.get("estimate", {}).get("npu_cycles"),
         run_cycles=cycles.get("run", {}).get("npu_cycles"),
         run_kind=cycles.get("run", {}).get("kind", ""),
@@ -61,7 +62,7 @@ def _row(record: dict[str, Any]) -> Row:
         matches_reference=outputs.get("outputs_match_reference"),
         layers=tuple(
             (f"{layer['operator']} {layer['name']}", layer["npu_cycles"])
-            for layer in record.get("layers", {}).get("rows", [])
+            for layer in (record.layers or {}).get("rows", [])
         ),
     )
 
@@ -362,18 +363,12 @@ def html_page(rows: list[Row], title: str) -> str:
     )
 
 
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
-
-
 def write_reports(folder: Path, with_html: bool) -> list[Path]:
     rows = load_rows(folder)
     title = folder.resolve().name
     written = [folder / "report.md"]
-    _write(written[0], markdown(rows, title))
+    write_atomic(written[0], markdown(rows, title))
     if with_html:
         written.append(folder / "report.html")
-        _write(written[1], html_page(rows, title))
+        write_atomic(written[1], html_page(rows, title))
     return written

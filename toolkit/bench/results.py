@@ -19,25 +19,23 @@ from typing import Any
 
 import numpy as np
 
+from .record import BenchRecord
 from .suite import RunSpec
 
 RESULTS_NAME = "results.jsonl"
 RECORD_SCHEMA = 1
 
 
-def base_record(spec: RunSpec) -> dict[str, Any]:
-    """The fields every record has, whatever became of the run."""
-    return {
-        "schema": RECORD_SCHEMA,
-        "key": run_key(spec),
-        "label": spec.label,
-        "spec": asdict(spec),
-    }
+def new_record(spec: RunSpec, status: str, reason: str | None, **fields: Any) -> BenchRecord:
+    """The spec's record: its key, label and spec, with status, reason and whatever else ran."""
+    return BenchRecord(
+        RECORD_SCHEMA, run_key(spec), spec.label, asdict(spec), status, reason, **fields
+    )
 
 
-def lost_run_record(spec: RunSpec, reason: str) -> dict[str, Any]:
+def lost_run_record(spec: RunSpec, reason: str) -> BenchRecord:
     """A run whose worker never sent a record back (killed, lost with its machine)."""
-    return {**base_record(spec), "status": "failed", "reason": reason}
+    return new_record(spec, "failed", reason)
 
 
 def run_key(spec: RunSpec) -> str:
@@ -53,8 +51,8 @@ def run_key(spec: RunSpec) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def append_record(path: Path, record: dict[str, Any]) -> None:
-    data = (json.dumps(record, default=str, separators=(",", ":")) + "\n").encode()
+def append_record(path: Path, record: BenchRecord) -> None:
+    data = (json.dumps(record.to_json(), default=str, separators=(",", ":")) + "\n").encode()
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
@@ -85,30 +83,31 @@ def repair_torn_tail(path: Path) -> int:
     return len(data) - keep
 
 
-def read_records(path: Path) -> list[dict[str, Any]]:
+def read_records(path: Path) -> list[BenchRecord]:
     """Every record in file order; a torn last line (power loss) is ignored."""
     if not path.exists():
         return []
     records = []
     for line in path.read_text().splitlines():
         try:
-            records.append(json.loads(line))
+            data = json.loads(line)
         except json.JSONDecodeError:
             continue
+        records.append(BenchRecord.from_json(data))
     return records
 
 
-def latest(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def latest(records: Iterable[BenchRecord]) -> dict[str, BenchRecord]:
     """key -> the newest record for it, in first-seen order."""
-    newest: dict[str, dict[str, Any]] = {}
+    newest: dict[str, BenchRecord] = {}
     for record in records:
-        newest[record["key"]] = record
+        newest[record.key] = record
     return newest
 
 
-def finished_keys(records: Iterable[dict[str, Any]]) -> set[str]:
+def finished_keys(records: Iterable[BenchRecord]) -> set[str]:
     """Keys --resume skips: those whose newest record succeeded."""
-    return {k for k, r in latest(records).items() if r["status"] == "ok"}
+    return {k for k, r in latest(records).items() if r.ok}
 
 
 def encode_codes(codes: np.ndarray) -> str:

@@ -1,4 +1,4 @@
-"""One run of a suite -> one record (a plain dict, the line written to results.jsonl).
+"""One run of a suite -> one record (bench/record.py: BenchRecord, a line of results.jsonl).
 
 Runs in a worker (a local process or a Dask worker); never raises for a failing run: the record
 says failed and why, and the suite goes on.
@@ -17,19 +17,22 @@ from typing import Any
 import numpy as np
 
 from ..errors import UserError
+from ..job import Job
 from ..models.loader import model_file
-from ..pipeline import Job, JobResult, report_dict, run_job
-from ..runners.select import runner_for_model, select_runner
-from ..targets import load_target
+from ..pipeline import run_job
+from ..report.job_report import report_dict
+from ..resolve import resolve_runner, resolve_target
+from ..results import JobResult
 from ..versions import tool_versions
-from .results import base_record, encode_codes, run_key
+from .record import BenchRecord
+from .results import encode_codes, new_record, run_key
 from .suite import RunSpec, model_file_sha256
 
 
 def _output_codes(result: JobResult, variant: str) -> list[dict[str, Any]]:
     """The integer codes of every output of every evaluation sample, for LSB comparisons."""
     vr = result.variants[variant]
-    outputs = vr.device.evaluation.outputs if vr.device else vr.reference.outputs
+    outputs = vr.run.evaluation.outputs if vr.run else vr.reference.outputs
     entries = []
     for index, quant in enumerate(vr.program.output_quant):
         if quant is None:
@@ -96,12 +99,10 @@ def _check_model_file(spec: RunSpec) -> None:
         )
 
 
-def execute_run(spec: RunSpec, out_root: str) -> dict[str, Any]:
-    key = run_key(spec)
-    out_dir = Path(out_root) / "runs" / key
+def execute_run(spec: RunSpec, out_root: str) -> BenchRecord:
+    out_dir = Path(out_root) / "runs" / run_key(spec)
     started = time.time()
-    record: dict[str, Any] = {
-        **base_record(spec),
+    where: dict[str, Any] = {
         "started": datetime.fromtimestamp(started, UTC).isoformat(timespec="seconds"),
         "host": socket.gethostname(),
         "pid": os.getpid(),
@@ -109,9 +110,10 @@ def execute_run(spec: RunSpec, out_root: str) -> dict[str, Any]:
         "versions": tool_versions(),
     }
     try:
-        target = load_target(spec.target)
-        npu = target.npu(spec.npu, spec.vela.system_config, spec.vela.memory_mode)
-        runner, note = select_runner(runner_for_model(spec.model, spec.runner), target, npu)
+        target, npu = resolve_target(
+            spec.target, spec.npu, spec.vela.system_config, spec.vela.memory_mode
+        )
+        runner, note = resolve_runner(spec.model, spec.runner, target, npu)
         _check_model_file(spec)
         job = Job(
             model=spec.model,
@@ -125,14 +127,13 @@ def execute_run(spec: RunSpec, out_root: str) -> dict[str, Any]:
             eval_samples=spec.settings.eval_samples,
             out_dir=out_dir,
             extra_vela=spec.vela.extra_flags(),
-            runner=runner.name,
         )
         result = run_job(job, runner=runner, runner_note=note)
-        record.update(status="ok", reason=None, **_ok_fields(result, spec.variant, note))
+        status, reason, figures = "ok", None, _ok_fields(result, spec.variant, note)
     except Exception as exc:  # a failing run is a result: recorded with its reason
         lines = [
             line for line in traceback.format_exception_only(exc)[-1].strip().splitlines() if line
         ]
-        record.update(status="failed", reason=" ".join(lines)[-2000:])
-    record["duration_s"] = round(time.time() - started, 3)
-    return record
+        status, reason, figures = "failed", " ".join(lines)[-2000:], {}
+    duration_s = round(time.time() - started, 3)
+    return new_record(spec, status, reason, **where, **figures, duration_s=duration_s)

@@ -13,6 +13,7 @@ from ..output_folder import locked_output_folder
 from ..report.json_report import write_json_atomic
 from .baseline import BASELINE_NAME, baseline_from_records
 from .progress import BenchProgress
+from .record import BenchRecord
 from .results import (
     RESULTS_NAME,
     append_record,
@@ -79,10 +80,10 @@ def _run_suite(
     failed = 0
     with BenchProgress(len(todo), console) as progress:
 
-        def on_record(record: dict) -> None:  # written first: an interrupt after this loses nothing
+        def on_record(record: BenchRecord) -> None:  # written first: an interrupt loses nothing
             nonlocal failed
             append_record(results, record)
-            failed += record["status"] != "ok"
+            failed += not record.ok
             progress.record(record)
 
         if scheduler:

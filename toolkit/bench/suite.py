@@ -24,16 +24,14 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..errors import UserError
+from ..resolve import FUSION_CHOICES, FUSION_VARIANT, SUITE_RUNNER_CHOICES, is_tflite
+from ..toml_table import TomlTable, load_toml
 
-FUSION = {"on": "fused", "off": "unfused"}
 TFLITE = "tflite"  # the one variant of a .tflite model: Vela compiles the file as it is
-RUNNERS = ("auto", "fvp", "sim", "tosa-ref")
 OPTIMISE = ("Performance", "Size")
 
 
@@ -119,10 +117,6 @@ class Suite:
         return tuple(specs)
 
 
-def is_tflite(model: str) -> bool:
-    return model.endswith(".tflite")
-
-
 def model_file_sha256(model: str) -> str | None:
     """sha256 of a file model's bytes; None for zoo models and for a file that is not there (the
     run then fails saying so)."""
@@ -134,44 +128,7 @@ def model_file_sha256(model: str) -> str | None:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-class _Reader:
-    """Typed access to a TOML table; errors name the file and the key."""
-
-    def __init__(self, data: dict[str, Any], path: Path, prefix: str = ""):
-        self.data, self.path, self.prefix = data, path, prefix
-
-    def fail(self, key: str, message: str) -> UserError:
-        return UserError(f"suite file {self.path}: key '{self.prefix}{key}' {message}")
-
-    def value(self, key: str, typ: type, expected: str, default: Any = ...) -> Any:
-        if key not in self.data:
-            if default is ...:
-                raise self.fail(key, f"is missing, expected {expected}")
-            return default
-        value = self.data[key]
-        if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
-            raise self.fail(key, f"is {type(value).__name__} {value!r}, expected {expected}")
-        return value
-
-    def strings(
-        self, key: str, default: Any = ..., choices: tuple[str, ...] = ()
-    ) -> tuple[str, ...]:
-        if key not in self.data and default is not ...:
-            return tuple(default)
-        expected = "a list of strings" + (f" from {', '.join(choices)}" if choices else "")
-        value = self.value(key, list, expected)
-        if not all(isinstance(v, str) for v in value) or (
-            choices and not set(value) <= set(choices)
-        ):
-            raise self.fail(key, f"is {value!r}, expected {expected}")
-        if not value:
-            raise self.fail(key, "is empty")
-        if len(set(value)) != len(value):
-            raise self.fail(key, f"lists an entry twice: {value!r}")
-        return tuple(value)
-
-
-def _expand_models(models: tuple[str, ...], reader: _Reader) -> tuple[str, ...]:
+def _expand_models(models: tuple[str, ...], reader: TomlTable) -> tuple[str, ...]:
     from ..models.zoo import zoo_names
 
     names = zoo_names()
@@ -188,7 +145,7 @@ def _expand_models(models: tuple[str, ...], reader: _Reader) -> tuple[str, ...]:
     return tuple(expanded)
 
 
-def _check_model_exists(spec: str, zoo: list[str], reader: _Reader) -> None:
+def _check_model_exists(spec: str, zoo: list[str], reader: TomlTable) -> None:
     from ..models.loader import model_file
 
     if spec.startswith("zoo:"):
@@ -207,30 +164,30 @@ def _check_model_exists(spec: str, zoo: list[str], reader: _Reader) -> None:
         )
 
 
-def _vela_options(reader: _Reader) -> tuple[VelaOptions, ...]:
+def _vela_options(reader: TomlTable) -> tuple[VelaOptions, ...]:
     if "vela" not in reader.data:
         return (VelaOptions(),)
-    tables = reader.value("vela", list, "an array of tables [[vela]]")
+    tables = reader.get("vela", list, "an array of tables [[vela]]")
     options = []
     for i, table in enumerate(tables):
         if not isinstance(table, dict):
             raise reader.fail(f"vela[{i}]", "must be a table")
-        sub = _Reader(table, reader.path, f"vela[{i}].")
+        sub = reader.sub(table, f"vela[{i}].")
         unknown = set(table) - {"name", "optimise", "memory_mode", "system_config", "flags"}
         if unknown:
             raise sub.fail(
                 sorted(unknown)[0],
                 "is not a Vela option key (name, optimise, memory_mode, system_config, flags)",
             )
-        optimise = sub.value("optimise", str, "Performance or Size", None)
+        optimise = sub.get("optimise", str, "Performance or Size", None)
         if optimise is not None and optimise not in OPTIMISE:
             raise sub.fail("optimise", f"is {optimise!r}, expected Performance or Size")
         options.append(
             VelaOptions(
-                name=sub.value("name", str, "a string naming this option set", f"vela{i}"),
+                name=sub.get("name", str, "a string naming this option set", f"vela{i}"),
                 optimise=optimise,
-                memory_mode=sub.value("memory_mode", str, "a Vela memory mode", None),
-                system_config=sub.value("system_config", str, "a Vela system config", None),
+                memory_mode=sub.get("memory_mode", str, "a Vela memory mode", None),
+                system_config=sub.get("system_config", str, "a Vela system config", None),
                 flags=sub.strings("flags", default=[]),
             )
         )
@@ -239,11 +196,11 @@ def _vela_options(reader: _Reader) -> tuple[VelaOptions, ...]:
     return tuple(options)
 
 
-def _settings(reader: _Reader) -> Settings:
-    table = reader.value("settings", dict, "a table", default={})
-    sub = _Reader(table, reader.path, "settings.")
+def _settings(reader: TomlTable) -> Settings:
+    table = reader.get("settings", dict, "a table", default={})
+    sub = reader.sub(table, "settings.")
     values = {
-        key: sub.value(key, int, "an integer", default)
+        key: sub.get(key, int, "an integer", default)
         for key, default in (("seed", 0), ("eval_samples", 8), ("calibration_samples", 8))
     }
     for key in ("eval_samples", "calibration_samples"):
@@ -259,13 +216,8 @@ def load_suite(path: Path) -> Suite:
     from ..targets import load_target
 
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise UserError(f"suite file {path} does not exist") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"suite file {path} is not valid TOML: {exc}") from None
-    reader = _Reader(data, path)
+    data = load_toml(path, "suite file")
+    reader = TomlTable(data, path, "suite file")
     unknown = set(data) - KNOWN_KEYS
     if unknown:
         raise reader.fail(
@@ -285,15 +237,15 @@ def load_suite(path: Path) -> Suite:
             raise reader.fail(
                 "npus", f"has {npu}, which none of the targets ({', '.join(targets)}) offers"
             )
-    fusion = reader.strings("fusion", default=["on", "off"], choices=tuple(FUSION))
+    fusion = reader.strings("fusion", default=FUSION_CHOICES, choices=FUSION_CHOICES)
     return Suite(
-        name=reader.value("name", str, "a string", path.stem),
+        name=reader.get("name", str, "a string", path.stem),
         source=path,
         models=_expand_models(models, reader),
         targets=targets,
         npus=npus,
-        variants=tuple(FUSION[f] for f in fusion),
+        variants=tuple(FUSION_VARIANT[f] for f in fusion),
         vela=_vela_options(reader),
-        runners=reader.strings("runners", default=["auto"], choices=RUNNERS),
+        runners=reader.strings("runners", default=["auto"], choices=SUITE_RUNNER_CHOICES),
         settings=_settings(reader),
     )

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-if TYPE_CHECKING:  # the pipeline imports torch and ExecuTorch: only when a job runs
-    from ..pipeline import Job, JobResult
+if TYPE_CHECKING:  # results (and the pipeline) import torch: only when a job runs
+    from ..job import Job
+    from ..results import JobResult
 
 
 def add_job_arguments(parser: argparse.ArgumentParser) -> None:
@@ -99,8 +100,8 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def job_from_args(args, variants, runner: str | None = None) -> Job:
-    from ..pipeline import Job
+def job_from_args(args, variants) -> Job:
+    from ..job import Job
 
     return Job(
         model=args.model,
@@ -122,7 +123,6 @@ def job_from_args(args, variants, runner: str | None = None) -> Job:
         extra_vela=tuple(args.vela_option),
         rewrites=args.rewrites,
         io_layout=args.io_layout,
-        runner=runner,
         parallel_variants=True,
     )
 

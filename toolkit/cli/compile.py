@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from ..resolve import FUSION_CHOICES, fusion_variants
 from .common import add_job_arguments, job_from_args, progress_printer, show
 
 
 def _compile(args) -> int:
     from ..pipeline import run_job
 
-    variant = "fused" if args.fusion == "on" else "unfused"
-    return show(run_job(job_from_args(args, (variant,)), progress_printer()), args.require_full_npu)
+    variants = fusion_variants(args.fusion)
+    return show(run_job(job_from_args(args, variants), progress_printer()), args.require_full_npu)
 
 
 def _compare(args) -> int:
@@ -26,7 +27,7 @@ def register(subparsers) -> None:
     add_job_arguments(parser)
     parser.add_argument(
         "--fusion",
-        choices=("on", "off"),
+        choices=FUSION_CHOICES,
         default="on",
         help="on: conv/linear + relu/relu6 as one block, activation in the "
         "RESCALE; off: the activation stays its own operator",

@@ -3,22 +3,29 @@
 from __future__ import annotations
 
 from ..errors import UserError
-from ..runners.select import RUNNER_CHOICES, runner_for_model, select_runner
-from ..targets import load_target
+from ..resolve import (
+    FUSION_CHOICES,
+    RUNNER_CHOICES,
+    fusion_variants,
+    resolve_runner,
+    resolve_target,
+)
 from .common import add_job_arguments, job_from_args, progress_printer, show
 
 
 def _deploy(args) -> int:
     from ..pipeline import run_job
 
-    target = load_target(args.target)
-    npu = target.npu(args.npu, args.system_config, args.memory_mode, args.vela_config)
+    target, npu = resolve_target(
+        args.target, args.npu, args.system_config, args.memory_mode, args.vela_config
+    )
     if (args.port or args.baud or args.no_build or args.no_flash) and args.runner != "serial":
         raise UserError("--port, --baud, --no-build and --no-flash are for --runner serial")
     if args.fvp_fast and args.runner not in ("fvp", "auto"):
         raise UserError("--fvp-fast is for the FVP runner (--runner fvp)")
-    runner, note = select_runner(
-        runner_for_model(args.model, args.runner),
+    runner, note = resolve_runner(
+        args.model,
+        args.runner,
         target,
         npu,
         runner_elf=args.runner_elf,
@@ -28,17 +35,13 @@ def _deploy(args) -> int:
         flash=not args.no_flash,
         fvp_fast=args.fvp_fast,
     )
-    variants = (
-        ("fused", "unfused")
-        if args.compare_fusion
-        else ("fused" if args.fusion == "on" else "unfused",)
-    )
-    result = run_job(job_from_args(args, variants, runner.name), progress_printer(), runner, note)
+    variants = fusion_variants(args.fusion, compare=args.compare_fusion)
+    result = run_job(job_from_args(args, variants), progress_printer(), runner, note)
     status = show(result, args.require_full_npu)
     mismatched = [
         n
         for n, v in result.variants.items()
-        if v.device is not None and v.device.outputs_match_reference is False
+        if v.run is not None and v.run.outputs_match_reference is False
     ]
     if mismatched and runner.name != "tosa-ref":
         print(f"etk: ran, outputs differ from the host reference for: {', '.join(mismatched)}")
@@ -90,5 +93,5 @@ def register(subparsers) -> None:
         "prints",
     )
     parser.add_argument("--compare-fusion", action="store_true", help="run fused and unfused")
-    parser.add_argument("--fusion", choices=("on", "off"), default="on")
+    parser.add_argument("--fusion", choices=FUSION_CHOICES, default="on")
     parser.set_defaults(func=_deploy)

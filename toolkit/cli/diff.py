@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 
 from ..errors import UserError
+
+# the simulator package is also the command-stream decoder (payloads, registers, Vela .tflite)
 from ..sim import load_payload
 from ..sim.diff import diff_programs
 from ..sim.payload import NpuProgram
@@ -35,8 +37,8 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    a = load_program(args.a, args.delegate)
-    b = load_program(args.b, args.delegate)
+    a = load_command_stream(args.a, args.delegate)
+    b = load_command_stream(args.b, args.delegate)
     rows = diff_programs(a, b, ignore_addresses=not args.addresses)
     same = sum(r.same for r in rows)
     only_a = sum(r.b is None for r in rows)
@@ -66,7 +68,7 @@ def _fmt(value: int | None) -> str:
     return "unset" if value is None else str(value)
 
 
-def load_program(path: Path, delegate: int = 0) -> NpuProgram:
+def load_command_stream(path: Path, delegate: int = 0) -> NpuProgram:
     if path.is_dir():
         candidates = sorted(path.glob("**/*_vela.npz")) or sorted(path.glob("**/*.pte"))
         if not candidates:

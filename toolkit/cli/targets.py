@@ -7,6 +7,7 @@ from pathlib import Path
 
 from rich.table import Table
 
+from ..npu import accelerator_family, accelerator_macs
 from ..runners.fvp import FvpRunner
 from ..runners.select import candidate_runners
 from ..targets import Target, list_targets
@@ -28,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _families(target: Target) -> dict[str, list[str]]:
     families: dict[str, list[str]] = {}
     for accelerator in target.supported_npus:
-        families.setdefault(accelerator.rsplit("-", 1)[0], []).append(accelerator)
+        families.setdefault(accelerator_family(accelerator), []).append(accelerator)
     return families
 
 
@@ -76,7 +77,7 @@ def run_targets(args: argparse.Namespace) -> int:
             )
             table.add_row(
                 target.name,
-                f"{family}: " + ", ".join(a.rsplit("-", 1)[1] for a in accelerators),
+                f"{family}: " + ", ".join(str(accelerator_macs(a)) for a in accelerators),
                 f"{npu.system_config}\n{npu.memory_mode}",
                 *(notes.cell(_why_not(r, target, npu.accelerator)) for r in runners),
             )

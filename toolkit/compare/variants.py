@@ -49,6 +49,7 @@ def register_differences(fused: Program, unfused: Program) -> dict[str, int]:
     """What the command streams of the two variants differ in, register by register."""
     if fused.npu.family == "ethos-u85" or len(fused.delegates) != len(unfused.delegates):
         return {}
+    # the simulator package is also the command-stream decoder: payloads and register diffs
     from ..sim.diff import diff_programs
     from ..sim.payload import load_payload
 

@@ -17,6 +17,8 @@ import numpy as np
 from ..artifacts import CpuOp, Delegate, Program, TensorQuant, TensorSpec
 from ..errors import UserError
 from ..npu import NpuConfig
+
+# the simulator package is also the command-stream decoder (payloads, registers, Vela .tflite)
 from ..sim.commands import decode
 from ..sim.vela_tflite import TfliteGraph, load_compiled_tflite
 from .npu_ops import kernel_operation_count

@@ -5,7 +5,6 @@ from __future__ import annotations
 import operator
 import shutil
 import tempfile
-from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from ..errors import ToolError
 from ..graph_info import node_source
 from ..npu import NpuConfig
 from ..quantize.quantizer import compile_spec
-from .fold_pad import fold_pads_into_convs
+from ..rewrites import LOWERING_REWRITES, lowering_rewrites
 from .partition import capture_partition_rejections
 from .vela_runs import keep_vela_run, recorded_vela_runs
 
@@ -138,11 +137,11 @@ def lower(
     quantized: QuantizedModel,
     npu: NpuConfig,
     work_dir: Path,
-    fold_pads: bool = True,
+    rewrites: tuple[str, ...] = LOWERING_REWRITES,
     extra_vela: tuple[str, ...] = (),
 ) -> LoweredGraph:
-    """quantized graph -> edge program with Ethos-U delegates -> .pte bytes. `fold_pads`: the
-    fold-pad-into-conv rewrite (fold_pad.py); `extra_vela`: Vela options for the payloads."""
+    """quantized graph -> edge program with Ethos-U delegates -> .pte bytes. `rewrites`: those
+    of them that run while lowering (fold-pad-into-conv); `extra_vela`: Vela options."""
     spec = compile_spec(npu, extra_vela)
     # Not under work_dir: ExecuTorch passes this path to Vela in a command line it joins and
     # splits on spaces (arm_vela.vela_compile), so a path with a space would break Vela.
@@ -150,11 +149,10 @@ def lower(
     spec.dump_intermediate_artifacts_to(str(dump_dir))
     try:
         program = torch.export.export(quantized.graph_module, quantized.example_inputs)
-        folding = fold_pads_into_convs() if fold_pads else nullcontext()
         with (
             capture_partition_rejections() as rejections,
             capture_fds() as log,
-            folding as fold_pass,
+            lowering_rewrites(rewrites) as rewrite_records,
             recorded_vela_runs(dump_dir / "vela") as vela_runs,
         ):
             edge = to_edge_transform_and_lower(
@@ -206,20 +204,5 @@ def lower(
         output_specs,
         input_quant,
         output_quant,
-        _fold_records(fold_pass),
-    )
-
-
-def _fold_records(fold_pass) -> tuple[RewriteRecord, ...]:
-    if fold_pass is None:
-        return ()
-    return tuple(
-        RewriteRecord(
-            "fold-pad-into-conv",
-            conv,
-            "TOSA lowering",
-            f"PAD [{', '.join(map(str, added))}] (top, bottom, left, right) folded into the "
-            "convolution's padding: no separate NPU operations for it (same result)",
-        )
-        for conv, added in fold_pass.folded
+        rewrite_records(),
     )

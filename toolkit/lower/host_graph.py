@@ -2,7 +2,7 @@
 
 FX graph modules holding ExecuTorch edge ops cannot be pickled, so the graph is stored as a list
 of nodes whose targets are named (edge ops by their dialect name, aten ops by overload name) and
-whose delegate calls keep only their order. What is loaded runs in runners/hybrid.py exactly like
+whose delegate calls keep only their order. What is loaded runs in runners/host_interpreter.py exactly like
 the graph ExecuTorch produced.
 """
 

@@ -6,6 +6,8 @@ from collections import Counter
 from pathlib import Path
 
 from ..npu import NpuConfig
+
+# the simulator package is also the command-stream decoder (payloads, registers, Vela .tflite)
 from ..sim.commands import decode
 from ..sim.payload import load_payload
 

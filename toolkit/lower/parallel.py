@@ -17,7 +17,7 @@ from pathlib import Path
 from ..artifacts import CalibrationSet, LoadedModel, Program, Variant
 from ..errors import ToolError
 from ..npu import NpuConfig
-from .compile import compile_variant
+from .build_variant import compile_variant
 
 
 def _child(connection, args) -> None:

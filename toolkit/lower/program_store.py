@@ -4,7 +4,7 @@ OUT/VARIANT/program.json holds the cache key and every field of the Program; the
 host_graph.json and each delegate's vela_bin_stream in delegateN.bin next to it. A folder whose
 key differs from the requested one is not reused. program.json lists a SHA-256 of every other
 file in the folder when it was written; a folder where one is missing or changed is not reused
-either (load_program says why), so a damaged store is compiled again instead of crashing.
+either (load_stored_program says why), so a damaged store is compiled again instead of crashing.
 """
 
 from __future__ import annotations
@@ -129,20 +129,14 @@ def _checked_program(folder: Path, data: dict) -> Program:
         raise StoreDamaged(f"{PROGRAM_FILE} is incomplete ({type(exc).__name__}: {exc})") from None
 
 
-def load_program(folder: Path, key: str) -> Program | None:
-    """The stored program if folder holds one compiled under key, else None. StoreDamaged if
-    it was stored under key but a file is missing, changed or unreadable."""
-    data = _read_store(folder)
-    if data is None or data.get("store_version") != STORE_VERSION or data.get("cache_key") != key:
-        return None
-    return _checked_program(folder, data)
-
-
-def load_stored_program(folder: Path) -> Program | None:
-    """The program stored in folder whatever it was compiled from (etk log --program), its files
-    checked as load_program checks them; None if folder holds none of this store version."""
+def load_stored_program(folder: Path, key: str | None = None) -> Program | None:
+    """The program stored in folder if it was compiled under key (any key: None, as for
+    `etk log --program`), else None. StoreDamaged if it is one but a file is missing, changed
+    or unreadable."""
     data = _read_store(folder)
     if data is None or data.get("store_version") != STORE_VERSION:
+        return None
+    if key is not None and data.get("cache_key") != key:
         return None
     return _checked_program(folder, data)
 

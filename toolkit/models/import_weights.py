@@ -7,12 +7,14 @@ The architecture must take conv biases where the file has folded batch norms int
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
 
+from ..atomic_write import write_atomic
 from ..errors import UserError
 from .tflite_weights import TfliteLayer, read_layers
 
@@ -107,8 +109,7 @@ def export_with_tflite_weights(
     load_tflite_weights(model.module, model.example_inputs, Path(tflite), Path(tflite).name)
     program = torch.export.export(model.module.eval(), model.example_inputs)
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = out.with_name(f".{out.name}.partial")
-    torch.export.save(program, str(staging))
-    staging.replace(out)
+    archive = io.BytesIO()
+    torch.export.save(program, archive)
+    write_atomic(out, archive.getvalue())
     return out

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from ..artifacts import Program, RunResult
+from ..atomic_write import write_atomic
 from ..compare.evaluate import Evaluation
 from ..compare.variants import VariantComparison
 
@@ -105,8 +104,4 @@ def comparison_entry(comparison: VariantComparison) -> dict[str, Any]:
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as handle:
-        json.dump(data, handle, indent=2, default=str)
-        handle.write("\n")
-    os.replace(handle.name, path)
+    write_atomic(path, json.dumps(data, indent=2, default=str) + "\n")

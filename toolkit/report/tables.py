@@ -9,7 +9,9 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from ..pipeline import JobResult, TaskResult, io_layout_hint
+from ..atomic_write import write_atomic
+from ..results import JobResult, TaskResult
+from .job_report import io_layout_hint
 
 
 def _fmt(value) -> str:
@@ -69,8 +71,8 @@ def rows(result: JobResult) -> tuple[list[str], list[list[str]]]:
             [f"{m:.4f}" for m in means],
             None if delta is None else f"{delta:+.4f}",
         )
-    if all(v.device for v in vs):
-        runs = [v.device.evaluation.runs[0] for v in vs]
+    if all(v.run for v in vs):
+        runs = [v.run.evaluation.runs[0] for v in vs]
         kind = runs[0].cycles.kind
         measured = [r.cycles.npu_cycles for r in runs]
         add(f"NPU cycles ({runs[0].runner}, {kind})", measured, both(measured))
@@ -81,8 +83,8 @@ def rows(result: JobResult) -> tuple[list[str], list[list[str]]]:
                 f"  {runs[0].runner} / Vela estimate (total)",
                 [f"{t / e:.3f}x" if e else "-" for t, e in zip(total, tot)],
             )
-        add("outputs == host reference", [v.device.outputs_match_reference for v in vs])
-        add("max diff vs host reference (LSB)", [v.device.max_diff_lsb for v in vs])
+        add("outputs == host reference", [v.run.outputs_match_reference for v in vs])
+        add("max diff vs host reference (LSB)", [v.run.max_diff_lsb for v in vs])
     return header, table
 
 
@@ -148,14 +150,14 @@ def notes(result: JobResult, terse: bool = False) -> list[str]:
     if result.runner_note:
         lines.append(_runner_line(result.runner_note, terse))
     fixed_inputs = {
-        str(v.device.evaluation.runs[0].details["inputs"])
+        str(v.run.evaluation.runs[0].details["inputs"])
         for v in result.variants.values()
-        if v.device is not None and "inputs" in v.device.evaluation.runs[0].details
+        if v.run is not None and "inputs" in v.run.evaluation.runs[0].details
     }
     lines.extend(f"Inputs: {note}" for note in sorted(fixed_inputs))
     for name, v in result.variants.items():
-        if v.device is not None:
-            details = v.device.evaluation.runs[0].details
+        if v.run is not None:
+            details = v.run.evaluation.runs[0].details
             if "fallback" in details:
                 lines.append(f"{name}: {details['fallback']}")
             if details.get("self_check", "").startswith("delegate"):
@@ -248,6 +250,4 @@ def write_markdown(result: JobResult, path: Path) -> None:
         ]
         lines += ["| " + " | ".join(row) + " |" for row in table]
     lines += ["", *[f"- {n}" for n in notes(result)], ""]
-    tmp = path.with_suffix(".md.tmp")
-    tmp.write_text("\n".join(lines))
-    tmp.replace(path)
+    write_atomic(path, "\n".join(lines))

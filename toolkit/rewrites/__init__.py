@@ -8,7 +8,8 @@ estimate.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 
 from torch.fx import GraphModule
 
@@ -32,13 +33,21 @@ def _registry() -> dict[str, Rewrite]:
     }
 
 
-# Done while lowering, inside ExecuTorch's TOSA pass pipeline (toolkit/lower/fold_pad.py): a
-# zero PAD folded into the convolution that reads it.
+# Done while lowering, inside ExecuTorch's Arm TOSA pass pipeline (what they rewrite, a TOSA PAD,
+# exists only there): a zero PAD folded into the convolution that reads it (fold_pad.py).
 FOLD_PAD = "fold-pad-into-conv"
+LOWERING_REWRITES = (FOLD_PAD,)
+LoweringRewrite = Callable[[], AbstractContextManager[Callable[[], tuple[RewriteRecord, ...]]]]
+
+
+def _lowering_registry() -> dict[str, LoweringRewrite]:
+    from .fold_pad import fold_pad_rewrite
+
+    return {FOLD_PAD: fold_pad_rewrite}
 
 
 def available_rewrites() -> tuple[str, ...]:
-    return (*_registry(), FOLD_PAD)
+    return (*_registry(), *LOWERING_REWRITES)
 
 
 DEFAULT_REWRITES = (
@@ -64,6 +73,16 @@ def resolve_rewrites(spec: str) -> tuple[str, ...]:
             f"{', '.join(available_rewrites())}"
         )
     return names
+
+
+@contextmanager
+def lowering_rewrites(names: tuple[str, ...]) -> Iterator[Callable[[], tuple[RewriteRecord, ...]]]:
+    """The named lowering rewrites registered for the length of a lowering; yields what gives
+    their records once it is done."""
+    registry = _lowering_registry()
+    with ExitStack() as stack:
+        done = [stack.enter_context(registry[name]()) for name in names if name in registry]
+        yield lambda: tuple(record for records in done for record in records())
 
 
 def apply_rewrites(graph: GraphModule, names: tuple[str, ...]) -> tuple[RewriteRecord, ...]:

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..artifacts import TensorSpec
+from ..atomic_write import write_atomic
 from ..errors import UserError
 from .tensor_checks import check_tensors
 
@@ -66,10 +67,7 @@ def write_bundle(
         )
     # From the file: BundledProgram then bundles the exact bytes the FVP and host runners use.
     bundled = BundledProgram(None, [MethodTestSuite(METHOD, tests)], pte_file_path=str(pte_path))
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_path.with_suffix(".bpte.tmp")
-    tmp.write_bytes(serialize_from_bundled_program_to_flatbuffer(bundled))
-    tmp.replace(out_path)
+    write_atomic(out_path, serialize_from_bundled_program_to_flatbuffer(bundled))
     return out_path
 
 

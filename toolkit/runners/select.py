@@ -12,21 +12,7 @@ from pathlib import Path
 from ..errors import UserError
 from ..npu import NpuConfig
 from ..targets import Target
-
-RUNNER_CHOICES = ("auto", "fvp", "sim", "tosa-ref", "serial")
-
-
-def runner_for_model(model: str, runner: str) -> str:
-    """The runner a model can use. A .tflite file is compiled by Vela as it is: there is no .pte
-    or TOSA graph, only the command stream, so it runs on the simulator."""
-    if not model.endswith(".tflite"):
-        return runner
-    if runner not in ("auto", "sim"):
-        raise UserError(
-            f"a .tflite model runs on the simulator only (it has no .pte or TOSA "
-            f"graph for the {runner} runner): use the sim runner"
-        )
-    return "sim"
+from .base import Runner
 
 
 def candidate_runners(runner_elf: str | None = None, fvp_fast: bool = False) -> list:
@@ -52,10 +38,10 @@ def select_runner(
     build: bool = True,
     flash: bool = True,
     fvp_fast: bool = False,
-) -> tuple[object, str]:
+) -> tuple[Runner, str]:
     """(runner, a sentence saying which runs and what its cycles are, and why not the others)."""
-    skipped = []
-    runners = candidate_runners(runner_elf, fvp_fast)
+    skipped: list[str] = []
+    runners: list = candidate_runners(runner_elf, fvp_fast)
     if name == "serial":
         from .serial import SerialRunner
 

@@ -22,7 +22,7 @@ from ..artifacts import CycleFigures, Delegate, Program, RunResult
 from ..targets import Target
 from . import sim_check
 from .base import Availability
-from .hybrid import execute
+from .host_interpreter import execute
 from .tosa_ref import run_tosa_delegate
 
 

@@ -15,7 +15,7 @@ from ..console_capture import capture_fds
 from ..errors import ToolError
 from ..targets import Target
 from .base import Availability
-from .hybrid import execute
+from .host_interpreter import execute
 
 
 def run_tosa_delegate(delegate: Delegate, inputs: list[np.ndarray]) -> list[np.ndarray]:

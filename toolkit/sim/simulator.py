@@ -33,7 +33,7 @@ class SimResult:
     pmu: PmuPrediction  # what the FVP's PMU would count (fvp_timing): cycles and AXI beats
 
 
-def check_accelerator(program: NpuProgram, accelerator: str) -> None:
+def check_simulated_accelerator(program: NpuProgram, accelerator: str) -> None:
     if accelerator not in ACCELERATORS:
         raise SimError(f"the simulator runs {', '.join(ACCELERATORS)}, not '{accelerator}'")
     if program.config is not None and program.config.accelerator != accelerator:
@@ -109,7 +109,7 @@ def simulate(
 ) -> SimResult:
     """Run the program; system config and memory mode (Vela's, for the cycle model, read from
     config_ini) default to ExecuTorch's defaults for the NPU family."""
-    check_accelerator(program, accelerator)
+    check_simulated_accelerator(program, accelerator)
     npu = npu_config(accelerator, system_config, memory_mode)
     plan = plan_for(program, accelerator)
     memory = new_memory(program, accelerator)
@@ -134,7 +134,7 @@ def op_outputs(
 ) -> list[tuple[OpRecord, np.ndarray]]:
     """Run the program one operation at a time: each operation's record and its OFM (H, W, C) as
     it stood right after the operation ran (DMA: none). For finding where a run goes wrong."""
-    check_accelerator(program, accelerator)
+    check_simulated_accelerator(program, accelerator)
     plan = plan_for(program, accelerator)
     memory = new_memory(program, accelerator)
     _place_inputs(program, memory, inputs)

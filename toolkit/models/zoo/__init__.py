@@ -18,7 +18,6 @@ _MLPERF = {
     "resnet8": (ResNet8, ResNet8.input_shape),
     "fc_autoencoder": (FCAutoencoder, FCAutoencoder.input_shape),
 }
-MLPERF_TINY = tuple(_MLPERF)
 
 
 def _catalogue() -> dict[str, tuple]:

@@ -9,12 +9,12 @@ the convolution, is exactly the convolution's own padding.
 
 FoldPadIntoConvPass runs in ExecuTorch's Arm pass pipeline right after RewritePadPass (which
 makes the tosa.PAD), registered through ExecuTorch's extension point only while we lower
-(fold_pads_into_convs).
+(fold_pads_into_convs; rewrites/__init__.py: lowering_rewrites).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 import torch
@@ -29,6 +29,8 @@ from executorch.backends.arm._passes.fold_qdq_with_annotated_qparams_pass import
 from executorch.exir.dialects._ops import ops as exir_ops
 from executorch.exir.pass_base import ExportPass, PassResult
 from torch.fx import GraphModule, Node
+
+from ..artifacts import RewriteRecord
 
 _PAD = exir_ops.backend.tosa.PAD.default
 _CONST_SHAPE = exir_ops.backend.tosa.CONST_SHAPE.default
@@ -203,3 +205,19 @@ def fold_pads_into_convs() -> Iterator[FoldPadIntoConvPass]:
             entry.after_passes[:] = [p for p in entry.after_passes if p is not ours]
             if created and not entry.before_passes and not entry.after_passes:
                 del registry[RewritePadPass]
+
+
+@contextmanager
+def fold_pad_rewrite() -> Iterator[Callable[[], tuple[RewriteRecord, ...]]]:
+    """fold-pad-into-conv for the length of a lowering; yields what gives its records afterwards."""
+    with fold_pads_into_convs() as fold_pass:
+        yield lambda: tuple(
+            RewriteRecord(
+                "fold-pad-into-conv",
+                conv,
+                "TOSA lowering",
+                f"PAD [{', '.join(map(str, added))}] (top, bottom, left, right) folded into the "
+                "convolution's padding: no separate NPU operations for it (same result)",
+            )
+            for conv, added in fold_pass.folded
+        )

@@ -8,7 +8,7 @@ from dataclasses import replace
 import torch
 from torch import nn
 
-from ..artifacts import LoadedModel
+from toolkit.artifacts import LoadedModel
 
 
 class SoftmaxHead(nn.Module):

@@ -1,4 +1,5 @@
-"""The compile stage: LoadedModel + calibration + variant + NPU -> Program (files in OUT).
+"""Build one variant: quantize (fused or unfused), lower through ExecuTorch, TOSA and Vela:
+LoadedModel + calibration + variant + NPU -> Program (files in OUT).
 
 Each delegate's payload and its estimate come from the same Vela run (vela_runs.py).
 Results are cached by content hash of model, calibration, options and tool versions: in-process,
@@ -17,11 +18,11 @@ from pathlib import Path
 from ..artifacts import CalibrationSet, Delegate, LoadedModel, Program, Variant
 from ..npu import NpuConfig, vela_ini_path
 from ..quantize.quantizer import quantize
-from ..rewrites import DEFAULT_REWRITES, FOLD_PAD
+from ..rewrites import DEFAULT_REWRITES
 from ..versions import tool_versions, toolkit_source_hash
 from .executorch_lower import lower
 from .npu_ops import command_stream_operations, kernel_operation_count
-from .program_store import StoreDamaged, load_program, save_program
+from .program_store import StoreDamaged, load_stored_program, save_program
 from .staging import move_into_place, new_staging
 from .tosa_graph import read_tosa
 from .vela import read_estimate, vela_flags
@@ -80,7 +81,7 @@ def compile_variant(
     if cached is not None and cached.out_dir == final and final.is_dir():
         return cached
     try:
-        stored = load_program(final, key)
+        stored = load_stored_program(final, key)
     except StoreDamaged as damage:
         note(f"note: the stored program in {final} is damaged ({damage}): compiling it again")
     else:
@@ -92,9 +93,7 @@ def compile_variant(
     with _timed(timings, "quantize"):
         quantized = quantize(model, calibration, variant, npu, rewrites=rewrites)
     with _timed(timings, "lower"):
-        lowered = lower(
-            quantized, npu, staging, fold_pads=FOLD_PAD in rewrites, extra_vela=extra_vela
-        )
+        lowered = lower(quantized, npu, staging, rewrites=rewrites, extra_vela=extra_vela)
     flags = vela_flags(npu, extra_vela)
     delegates = []
     with _timed(timings, "reports"):

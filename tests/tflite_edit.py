@@ -14,10 +14,10 @@ from pathlib import Path
 from ethosu.vela.tflite.BuiltinOperator import BuiltinOperator
 from ethosu.vela.tflite.Model import Model
 
-from ..artifacts import Program
-from ..errors import UserError
-from ..npu import NpuConfig
-from .tflite import compile_tflite
+from toolkit.artifacts import Program
+from toolkit.errors import UserError
+from toolkit.lower.tflite import compile_tflite
+from toolkit.npu import NpuConfig
 
 _OUTPUTS_FIELD, _OPERATORS_FIELD = 8, 10  # vtable offsets in SubGraph
 

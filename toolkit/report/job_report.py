@@ -1,0 +1,127 @@
+"""report.json of a job: the variants, their runs and accuracy, the comparison, the versions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..compare.evaluate import EVAL_SEED_OFFSET
+from ..lower.vela import vela_version
+from ..results import JobResult, TaskResult
+from ..rewrites import resolve_rewrites
+from ..versions import tool_versions
+from .json_report import SCHEMA_VERSION, comparison_entry, cycles_entry, variant_entry
+from .layout_hint import layout_hint
+
+
+def task_entry(task: TaskResult, variant: str) -> dict[str, Any]:
+    """report.json variants.<v>.accuracy keys: top1 (or auc) = mean over the calibrations."""
+    values = [a.value for a in task.variants[variant]]
+    entry: dict[str, Any] = {
+        task.metric: float(np.mean(values)),
+        "eval_data": task.data,
+        "eval_samples": task.variants[variant][0].samples,
+        "eval_runner": task.variants[variant][0].runner,
+    }
+    if task.float_model is not None:
+        entry[f"float_{task.metric}"] = task.float_model.value
+    if len(values) > 1:
+        entry.update(
+            {
+                f"{task.metric}_seeds": values,
+                f"{task.metric}_std": float(np.std(values)),
+                f"{task.metric}_min": min(values),
+                f"{task.metric}_max": max(values),
+            }
+        )
+    return entry
+
+
+def report_dict(result: JobResult) -> dict[str, Any]:
+    job = result.job
+    variants = {}
+    for name, vr in result.variants.items():
+        entry = variant_entry(vr.program, vr.reference)
+        if vr.run is not None:
+            run = vr.run.evaluation.runs[0]
+            cycles = cycles_entry(run)
+            estimate = entry["estimate"]["total_cycles"]
+            # the run's figure (measured or simulated) over Vela's estimate of the same program
+            cycles["total_over_vela_estimate"] = (
+                round(run.cycles.total_cycles / estimate, 4)
+                if estimate and run.cycles.total_cycles
+                else None
+            )
+            entry["run"] = {
+                "runner": run.runner,
+                "cycles": cycles,
+                "outputs_match_reference": vr.run.outputs_match_reference,
+                "max_diff_lsb": vr.run.max_diff_lsb,
+                "exact_match_rate": vr.run.exact_match_rate,
+                "details": {
+                    k: v
+                    for k, v in run.details.items()
+                    if isinstance(v, (str, int, float, bool, list, dict))
+                },
+            }
+        if result.task is not None and name in result.task.variants:
+            entry.setdefault("accuracy", {}).update(task_entry(result.task, name))
+        variants[name] = entry
+    report: dict[str, Any] = {
+        "schema": SCHEMA_VERSION,
+        "model": job.model,
+        "model_hash": result.model.content_hash,
+        "target": result.target.name,
+        "npu": result.npu.accelerator,
+        "vela": {
+            "version": vela_version(),
+            "system_config": result.npu.system_config,
+            "memory_mode": result.npu.memory_mode,
+            "config": result.npu.config_ini,
+            "flags": list(next(iter(result.variants.values())).program.vela_flags),
+        },
+        "versions": tool_versions(),
+        "seeds": {"calibration": job.seed, "evaluation": job.seed + EVAL_SEED_OFFSET},
+        "calibration": result.calibration_source,
+        "io_layout": job.io_layout,
+        "rewrites": list(resolve_rewrites(job.rewrites)),
+        "evaluation_samples": job.eval_samples,
+        "variants": variants,
+    }
+    hint = io_layout_hint(result)
+    if hint is not None:
+        report["io_layout_hint"] = hint
+    if result.runner_note:
+        report["runner"] = result.runner_note
+    if result.comparison is not None:
+        report["comparison"] = comparison_entry(result.comparison)
+    if result.task is not None:
+        task = result.task
+        report["eval"] = {
+            "data": task.data,
+            "metric": task.metric,
+            "seeds": job.seeds,
+            "calibrations": list(task.calibrations),
+            "float": task.float_model.value if task.float_model else None,
+            "reference_file": (
+                {
+                    "file": task.reference_file[0],
+                    task.metric: task.reference_file[1].value,
+                    "runner": task.reference_file[1].runner,
+                }
+                if task.reference_file
+                else None
+            ),
+        }
+    return report
+
+
+def io_layout_hint(result: JobResult) -> dict | None:
+    """The --io-layout nhwc hint for models with a 4-D (image) input (report/layout_hint.py)."""
+    if result.model.module is None:  # a .tflite file: its layout is fixed
+        return None
+    image = any(getattr(x, "dim", lambda: 0)() == 4 for x in result.model.example_inputs)
+    return layout_hint(
+        {n: v.program for n, v in result.variants.items()}, result.job.io_layout, image
+    )

@@ -1,0 +1,57 @@
+"""What a job produced: per variant the program, its host reference run and its run on a runner."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .artifacts import LoadedModel, Program
+from .compare.evaluate import Evaluation
+from .compare.task_eval import TaskAccuracy
+from .compare.variants import VariantComparison
+from .job import Job
+from .npu import NpuConfig
+from .targets import Target
+
+
+@dataclass(frozen=True)
+class RunnerRun:
+    """A variant's run on the job's runner: FVP, board, our simulator or the TOSA reference model."""
+
+    evaluation: Evaluation
+    outputs_match_reference: bool | None  # None: there is no host reference (.tflite models)
+    max_diff_lsb: float | None
+    exact_match_rate: float | None
+
+
+@dataclass(frozen=True)
+class VariantResult:
+    program: Program
+    reference: Evaluation | None  # None for .tflite models: no float model, no TOSA graph
+    run: RunnerRun | None = None  # None: host reference only (compile, compare)
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """Accuracy on labelled data (--eval-data): per variant one figure per calibration seed."""
+
+    data: str
+    metric: str  # "top1" or "auc"
+    float_model: TaskAccuracy | None  # None for .tflite models
+    variants: dict[str, tuple[TaskAccuracy, ...]]
+    calibrations: tuple[str, ...]  # per seed
+    reference_file: tuple[str, TaskAccuracy] | None = None  # the trained .tflite of zoo:X@mlperf
+
+
+@dataclass(frozen=True)
+class JobResult:
+    job: Job
+    model: LoadedModel
+    target: Target
+    npu: NpuConfig
+    calibration_source: str
+    variants: dict[str, VariantResult]
+    comparison: VariantComparison | None
+    runner_note: str = ""
+    report_path: Path = field(default=Path())
+    task: TaskResult | None = None
