@@ -36,6 +36,10 @@ class OpRecord:
     def ifm_depth(self) -> int:
         return self.ifm_shape[2]
 
+    def register(self, name: str, default: int = 0) -> int:
+        """The value a register (without NPU_SET_) held when the operation ran."""
+        return next((value for key, value in self.registers if key == name), default)
+
     def read_from(self, region: int) -> int:
         return sum(b for r, b in self.bytes_read if r == region)
 
