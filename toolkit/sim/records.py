@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .layouts import FeatureMap
+    from .registers import Registers
 
 
 @dataclass(frozen=True)
@@ -53,3 +58,26 @@ class Step:
 
     record: OpRecord
     run: Callable  # (Memory) -> None
+
+
+def block_of(regs: Registers) -> tuple[int, int, int]:
+    return (
+        regs.get("OFM_BLK_HEIGHT_M1", 0) + 1,
+        regs.get("OFM_BLK_WIDTH_M1", 0) + 1,
+        regs.get("OFM_BLK_DEPTH_M1", 0) + 1,
+    )
+
+
+def feature_map_fields(regs: Registers, ifm: FeatureMap, ofm: FeatureMap) -> dict:
+    """The OpRecord fields that every block operation (conv, pool, elementwise) takes from its
+    IFM, OFM, block configuration and activation."""
+    return dict(
+        ofm_shape=ofm.shape,
+        ifm_shape=ifm.shape,
+        block=block_of(regs),
+        ifm_elem_size=ifm.elem_size,
+        ofm_elem_size=ofm.elem_size,
+        ifm_brick=ifm.brick,
+        ofm_brick=ofm.brick,
+        activation=regs.get("ACTIVATION", 0) & 0xFFF,
+    )
