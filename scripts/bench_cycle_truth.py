@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from toolkit.lower.tflite import compile_tflite
-from toolkit.npu import npu_config
+from toolkit.npu import npu_config, vendor_npu_config
 from toolkit.sim import load_payload, simulate
 from toolkit.sim.vela_tflite import load_compiled_tflite
 
@@ -94,8 +94,8 @@ def _zeros(program) -> list[np.ndarray]:
 def predict(anchor: Anchor, anchors: Path, out: Path) -> tuple[int, int, dict]:
     """(our NPU TOTAL prediction, Vela's estimate, our beats)."""
     ini = anchors / "configs" / anchor.ini
-    npu = npu_config(anchor.accelerator, anchor.system_config, anchor.memory_mode).with_config_ini(
-        ini
+    npu = vendor_npu_config(
+        npu_config(anchor.accelerator, anchor.system_config, anchor.memory_mode), ini, anchor.model
     )
     if anchor.stream == "published":
         programs = load_compiled_tflite(anchors / "models" / anchor.model).npu_programs

@@ -61,10 +61,6 @@ class NpuConfig:
         """MACs per cycle (the number in the accelerator name)."""
         return accelerator_macs(self.accelerator)
 
-    def with_config_ini(self, path: str | Path) -> NpuConfig:
-        """The same NPU with its system config and memory mode read from another Vela .ini."""
-        return vendor_npu_config(self, Path(path), "--vela-config")
-
     @property
     def config_path(self) -> Path:
         """The .ini file itself (Arm/vela.ini is inside Vela's config_files)."""

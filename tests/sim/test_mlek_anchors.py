@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from toolkit.lower.tflite import compile_tflite
-from toolkit.npu import npu_config
+from toolkit.npu import npu_config, vendor_npu_config
 from toolkit.sim import load_payload, simulate
 
 from .test_vela_tflite import ANCHORS, needs_anchors
@@ -47,8 +47,10 @@ MOBILENET_V2 = {
 
 
 def _compiled(name: str, out):
-    npu = npu_config("ethos-u55-128", "Ethos_U55_High_End_Embedded", "Shared_Sram").with_config_ini(
-        ANCHORS / "configs" / "mlek_default_vela_2021-12.ini"
+    npu = vendor_npu_config(
+        npu_config("ethos-u55-128", "Ethos_U55_High_End_Embedded", "Shared_Sram"),
+        ANCHORS / "configs" / "mlek_default_vela_2021-12.ini",
+        "the MLEK anchors",
     )
     program = compile_tflite(ANCHORS / "models" / name, npu, out)
     return npu, load_payload(program.delegates[0].vela_npz_path)

@@ -9,18 +9,20 @@ on logits that spread its outputs, and each new piece of arithmetic on one NPU o
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from pathlib import Path
 
 import numpy as np
 import pytest
+from ethosu.vela.ethos_u55_regs.ethos_u55_regs import cmd0
 from ethosu.vela.tflite.BuiltinOperator import BuiltinOperator
 from ethosu.vela.tflite.Model import Model
 
 from toolkit.lower.tflite import compile_tflite
 from toolkit.sim import RegionError, UnsupportedError, load_payload, simulate
 from toolkit.sim import cycles as cycle_model
-from toolkit.sim.commands import Command
+from toolkit.sim.commands import Command, decode
 from toolkit.sim.dma import prepare_dma
 from toolkit.sim.elementwise import prepare_elementwise
 from toolkit.sim.memory import INTERNAL, LUT_BYTES, Memory, shram_bytes
@@ -159,15 +161,50 @@ def test_softmax_ops_records_and_cycles(full_model):
     assert result.npu_cycles == sum(r.compute_cycles for r in ops)
 
 
-def test_softmax_alone_spread_outputs_match_tflite_reference(tmp_path):
-    path = tmp_path / "kws_softmax.tflite"
+@pytest.fixture(scope="module")
+def kws_softmax(tmp_path_factory):
+    out = tmp_path_factory.mktemp("kws_softmax")
+    path = out / "kws_softmax.tflite"
     path.write_bytes(only_final_softmax((FIXTURES / "kws_ref_model.tflite").read_bytes()))
-    payload = _compile(path, tmp_path)
-    got = [
+    return _compile(path, out)
+
+
+def _softmax_only_outputs(payload) -> list[list[int]]:
+    return [
         simulate(payload, [np.array(x, np.int8).reshape(1, 12)], ACC).outputs[0].ravel().tolist()
         for x, _ in SOFTMAX_ONLY
     ]
-    assert got == [y for _, y in SOFTMAX_ONLY]
+
+
+def test_softmax_alone_spread_outputs_match_tflite_reference(kws_softmax):
+    assert _softmax_only_outputs(kws_softmax) == [y for _, y in SOFTMAX_ONLY]
+
+
+def _as_vela_3x(payload, zero_point: int):
+    """The stream with every OFM_ZERO_POINT of 0 set to the softmax input's zero point, as
+    Vela 3.x's softmax programs its int32 steps (Vela 5.1 writes 0 there)."""
+    words = np.frombuffer(payload.command_stream, "<u4").copy()
+    zp_set = cmd0.NPU_SET_OFM_ZERO_POINT.value
+    at = [c.offset // 4 for c in decode(payload.command_stream)]
+    hits = [i for i in at if words[i] == zp_set]  # cmd0, parameter 0
+    words[hits] = zp_set | (zero_point & 0xFFFF) << 16
+    return dataclasses.replace(payload, command_stream=words.tobytes()), len(hits)
+
+
+def test_int32_ofm_ignores_the_zero_point_vela_3x_programs(kws_softmax):
+    """The Himax WE2 stream's softmax (Vela 3.x) sets OFM zero point -1 on its int32 steps;
+    the same steps of a Vela 5.1 stream with the KWS softmax's input zero point (14) there give
+    TFLite's outputs unchanged: a 32-bit OFM without a forced clip range adds no zero point."""
+    patched, hits = _as_vela_3x(kws_softmax, 14)
+    assert hits == 1  # Vela sets a register only when it changes: the SHR after SUB + exp
+    ops = simulate(patched, [np.zeros((1, 12), np.int8)], ACC).operations
+    int32_steps = [
+        dict(r.registers)["OFM_ZERO_POINT"]
+        for r in ops
+        if r.kind != "dma" and r.ofm_elem_size == 4 and not r.activation
+    ]
+    assert len(int32_steps) > 20 and set(int32_steps) == {14}
+    assert _softmax_only_outputs(patched) == [y for _, y in SOFTMAX_ONLY]
 
 
 # --- LUT activations: TFLite TANH, LOGISTIC, HARD_SWISH, which Vela turns into a 1x1 average pool

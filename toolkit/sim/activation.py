@@ -5,9 +5,15 @@ looks the value up in LUT slot k of the SHRAM (memory.py); 3 (tanh) and 4 (sigmo
 implemented. Bits 12-15 select the clip range: 0 the OFM type, 2 uint8, 3 int8, 5 int16 (Vela
 forces int8 where a table of 32-bit entries writes an int32 OFM: the int8 softmax's exp).
 
-A 32-bit OFM without a forced range is not clipped to ACTIVATION_MIN/MAX: those registers are
-16-bit and Vela programs the int16 limits there, while the int8 softmax's sums of exponentials
-(> 2^19) and its fixed-point reciprocal pass through int32 OFMs unclipped.
+A 32-bit OFM without a forced range bypasses the zero point and the clip: its values are written
+as the scaling left them. ACTIVATION_MIN/MAX are 16-bit and Vela programs the int16 limits there,
+while the int8 softmax's sums of exponentials (> 2^19) and its fixed-point reciprocal pass through
+int32 OFMs unclipped. Vela 3.x's softmax programs the softmax input's zero point as the
+OFM_ZERO_POINT of every int32 step (its no_scale_quant keeps it; Vela 5.1 writes 0): adding it
+makes the Himax WE2 stream's right shift 23 instead of 24 and its outputs [127, -102] where
+TFLite's reference kernels give [104, -104]; without it the stream is bit-exact with them. With a
+forced range (the softmax's exp table into an int32 OFM) the zero point is added before the clip
+and the lookup: it moves x - max into the table's index range.
 
 LUT lookup: index = clipped value - the range's minimum (-128..127 -> 0..255, as Vela's
 convert_to_lut8 orders the table); the entry is the output as written, the OFM zero point
@@ -76,8 +82,9 @@ def output_finish(regs: Registers, ofm: FeatureMap, memory: Memory) -> Finish:
         range_lo, range_hi = CLIP_RANGES[clip_range]
     else:
         raise _unsupported(regs, f"ACTIVATION clip range {clip_range}")
+    zero_point = ofm.zero_point
     if ofm.elem_size == 4 and clip_range == 0:
-        lo, hi = range_lo, range_hi
+        lo, hi, zero_point = range_lo, range_hi, 0
     else:
         lo = max(regs.s16("ACTIVATION_MIN", -32768), range_lo)
         hi = min(regs.s16("ACTIVATION_MAX", 32767), range_hi)
@@ -101,4 +108,4 @@ def output_finish(regs: Registers, ofm: FeatureMap, memory: Memory) -> Finish:
             lut.offset + lut.nbytes,
             f"{op.name} at command-stream offset {op.offset:#x} (LUT slot {slot})",
         )
-    return Finish(ofm.zero_point, lo, hi, ofm.dtype, lut)
+    return Finish(zero_point, lo, hi, ofm.dtype, lut)

@@ -10,7 +10,7 @@ from .errors import UnsupportedError, at
 from .kernel import NEAREST, NO_UPSCALE, TRANSPOSE, Kernel, kernel_from
 from .layouts import FeatureMap, ifm_map, ofm_map
 from .memory import Memory
-from .records import OpRecord, Step
+from .records import OpRecord, Step, feature_map_fields
 from .registers import Registers
 from .weights import WeightFormat, ublock_depths
 
@@ -137,24 +137,9 @@ def prepare_conv(
             (s_region, s_len),
         ),
         bytes_written=((ofm.region, ofm.height * ofm.width * ofm.depth * ofm.elem_size),),
-        ofm_shape=ofm.shape,
-        ifm_shape=ifm.shape,
         kernel=(k.height, k.width, k.stride_y, k.stride_x, k.dilation_y, k.dilation_x),
-        block=block_of(regs),
-        ifm_elem_size=ifm.elem_size,
-        ofm_elem_size=ofm.elem_size,
-        ifm_brick=ifm.brick,
-        ofm_brick=ofm.brick,
-        activation=regs.get("ACTIVATION", 0) & 0xFFF,
+        **feature_map_fields(regs, ifm, ofm),
         acc_40bit=regs.get("ACC_FORMAT", 0) == 1,
         part_kernel_first=fmt.part_kernel_first,
     )
     return Step(record, run)
-
-
-def block_of(regs: Registers) -> tuple[int, int, int]:
-    return (
-        regs.get("OFM_BLK_HEIGHT_M1", 0) + 1,
-        regs.get("OFM_BLK_WIDTH_M1", 0) + 1,
-        regs.get("OFM_BLK_DEPTH_M1", 0) + 1,
-    )

@@ -272,13 +272,14 @@ def _block_transfer(rec: OpRecord, geo: _Geometry, memory: MemorySystem) -> tupl
     )
 
 
-def _compute_cycles(
+def _stages(
     rec: OpRecord,
     geo: _Geometry,
     accelerator: str,
     memory: MemorySystem,
     activation_cost: float | None,
-) -> float:
+) -> tuple[float, float]:
+    """Cycles per OFM block of the MAC array and of the output stage."""
     mac = _mac_cycles_per_block(rec, geo, accelerator)
     out = math.ceil(
         output_cycles_per_element(rec, accelerator, activation_cost) * math.prod(geo.block)
@@ -287,8 +288,31 @@ def _compute_cycles(
         # Bias/scale records stream in per block at the latency of their memory.
         latency = memory.port(rec.bytes_read[2][0]).read_latency
         out = max(out, SCALE_RECORD_BYTES * geo.block[2] * latency / 256)
+    return mac, out
+
+
+def _compute_cycles(
+    rec: OpRecord,
+    geo: _Geometry,
+    accelerator: str,
+    memory: MemorySystem,
+    activation_cost: float | None,
+) -> float:
+    mac, out = _stages(rec, geo, accelerator, memory, activation_cost)
     first_in, last_out = _block_transfer(rec, geo, memory)
     return max(mac, out) * geo.blocks + min(mac, out) + first_in + last_out
+
+
+def pipeline_ends(rec: OpRecord, accelerator: str, memory: MemorySystem) -> tuple[float, float]:
+    """(fill, drain) that an operation's compute figure includes: the first IFM block's fetch
+    and the pipeline's first step; its last step and the last OFM block's write. An
+    elementwise operation streams through the output stage alone: its fetch and write."""
+    geo = _geometry(rec, accelerator)
+    first_in, last_out = _block_transfer(rec, geo, memory)
+    if rec.kind.startswith("elementwise"):
+        return first_in, last_out
+    step = min(_stages(rec, geo, accelerator, memory, None))
+    return first_in + step, step + last_out
 
 
 def _traffic_cycles(rec: OpRecord, geo: _Geometry, memory: MemorySystem) -> float:

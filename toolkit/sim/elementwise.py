@@ -44,11 +44,11 @@ from ethosu.vela.ethos_u55_regs.ethos_u55_regs import elementwise_mode
 
 from . import alu, outstage
 from .activation import output_finish
-from .conv import block_of, check_common
+from .conv import check_common
 from .errors import UnsupportedError, at
 from .layouts import FeatureMap, ifm_map, ofm_map
 from .memory import Memory
-from .records import OpRecord, Step
+from .records import OpRecord, Step, feature_map_fields
 from .registers import Registers, signed16
 
 MODES = {
@@ -228,14 +228,7 @@ def prepare_elementwise(regs: Registers, memory: Memory) -> Step:
         macs=0,
         bytes_read=((ifm.region, oh * ow * oc * ifm.elem_size), *ifm2_read),
         bytes_written=((ofm.region, oh * ow * oc * ofm.elem_size),),
-        ofm_shape=ofm.shape,
-        ifm_shape=ifm.shape,
-        block=block_of(regs),
-        ifm_elem_size=ifm.elem_size,
-        ofm_elem_size=ofm.elem_size,
-        ifm_brick=ifm.brick,
-        ofm_brick=ofm.brick,
-        activation=regs.get("ACTIVATION", 0) & 0xFFF,
+        **feature_map_fields(regs, ifm, ofm),
         operand_scale_32bit=mode in ("add", "sub") and (regs.get("IFM_PRECISION") >> 8) & 3 != 0,
     )
     return Step(record, run)

@@ -10,10 +10,16 @@ its bandwidth cap, and its outstanding transactions allow (Little's law: MAXR tr
 `burst` beats per latency + burst cycles).
 
 Timeline: the command processor issues commands in order. A DMA runs on the DMA engine (one at a
-time) while kernels run; a kernel starts when the previous kernel ends; NPU_OP_DMA_WAIT n and
-NPU_OP_KERNEL_WAIT n stop the command processor until at most n DMAs / kernels are outstanding.
-A kernel takes the longest of its compute and its traffic on each port; a DMA the slower of its
-read and write sides.
+time) while kernels run; NPU_OP_DMA_WAIT n and NPU_OP_KERNEL_WAIT n stop the command processor
+until at most n DMAs / kernels are outstanding. A kernel takes the longest of its compute and its
+traffic on each port; a DMA the slower of its read and write sides. A kernel starts when the
+previous kernel ends, unless its BLOCKDEP is above 0: then the hardware may start its first OFM
+blocks before the previous kernel's last ones are done (Vela sets BLOCKDEP, at most 3, to how many
+of them do not read what those last blocks write: register_command_stream_util.calc_blockdep).
+The MAC array and the output stage still work on one kernel at a time, so what overlaps is the
+pipeline's ends: the kernel's fill (first IFM block fetch and first step, cycles.pipeline_ends)
+runs during the previous kernel's drain (last step and last OFM block write), the shorter of the
+two hidden under the longer.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from . import cycles as cycle_model
 from .commands import decode
 from .memory import INTERNAL
 from .records import OpRecord
@@ -82,6 +89,7 @@ class AxiPort:
 class FvpMemory:
     ports: dict  # "axi0"/"axi1" -> AxiPort
     region_port: dict  # region -> "axi0"/"axi1"; key "command_stream" too
+    compute_memory: cycle_model.MemorySystem  # the ini's, which the compute figures assume
 
     def port_of(self, region: int) -> str:
         return self.region_port.get(region, self.region_port[1])
@@ -125,6 +133,7 @@ def fvp_memory(
             2: area("cache_mem_area", "Axi0"),
             "command_stream": const,
         },
+        cycle_model.memory_system(accelerator, system_config, memory_mode, ini_path),
     )
 
 
@@ -171,6 +180,7 @@ def predict_pmu(
     cp = 0.0  # command processor
     dma_ends: list[float] = []
     kernel_ends: list[float] = []
+    drain = 0.0  # the previous kernel's
     for cmd in decode(command_stream):
         if cmd.name == "NPU_OP_DMA_WAIT":
             if len(dma_ends) > cmd.param:
@@ -197,9 +207,14 @@ def predict_pmu(
                 + memory.ports[memory.port_of(rec.bytes_read[0][0])].adapter.read_latency
             )
         else:
-            start = max(cp, kernel_ends[-1] if kernel_ends else 0.0)
+            fill, next_drain = cycle_model.pipeline_ends(rec, accelerator, memory.compute_memory)
+            ready = 0.0
+            if kernel_ends:
+                overlap = min(fill, drain) if rec.register("BLOCKDEP") else 0.0
+                ready = kernel_ends[-1] - overlap
+            start = max(cp, ready)
             kernel_ends.append(start + max(rec.compute_cycles, *ports.values()))
-            cp = start
+            cp, drain = start, next_drain
     end = max([cp, *dma_ends, *kernel_ends])
     return PmuPrediction(
         round(end), 0, counts["axi0_read"], counts["axi0_write"], counts["axi1_read"]

@@ -9,12 +9,12 @@ import numpy as np
 
 from . import outstage
 from .activation import output_finish
-from .conv import block_of, check_common
+from .conv import check_common
 from .errors import UnsupportedError, at
 from .kernel import NEAREST, NO_UPSCALE, kernel_from
 from .layouts import ifm_map, ofm_map
 from .memory import Memory
-from .records import OpRecord, Step
+from .records import OpRecord, Step, feature_map_fields
 from .registers import Registers
 
 MODES = {0: "max", 1: "average", 2: "reduce_sum"}
@@ -138,15 +138,8 @@ def prepare_pool(regs: Registers, memory: Memory) -> Step:
         macs=int(oh * ow * depth * k.elements),
         bytes_read=((ifm.region, ifm_h * ifm_w * ifm_depth * ifm.elem_size),),
         bytes_written=((ofm.region, oh * ow * ofm.depth * ofm.elem_size),),
-        ofm_shape=ofm.shape,
-        ifm_shape=ifm.shape,
         kernel=(k.height, k.width, k.stride_y, k.stride_x, k.dilation_y, k.dilation_x),
-        block=block_of(regs),
-        ifm_elem_size=ifm.elem_size,
-        ofm_elem_size=ofm.elem_size,
-        ifm_brick=ifm.brick,
-        ofm_brick=ofm.brick,
-        activation=regs.get("ACTIVATION", 0) & 0xFFF,
+        **feature_map_fields(regs, ifm, ofm),
         acc_40bit=regs.get("ACC_FORMAT", 0) == 1,
     )
     return Step(record, run)

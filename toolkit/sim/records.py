@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .layouts import FeatureMap
+    from .registers import Registers
 
 
 @dataclass(frozen=True)
@@ -36,6 +41,10 @@ class OpRecord:
     def ifm_depth(self) -> int:
         return self.ifm_shape[2]
 
+    def register(self, name: str, default: int = 0) -> int:
+        """The value a register (without NPU_SET_) held when the operation ran."""
+        return next((value for key, value in self.registers if key == name), default)
+
     def read_from(self, region: int) -> int:
         return sum(b for r, b in self.bytes_read if r == region)
 
@@ -49,3 +58,26 @@ class Step:
 
     record: OpRecord
     run: Callable  # (Memory) -> None
+
+
+def block_of(regs: Registers) -> tuple[int, int, int]:
+    return (
+        regs.get("OFM_BLK_HEIGHT_M1", 0) + 1,
+        regs.get("OFM_BLK_WIDTH_M1", 0) + 1,
+        regs.get("OFM_BLK_DEPTH_M1", 0) + 1,
+    )
+
+
+def feature_map_fields(regs: Registers, ifm: FeatureMap, ofm: FeatureMap) -> dict:
+    """The OpRecord fields that every block operation (conv, pool, elementwise) takes from its
+    IFM, OFM, block configuration and activation."""
+    return dict(
+        ofm_shape=ofm.shape,
+        ifm_shape=ifm.shape,
+        block=block_of(regs),
+        ifm_elem_size=ifm.elem_size,
+        ofm_elem_size=ofm.elem_size,
+        ifm_brick=ifm.brick,
+        ofm_brick=ofm.brick,
+        activation=regs.get("ACTIVATION", 0) & 0xFFF,
+    )

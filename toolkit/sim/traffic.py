@@ -46,13 +46,6 @@ def _runs(region: int, write: bool, runs: int, run_bytes: int, beat: int) -> Tra
     return Transfer(region, write, runs * run_bytes, runs * _ceil(run_bytes, beat), runs)
 
 
-def _register(rec: OpRecord, name: str, default: int = 0) -> int:
-    for key, value in rec.registers:
-        if key == name:
-            return value
-    return default
-
-
 def _covered(
     out: int, block: int, stride: int, extent: int, pad: int, size: int
 ) -> tuple[int, int]:
@@ -100,6 +93,10 @@ def _feature_map(
     return moves
 
 
+def _repeated(t: Transfer, times: int) -> Transfer:
+    return Transfer(t.region, t.write, t.nbytes * times, t.beats * times, t.runs * times)
+
+
 def op_transfers(rec: OpRecord, beat: int) -> tuple[Transfer, ...]:
     """Every read and write of the operation, with IFM re-reads per OFM block."""
     if rec.kind == "dma":
@@ -132,40 +129,24 @@ def op_transfers(rec: OpRecord, beat: int) -> tuple[Transfer, ...]:
             )
     else:
         kh, kw, sy, sx, dy, dx = rec.kernel
-        rows, y_blocks = _covered(oh, bh, sy, (kh - 1) * dy + 1, _register(rec, "IFM_PAD_TOP"), ih)
-        cols, x_blocks = _covered(ow, bw, sx, (kw - 1) * dx + 1, _register(rec, "IFM_PAD_LEFT"), iw)
-        depth_slices = _ceil(oc, bc)
-        if rec.kind == "conv":  # the whole IFM depth for every OFM depth slice
-            ifm = _feature_map(
-                rec.bytes_read[0][0],
-                False,
-                rows * cols,
-                ic,
-                e_in,
-                rec.ifm_brick,
-                _conv_ifm_slice(rec),
-                cols // x_blocks or 1,
-                beat,
-            )
-            ifm = Transfer(
-                ifm.region,
-                False,
-                ifm.nbytes * depth_slices,
-                ifm.beats * depth_slices,
-                ifm.runs * depth_slices,
-            )
-        else:  # depthwise, pool: the IFM depth slice matching the OFM block's
-            ifm = _feature_map(
-                rec.bytes_read[0][0],
-                False,
-                rows * cols,
-                ic,
-                e_in,
-                rec.ifm_brick,
-                bc,
-                cols // x_blocks or 1,
-                beat,
-            )
+        rows, y_blocks = _covered(oh, bh, sy, (kh - 1) * dy + 1, rec.register("IFM_PAD_TOP"), ih)
+        cols, x_blocks = _covered(ow, bw, sx, (kw - 1) * dx + 1, rec.register("IFM_PAD_LEFT"), iw)
+        # a convolution reads the whole IFM depth for every OFM depth slice; depthwise and
+        # pooling read the IFM depth slice matching the OFM block's
+        conv = rec.kind == "conv"
+        ifm = _feature_map(
+            rec.bytes_read[0][0],
+            False,
+            rows * cols,
+            ic,
+            e_in,
+            rec.ifm_brick,
+            _conv_ifm_slice(rec) if conv else bc,
+            cols // x_blocks or 1,
+            beat,
+        )
+        if conv:
+            ifm = _repeated(ifm, _ceil(oc, bc))
         moves.append(ifm)
         for region, nbytes in rec.bytes_read[1:]:  # weights, scales: once per OFM block position
             if nbytes:
