@@ -37,6 +37,31 @@ def test_program_is_reloaded_from_disk_and_runs_identically(tmp_path, monkeypatc
     )
 
 
+def test_same_program_into_another_folder_is_copied_not_compiled(tmp_path, monkeypatch):
+    model = load_model("zoo:conv2d_relu")
+    calibration = random_calibration(model.example_inputs, 4, 0)
+    npu = load_target("corstone-300").npu()
+    first = compile_variant(model, calibration, "fused", npu, tmp_path / "a")
+    (first.out_dir / "reference").mkdir()
+    (first.out_dir / "reference" / "output_0_0.npy").write_bytes(b"a run's file")
+    monkeypatch.setattr(compile_module, "quantize", lambda *a, **k: 1 / 0)  # must not compile
+    second = compile_variant(model, calibration, "fused", npu, tmp_path / "b")
+    assert second.out_dir == tmp_path / "b" / "fused" and second.timings == {}
+    assert second.delegates[0].payload == first.delegates[0].payload
+    assert second.delegates[0].tosa_path == second.out_dir / first.delegates[0].tosa_path.name
+    assert not (second.out_dir / "reference").exists()  # only what the store lists is copied
+    import shutil
+
+    shutil.rmtree(tmp_path / "a")
+    shutil.rmtree(tmp_path / "b")  # no copy left: compiled again (here: refused)
+    try:
+        compile_variant(model, calibration, "fused", npu, tmp_path / "c")
+    except ZeroDivisionError:
+        pass
+    else:
+        raise AssertionError("compiled from a folder that no longer exists")
+
+
 def test_changed_calibration_recompiles(tmp_path, monkeypatch):
     model = load_model("zoo:conv2d_relu")
     npu = load_target("corstone-300").npu()

@@ -2,13 +2,15 @@
 LoadedModel + calibration + variant + NPU -> Program (files in OUT).
 
 Each delegate's payload and its estimate come from the same Vela run (vela_runs.py).
-Results are cached by content hash of model, calibration, options and tool versions: in-process,
-and on disk in OUT/VARIANT (program_store.py), which is written atomically: complete or absent.
+Results are cached by content hash of model, calibration, options and tool versions: in-process
+(a program compiled earlier into another folder is copied from there), and on disk in
+OUT/VARIANT (program_store.py), which is written atomically: complete or absent.
 """
 
 from __future__ import annotations
 
 import hashlib
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -22,7 +24,7 @@ from ..rewrites import DEFAULT_REWRITES
 from ..versions import tool_versions, toolkit_source_hash
 from .executorch_lower import lower
 from .npu_ops import command_stream_operations, kernel_operation_count
-from .program_store import StoreDamaged, load_stored_program, save_program
+from .program_store import StoreDamaged, copy_stored_program, load_stored_program, save_program
 from .staging import move_into_place, new_staging
 from .tosa_graph import read_tosa
 from .vela import read_estimate, vela_flags
@@ -65,6 +67,23 @@ def cache_key(
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:24]
 
 
+def _copy_compiled(source: Path, final: Path, key: str) -> Program | None:
+    """The same program compiled earlier in this process into another folder, copied into final
+    (cheaper than compiling again); None if that folder is gone or changed."""
+    staging = new_staging(final)
+    if not copy_stored_program(source, staging):
+        shutil.rmtree(staging, ignore_errors=True)
+        return None
+    move_into_place(staging, final)
+    try:
+        program = load_stored_program(final, key)
+    except StoreDamaged:
+        return None
+    if program is not None:
+        _CACHE[key] = program
+    return program
+
+
 def compile_variant(
     model: LoadedModel,
     calibration: CalibrationSet,
@@ -80,6 +99,10 @@ def compile_variant(
     cached = _CACHE.get(key)
     if cached is not None and cached.out_dir == final and final.is_dir():
         return cached
+    if cached is not None and cached.out_dir != final:
+        copied = _copy_compiled(cached.out_dir, final, key)
+        if copied is not None:
+            return copied
     try:
         stored = load_stored_program(final, key)
     except StoreDamaged as damage:

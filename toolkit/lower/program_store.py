@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from dataclasses import asdict
 from pathlib import Path
 
@@ -139,6 +140,24 @@ def load_stored_program(folder: Path, key: str | None = None) -> Program | None:
     if key is not None and data.get("cache_key") != key:
         return None
     return _checked_program(folder, data)
+
+
+def copy_stored_program(source: Path, staging: Path) -> bool:
+    """Copy the program stored in source (its program.json and the files it lists, nothing a run
+    added later) into staging; False if source no longer holds one."""
+    try:
+        data = _read_store(source)
+    except StoreDamaged:
+        return False
+    if data is None or not isinstance(data.get("files"), dict):
+        return False
+    try:
+        for name in [*data["files"], PROGRAM_FILE]:
+            (staging / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source / name, staging / name)
+    except OSError:
+        return False
+    return True
 
 
 def _program(folder: Path, data: dict) -> Program:

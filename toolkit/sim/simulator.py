@@ -156,7 +156,7 @@ def predict_pmu_counts(
 ) -> PmuPrediction:
     """The cycle model's FVP PMU prediction without running the program: its figures depend on
     the command stream only, never on the data (tests/sim check that)."""
-    check_accelerator(program, accelerator)
+    check_simulated_accelerator(program, accelerator)
     npu = npu_config(accelerator, system_config, memory_mode)
     plan = plan_for(program, accelerator)
     ini_file = str(vela_ini_path(config_ini))
