@@ -9,11 +9,13 @@ from __future__ import annotations
 import dataclasses
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from .commands import decode
 from .conv import prepare_conv
+from . import derived_store
 from .decoded import DecodedStreams
 from .dma import prepare_dma
 from .elementwise import prepare_elementwise
@@ -33,7 +35,22 @@ _CACHE_SIZE = 32
 @dataclass(frozen=True)
 class Plan:
     steps: tuple[Step, ...]  # convolutions hold the plan's DecodedStreams: decoded on first use
+    decoded: DecodedStreams
     timed: dict = field(default_factory=dict)  # (system config, memory mode, ini) -> records
+    store: Path | None = None  # derived_store file kept next to the compiled program
+    # what the store holds (timing keyed by memory system and ini content), and its size as
+    # (decoded streams, timing entries) when it was last read or written
+    stored: derived_store.Derived = field(default_factory=derived_store.Derived)
+    saved: list = field(default_factory=lambda: [0, 0])
+
+    def save_if_new(self) -> None:
+        """Write what this process derived to the store, when it holds something new."""
+        size = [self.decoded.size, len(self.stored.timing)]
+        if self.store is None or size == self.saved:
+            return
+        self.decoded.export(self.stored)
+        derived_store.save(self.store, self.stored)
+        self.saved[:] = size
 
 
 def new_memory(program: NpuProgram, accelerator: str) -> Memory:
@@ -48,11 +65,15 @@ def new_memory(program: NpuProgram, accelerator: str) -> Memory:
     return Memory(regions, shram_bytes(accelerator))
 
 
-def plan_for(program: NpuProgram, accelerator: str) -> Plan:
+def plan_for(program: NpuProgram, accelerator: str, store_folder: Path | None = None) -> Plan:
+    """The program's plan; with store_folder (the compiled program's folder), what an earlier
+    process derived from the program is read from there, and what this one derives is kept."""
     key = (program, accelerator)
     plan = _CACHE.get(key)
+    if plan is not None and store_folder is not None and plan.store is None:
+        plan = None  # planned without a store: plan again, reading the store
     if plan is None:
-        plan = _build(program, accelerator)
+        plan = _build(program, accelerator, store_folder)
         _CACHE[key] = plan
         if len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
@@ -69,17 +90,29 @@ def forget_programs() -> None:
     forget_tables()
 
 
-def _build(program: NpuProgram, accelerator: str) -> Plan:
+def _build(program: NpuProgram, accelerator: str, store_folder: Path | None) -> Plan:
     memory = new_memory(program, accelerator)  # region sizes for the bounds checks
     registers = RegisterFile()
-    decoded = DecodedStreams()
+    store = stored = None
+    if store_folder is not None:
+        store = derived_store.store_file(store_folder, program, accelerator)
+        stored = derived_store.load(store)
+    decoded = DecodedStreams(stored)
     steps = []
     for cmd in decode(program.command_stream):
         if not cmd.is_operation:
             registers.write(cmd)
             continue
         if cmd.name == "NPU_OP_STOP":
-            return Plan(tuple(steps))
+            if stored is None:
+                return Plan(tuple(steps), decoded, store=store)
+            return Plan(
+                tuple(steps),
+                decoded,
+                store=store,
+                stored=stored,
+                saved=[decoded.size, len(stored.timing)],
+            )
         if cmd.name in _NO_OP:
             continue
         regs = registers.snapshot(cmd)
