@@ -94,7 +94,9 @@ class SimulatorRunner:
         check = first_run and self.self_check and program.graph_module is not None
         npu = program.npu
         # what the simulator derives from the program is kept in its folder for later processes
-        store = program.out_dir if program.out_dir is not None and program.out_dir.is_dir() else None
+        store = (
+            program.out_dir if program.out_dir is not None and program.out_dir.is_dir() else None
+        )
 
         def run_program(
             payload, arrays: list[np.ndarray], delegate: Delegate | None = None

@@ -56,9 +56,7 @@ class Derived:
 
     weights: dict[tuple[bytes, WeightFormat], np.ndarray] = field(default_factory=dict)
     scales: list[tuple[bytes, int, int]] = field(default_factory=list)
-    timing: dict[str, tuple[np.ndarray, np.ndarray, tuple[int, ...]]] = field(
-        default_factory=dict
-    )
+    timing: dict[str, tuple[np.ndarray, np.ndarray, tuple[int, ...]]] = field(default_factory=dict)
 
 
 def load(path: Path) -> Derived | None:
@@ -109,10 +107,12 @@ def _unpack(a: dict[str, np.ndarray]) -> Derived:
     streams = _pieces(a["w_streams"], a["w_stream_ends"])
     values = _pieces(a["w_values"], a["w_value_ends"])
     for stream, fmt_row, shape, value in zip(streams, a["w_formats"], a["w_shapes"], values):
-        fmt = WeightFormat(**{
-            name: type(getattr(_FORMAT_ZERO, name))(v)
-            for name, v in zip(_FORMAT_FIELDS, fmt_row.tolist())
-        })
+        fmt = WeightFormat(
+            **{
+                name: type(getattr(_FORMAT_ZERO, name))(v)
+                for name, v in zip(_FORMAT_FIELDS, fmt_row.tolist())
+            }
+        )
         shape = tuple(int(s) for s in shape if s >= 0)
         derived.weights[stream.tobytes(), fmt] = value.astype(np.float64).reshape(shape)
     raws = _pieces(a["s_raw"], a["s_raw_ends"])

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
+from . import derived_store
 from .commands import decode
 from .conv import prepare_conv
-from . import derived_store
 from .decoded import DecodedStreams
 from .dma import prepare_dma
 from .elementwise import prepare_elementwise
