@@ -19,7 +19,7 @@ from .fvp_timing import PmuPrediction, fvp_memory, predict_pmu
 from .layouts import ofm_map
 from .memory import Memory
 from .payload import NpuProgram
-from .plan import Plan, new_memory, plan_for
+from .plan import Plan, new_memory, plan_for, release_memory
 from .records import OpRecord
 from .registers import Registers
 
@@ -86,6 +86,7 @@ def _ini_file(config_ini: str) -> str:
     return str(vela_ini_path(config_ini))
 
 
+@lru_cache(maxsize=16)
 def _ini_digest(ini: str) -> str:
     return hashlib.sha256(Path(ini).read_bytes()).hexdigest()
 
@@ -155,8 +156,10 @@ def simulate(
             step.run(memory)
     records, pmu = _timed(plan, program, accelerator, npu.system_config, npu.memory_mode, ini_file)
     plan.save_if_new()
+    outputs = _read_outputs(program, memory)  # copies
+    release_memory(memory)
     return SimResult(
-        _read_outputs(program, memory),
+        outputs,
         records,
         sum(r.compute_cycles for r in records),
         pmu.total,
