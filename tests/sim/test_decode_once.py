@@ -135,3 +135,19 @@ def test_the_store_is_per_program_and_accelerator(kws_npz, tmp_path):
     assert derived_store.store_file(tmp_path, program, "ethos-u65-256") != key
     changed = dataclasses.replace(program, weights=program.weights[:-1] + b"\x00")
     assert derived_store.store_file(tmp_path, changed, ACC) != key
+
+
+def test_a_program_planned_before_its_store_is_known_is_not_planned_again(kws_npz, tmp_path):
+    # the simulator runner's refusal check plans a program before its first run passes the store
+    from toolkit.sim.plan import plan_for
+
+    forget_programs()
+    program = load_payload(kws_npz)
+    unstored = plan_for(program, ACC)
+    stored = plan_for(program, ACC, tmp_path)
+    assert stored.steps is unstored.steps
+    assert plan_for(load_payload(kws_npz), ACC) is stored  # later runs find the stored plan
+    _run(kws_npz, EXPECTED[NAME][0], tmp_path)
+    (path,) = tmp_path.glob("sim_*.bin")
+    kept = derived_store.load(path)
+    assert len(kept.weights) == 11 and len(kept.timing) == 1

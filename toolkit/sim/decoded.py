@@ -16,13 +16,16 @@ from .weights import WeightFormat, decode_matrix, decode_scales
 
 
 class DecodedStreams:
-    def __init__(self, stored: Derived | None = None) -> None:
+    def __init__(self) -> None:
         self._weights: dict[tuple[bytes, WeightFormat], np.ndarray] = {}
         self._scales: dict[tuple, tuple] = {}
-        if stored is not None:
-            self._weights.update(stored.weights)
-            for raw, channels, rounding in stored.scales:
-                self.scales(raw, channels, rounding, "stored scale stream")
+
+    def add(self, stored: Derived) -> None:
+        """Take what a program's store kept (decoded in an earlier process)."""
+        for key, matrix in stored.weights.items():
+            self._weights.setdefault(key, matrix)
+        for raw, channels, rounding in stored.scales:
+            self.scales(raw, channels, rounding, "stored scale stream")
 
     def weights(self, stream: bytes, fmt: WeightFormat) -> np.ndarray:
         """weights.decode_matrix of the stream."""

@@ -6,6 +6,7 @@ alone; only memory contents change between runs, so a run replays the planned st
 
 from __future__ import annotations
 
+import dataclasses
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,15 +95,14 @@ def plan_for(program: NpuProgram, accelerator: str, store_folder: Path | None = 
     process derived from the program is read from there, and what this one derives is kept."""
     key = (program, accelerator)
     plan = _CACHE.get(key)
-    if plan is not None and store_folder is not None and plan.store is None:
-        plan = None  # planned without a store: plan again, reading the store
     if plan is None:
-        plan = _build(program, accelerator, store_folder)
-        _CACHE[key] = plan
-        if len(_CACHE) > _CACHE_SIZE:
-            _CACHE.popitem(last=False)
-    else:
-        _CACHE.move_to_end(key)
+        plan = _build(program, accelerator)
+    if store_folder is not None and plan.store is None:
+        plan = _with_store(plan, program, accelerator, store_folder)
+    _CACHE[key] = plan
+    _CACHE.move_to_end(key)
+    if len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
     return plan
 
 
@@ -114,29 +114,29 @@ def forget_programs() -> None:
     forget_tables()
 
 
-def _build(program: NpuProgram, accelerator: str, store_folder: Path | None) -> Plan:
+def _with_store(plan: Plan, program: NpuProgram, accelerator: str, folder: Path) -> Plan:
+    """plan, reading and keeping what it derives in folder's store for the program."""
+    store = derived_store.store_file(folder, program, accelerator)
+    stored = derived_store.load(store)
+    # timed afresh: figures computed before the store was known go into it too
+    if stored is None:
+        return dataclasses.replace(plan, timed={}, store=store)
+    plan.decoded.add(stored)  # the steps hold this DecodedStreams
+    saved = [plan.decoded.size, len(stored.timing)]
+    return dataclasses.replace(plan, timed={}, store=store, stored=stored, saved=saved)
+
+
+def _build(program: NpuProgram, accelerator: str) -> Plan:
     memory = new_memory(program, accelerator)  # region sizes for the bounds checks
     registers = RegisterFile()
-    store = stored = None
-    if store_folder is not None:
-        store = derived_store.store_file(store_folder, program, accelerator)
-        stored = derived_store.load(store)
-    decoded = DecodedStreams(stored)
+    decoded = DecodedStreams()
     steps = []
     for cmd in decode(program.command_stream):
         if not cmd.is_operation:
             registers.write(cmd)
             continue
         if cmd.name == "NPU_OP_STOP":
-            if stored is None:
-                return Plan(tuple(steps), decoded, store=store)
-            return Plan(
-                tuple(steps),
-                decoded,
-                store=store,
-                stored=stored,
-                saved=[decoded.size, len(stored.timing)],
-            )
+            return Plan(tuple(steps), decoded)
         if cmd.name in _NO_OP:
             continue
         regs = registers.snapshot(cmd)
