@@ -1,14 +1,16 @@
 """Simulator vs TOSA reference model (and TFLite's reference kernels): cold and warm time per
 inference on zoo networks and the MLPerf Tiny reference .tflite files.
 
-Zoo networks are compiled through the project's own chain (toolkit.lower.compile.compile_variant,
+Zoo networks are compiled through the project's own chain (toolkit.lower.build_variant.compile_variant,
 fused), so every delegate of the model runs. Both engines run the same delegates on the same int8
 inputs (captured from one end-to-end run), and the simulator's outputs are checked against the
 reference model's bit for bit, per delegate and end to end through the runners.
 
 cold: the first inference of a freshly loaded program (load_payload of its bytes) in a fresh
       state: the simulator's per-program state (its plan, decoded weights and scales) is
-      forgotten first (toolkit.sim.forget_programs). Imports and the Vela memory-system figures
+      forgotten first (toolkit.sim.forget_programs); what the simulator keeps on disk next to
+      the compiled program (toolkit.sim.derived_store, written by a first run before timing,
+      as a deploy's first run in an earlier process would) is read back. Imports and the Vela memory-system figures
       of the cycle model are per process, not per program, and are not counted. The TOSA reference
       model keeps nothing between runs, so each of its runs is a cold run.
 warm: per inference after that, the median of --repeat runs.
@@ -126,11 +128,12 @@ def bench_zoo(name: str, accelerator: str, timer: Timer, out_dir: Path):
     )
     inputs = [x.numpy() for x in model.example_inputs]
     calls = _delegate_calls(program, inputs)
+    store = program.out_dir  # what the simulator derives is kept next to the program
     exact = all(
         np.array_equal(s.reshape(-1), r.reshape(-1))
         for d, arrays in calls
         for s, r in zip(
-            simulate(load_payload(d.payload), arrays, accelerator).outputs,
+            simulate(load_payload(d.payload), arrays, accelerator, store=store).outputs,
             run_tosa_delegate(d, arrays),
         )
     )
@@ -144,7 +147,7 @@ def bench_zoo(name: str, accelerator: str, timer: Timer, out_dir: Path):
 
     def run_sim():
         for d, arrays in calls:
-            simulate(load_payload(d.payload), arrays, accelerator)
+            simulate(load_payload(d.payload), arrays, accelerator, store=store)
 
     def run_ref():
         for d, arrays in calls:
@@ -163,7 +166,11 @@ def bench_tflite(stem: str, accelerator: str, timer: Timer, out_dir: Path, tflit
     x = np.random.default_rng(0).integers(-128, 128, spec.shape, dtype=np.int8)
 
     def run_sim():
-        return simulate(load_payload(delegate.vela_npz_path), [x], accelerator).outputs
+        return simulate(
+            load_payload(delegate.vela_npz_path), [x], accelerator, store=program.out_dir
+        ).outputs
+
+    run_sim()  # as a deploy's first run: what the simulator derives is kept with the program
 
     sim = timer.cold(forget_programs, run_sim), timer.warm(run_sim)
     if tflite is None:

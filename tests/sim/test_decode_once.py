@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from ethosu import mlw_codec
 from tflite_edit import without_final_softmax
 
 from toolkit.lower.tflite import compile_tflite
-from toolkit.sim import forget_programs, load_payload, simulate, weights
+from toolkit.sim import derived_store, forget_programs, load_payload, simulate, weights
 from toolkit.targets import load_target
 
 from .test_tflite_reference_exact import ACC, EXPECTED, FIXTURES
@@ -65,3 +67,87 @@ def test_mlw_decode_is_the_codec_s_decode(values):
     assert ours.dtype == np.int16
     assert ours.tolist() == mlw_codec.decode(bytearray(stream))
     assert ours[: len(values)].tolist() == [int(v) for v in values]
+
+
+def _run(npz, shape, store=None):
+    x = np.random.default_rng(7).integers(-128, 128, shape, dtype=np.int8)
+    return simulate(load_payload(npz), [x], ACC, store=store)
+
+
+def _counting(monkeypatch) -> list:
+    calls = []
+    decode = weights.mlw_decode
+
+    def counting_decode(stream):
+        calls.append(stream)
+        return decode(stream)
+
+    monkeypatch.setattr(weights, "mlw_decode", counting_decode)
+    return calls
+
+
+def test_a_new_process_reads_what_the_first_derived(kws_npz, tmp_path, monkeypatch):
+    shape = EXPECTED[NAME][0]
+    forget_programs()
+    plain = _run(kws_npz, shape)
+    calls = _counting(monkeypatch)
+    forget_programs()
+    first = _run(kws_npz, shape, tmp_path)
+    (stored,) = tmp_path.glob("sim_*.bin")
+    assert len(calls) == 11
+    forget_programs()  # as a new process: only the file is left
+    again = _run(kws_npz, shape, tmp_path)
+    assert len(calls) == 11  # nothing decoded
+    for result in (first, again):
+        assert [o.tolist() for o in result.outputs] == [o.tolist() for o in plain.outputs]
+        assert result.operations == plain.operations  # cycle figures included
+        assert result.pmu == plain.pmu
+    assert derived_store.load(stored) is not None
+
+
+def test_a_damaged_store_is_derived_again(kws_npz, tmp_path, monkeypatch):
+    shape = EXPECTED[NAME][0]
+    forget_programs()
+    plain = _run(kws_npz, shape, tmp_path)
+    (stored,) = tmp_path.glob("sim_*.bin")
+    raw = bytearray(stored.read_bytes())
+    raw[len(raw) // 2] ^= 0x01  # one bit in the decoded weights
+    stored.write_bytes(bytes(raw))
+    assert derived_store.load(stored) is None
+    calls = _counting(monkeypatch)
+    forget_programs()
+    again = _run(kws_npz, shape, tmp_path)
+    assert len(calls) == 11  # not trusted: decoded again
+    assert [o.tolist() for o in again.outputs] == [o.tolist() for o in plain.outputs]
+    assert again.operations == plain.operations
+    assert derived_store.load(stored) is not None  # and written again
+    stored.write_bytes(b"")  # empty: the same
+    forget_programs()
+    assert [o.tolist() for o in _run(kws_npz, shape, tmp_path).outputs] == [
+        o.tolist() for o in plain.outputs
+    ]
+    assert len(calls) == 22
+
+
+def test_the_store_is_per_program_and_accelerator(kws_npz, tmp_path):
+    program = load_payload(kws_npz)
+    key = derived_store.store_file(tmp_path, program, ACC)
+    assert derived_store.store_file(tmp_path, program, "ethos-u65-256") != key
+    changed = dataclasses.replace(program, weights=program.weights[:-1] + b"\x00")
+    assert derived_store.store_file(tmp_path, changed, ACC) != key
+
+
+def test_a_program_planned_before_its_store_is_known_is_not_planned_again(kws_npz, tmp_path):
+    # the simulator runner's refusal check plans a program before its first run passes the store
+    from toolkit.sim.plan import plan_for
+
+    forget_programs()
+    program = load_payload(kws_npz)
+    unstored = plan_for(program, ACC)
+    stored = plan_for(program, ACC, tmp_path)
+    assert stored.steps is unstored.steps
+    assert plan_for(load_payload(kws_npz), ACC) is stored  # later runs find the stored plan
+    _run(kws_npz, EXPECTED[NAME][0], tmp_path)
+    (path,) = tmp_path.glob("sim_*.bin")
+    kept = derived_store.load(path)
+    assert len(kept.weights) == 11 and len(kept.timing) == 1

@@ -93,12 +93,22 @@ class SimulatorRunner:
         disagreements = []
         check = first_run and self.self_check and program.graph_module is not None
         npu = program.npu
+        # what the simulator derives from the program is kept in its folder for later processes
+        store = (
+            program.out_dir if program.out_dir is not None and program.out_dir.is_dir() else None
+        )
 
         def run_program(
             payload, arrays: list[np.ndarray], delegate: Delegate | None = None
         ) -> list[np.ndarray]:
             result = simulate(
-                payload, arrays, npu.accelerator, npu.system_config, npu.memory_mode, npu.config_ini
+                payload,
+                arrays,
+                npu.accelerator,
+                npu.system_config,
+                npu.memory_mode,
+                npu.config_ini,
+                store=store,
             )
             per_delegate.append(result)
             if check and delegate is not None and delegate.tosa_path is not None:

@@ -2,7 +2,8 @@
 
 An operation reads its streams from memory as it runs (Vela DMAs them into scratch first, often
 into a buffer that the next operation's stream reuses), so they are looked up by content: the
-first run of a program decodes each stream, later runs find it here.
+first run of a program decodes each stream, later runs find it here. What a program's store
+(derived_store.py) kept from an earlier process is put in first.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import outstage
+from .derived_store import Derived
 from .weights import WeightFormat, decode_matrix, decode_scales
 
 
@@ -17,6 +19,13 @@ class DecodedStreams:
     def __init__(self) -> None:
         self._weights: dict[tuple[bytes, WeightFormat], np.ndarray] = {}
         self._scales: dict[tuple, tuple] = {}
+
+    def add(self, stored: Derived) -> None:
+        """Take what a program's store kept (decoded in an earlier process)."""
+        for key, matrix in stored.weights.items():
+            self._weights.setdefault(key, matrix)
+        for raw, channels, rounding in stored.scales:
+            self.scales(raw, channels, rounding, "stored scale stream")
 
     def weights(self, stream: bytes, fmt: WeightFormat) -> np.ndarray:
         """weights.decode_matrix of the stream."""
@@ -38,3 +47,12 @@ class DecodedStreams:
                 int(np.abs(bias).max(initial=0)),
             )
         return decoded
+
+    @property
+    def size(self) -> int:
+        """How many streams are decoded (grows as operations first run)."""
+        return len(self._weights) + len(self._scales)
+
+    def export(self, into: Derived) -> None:
+        into.weights = dict(self._weights)
+        into.scales = list(self._scales)

@@ -9,9 +9,11 @@ from __future__ import annotations
 import dataclasses
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
+from . import derived_store
 from .commands import decode
 from .conv import prepare_conv
 from .decoded import DecodedStreams
@@ -33,31 +35,74 @@ _CACHE_SIZE = 32
 @dataclass(frozen=True)
 class Plan:
     steps: tuple[Step, ...]  # convolutions hold the plan's DecodedStreams: decoded on first use
+    decoded: DecodedStreams
     timed: dict = field(default_factory=dict)  # (system config, memory mode, ini) -> records
+    store: Path | None = None  # derived_store file kept next to the compiled program
+    # what the store holds (timing keyed by memory system and ini content), and its size as
+    # (decoded streams, timing entries) when it was last read or written
+    stored: derived_store.Derived = field(default_factory=derived_store.Derived)
+    saved: list = field(default_factory=lambda: [0, 0])
+
+    def save_if_new(self) -> None:
+        """Write what this process derived to the store, when it holds something new."""
+        size = [self.decoded.size, len(self.stored.timing)]
+        if self.store is None or size == self.saved:
+            return
+        self.decoded.export(self.stored)
+        derived_store.save(self.store, self.stored)
+        self.saved[:] = size
 
 
 def new_memory(program: NpuProgram, accelerator: str) -> Memory:
     regions = {
         0: np.frombuffer(program.weights, dtype=np.uint8).copy(),
-        1: np.zeros(program.scratch_size, dtype=np.uint8),
+        1: _zeroed(program.scratch_size),
     }
     if program.fast_scratch_aliases_scratch:
         regions[2] = regions[1]
     elif program.scratch_fast_size:
-        regions[2] = np.zeros(program.scratch_fast_size, dtype=np.uint8)
+        regions[2] = _zeroed(program.scratch_fast_size)
     return Memory(regions, shram_bytes(accelerator))
 
 
-def plan_for(program: NpuProgram, accelerator: str) -> Plan:
+# Scratch buffers of finished runs, zeroed again for the next: a fresh np.zeros of the 1 MiB
+# fast scratch a vela_bin_stream gets costs 95 us (pages mapped and unmapped), fill(0) a fifth.
+_SPARE: dict[int, list[np.ndarray]] = {}
+_SPARE_MIN_BYTES = 1 << 16
+_SPARE_PER_SIZE = 2
+
+
+def _zeroed(size: int) -> np.ndarray:
+    try:
+        buffer = _SPARE.get(size, []).pop()
+    except IndexError:
+        return np.zeros(size, dtype=np.uint8)
+    buffer.fill(0)
+    return buffer
+
+
+def release_memory(memory: Memory) -> None:
+    """Give a finished run's scratch buffers back for the next run (nothing may use them)."""
+    for buffer in {id(b): b for n, b in memory.regions.items() if n != 0}.values():
+        if len(buffer) >= _SPARE_MIN_BYTES:
+            spare = _SPARE.setdefault(len(buffer), [])
+            if len(spare) < _SPARE_PER_SIZE:
+                spare.append(buffer)
+
+
+def plan_for(program: NpuProgram, accelerator: str, store_folder: Path | None = None) -> Plan:
+    """The program's plan; with store_folder (the compiled program's folder), what an earlier
+    process derived from the program is read from there, and what this one derives is kept."""
     key = (program, accelerator)
     plan = _CACHE.get(key)
     if plan is None:
         plan = _build(program, accelerator)
-        _CACHE[key] = plan
-        if len(_CACHE) > _CACHE_SIZE:
-            _CACHE.popitem(last=False)
-    else:
-        _CACHE.move_to_end(key)
+    if store_folder is not None and plan.store is None:
+        plan = _with_store(plan, program, accelerator, store_folder)
+    _CACHE[key] = plan
+    _CACHE.move_to_end(key)
+    if len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
     return plan
 
 
@@ -67,6 +112,18 @@ def forget_programs() -> None:
     load_npz.cache_clear()
     forget_formats()
     forget_tables()
+
+
+def _with_store(plan: Plan, program: NpuProgram, accelerator: str, folder: Path) -> Plan:
+    """plan, reading and keeping what it derives in folder's store for the program."""
+    store = derived_store.store_file(folder, program, accelerator)
+    stored = derived_store.load(store)
+    # timed afresh: figures computed before the store was known go into it too
+    if stored is None:
+        return dataclasses.replace(plan, timed={}, store=store)
+    plan.decoded.add(stored)  # the steps hold this DecodedStreams
+    saved = [plan.decoded.size, len(stored.timing)]
+    return dataclasses.replace(plan, timed={}, store=store, stored=stored, saved=saved)
 
 
 def _build(program: NpuProgram, accelerator: str) -> Plan:
@@ -79,7 +136,7 @@ def _build(program: NpuProgram, accelerator: str) -> Plan:
             registers.write(cmd)
             continue
         if cmd.name == "NPU_OP_STOP":
-            return Plan(tuple(steps))
+            return Plan(tuple(steps), decoded)
         if cmd.name in _NO_OP:
             continue
         regs = registers.snapshot(cmd)
@@ -88,8 +145,10 @@ def _build(program: NpuProgram, accelerator: str) -> Plan:
         except UnsupportedError as exc:
             exc.offset = cmd.offset
             raise
-        record = dataclasses.replace(step.record, registers=tuple(regs.values.items()))
-        steps.append(Step(record, step.run))
+        # the record was just made for this step: set its registers in place (a
+        # dataclasses.replace of the 22 fields cost an eighth of the planning)
+        object.__setattr__(step.record, "registers", tuple(regs.values.items()))
+        steps.append(step)
     raise PayloadError(
         f"{program.source}: the command stream ends without NPU_OP_STOP (truncated?)"
     )

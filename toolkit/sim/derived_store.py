@@ -1,0 +1,170 @@
+"""What the simulator derives from a compiled program, kept on disk next to it.
+
+The first run of a program decodes its weight and scale streams and computes its cycle figures;
+a deploy in a new process would pay that again on its first inference. One file per program
+(sim_<key>.bin in the program's folder) keeps the decoded weights (as int16: every decoded
+weight fits), the scale streams and the per-operation cycle figures of each memory system.
+
+The key hashes the command stream, the weight region, the accelerator and the simulator's own
+source files, so an edited simulator never reads what an older one derived. The file starts
+with the SHA-256 of the rest (the program store's rule, program_store.py): a file that is
+unreadable, truncated or changed is ignored and derived again, never trusted. Written
+atomically (temporary file, then rename).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from .payload import NpuProgram
+from .weights import WeightFormat
+
+_VERSION = b"etk-sim-derived 1"
+_DIGEST = 32  # bytes of SHA-256 at the head of the file
+_FORMAT_FIELDS = tuple(f.name for f in dataclasses.fields(WeightFormat))
+
+
+@lru_cache(maxsize=1)
+def _code_digest() -> bytes:
+    """SHA-256 over the simulator's source files (what the derived state depends on)."""
+    digest = hashlib.sha256(_VERSION)
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.digest()
+
+
+def store_file(folder: Path, program: NpuProgram, accelerator: str) -> Path:
+    digest = hashlib.sha256(_code_digest() + accelerator.encode() + b"\0")
+    digest.update(len(program.command_stream).to_bytes(8, "little") + program.command_stream)
+    digest.update(program.weights)
+    return Path(folder) / f"sim_{digest.hexdigest()[:32]}.bin"
+
+
+@dataclass
+class Derived:
+    """Decoded weights ((stream, format) -> matrix), scale streams ((raw, channels, rounding)),
+    and per memory-system key the per-operation (cycles, compute cycles) and PMU figures."""
+
+    weights: dict[tuple[bytes, WeightFormat], np.ndarray] = field(default_factory=dict)
+    scales: list[tuple[bytes, int, int]] = field(default_factory=list)
+    timing: dict[str, tuple[np.ndarray, np.ndarray, tuple[int, ...]]] = field(default_factory=dict)
+
+
+def load(path: Path) -> Derived | None:
+    """The derived state in path, or None when it is missing or cannot be trusted."""
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    body = raw[_DIGEST:]
+    if len(raw) <= _DIGEST or hashlib.sha256(body).digest() != raw[:_DIGEST]:
+        return None
+    try:
+        return _unpack(_arrays(body))
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None
+
+
+def _arrays(body: bytes) -> dict[str, np.ndarray]:
+    """The arrays of a body _body wrote: an 8-byte header length, a JSON header naming each
+    array's dtype, shape and byte range, then the arrays' bytes (no zip: reading an .npz's
+    members cost more than the rest of the load)."""
+    size = int.from_bytes(body[:8], "little")
+    header = json.loads(body[8 : 8 + size])
+    data = memoryview(body)[8 + size :]
+    return {
+        name: np.frombuffer(data[start:end], dtype=dtype).reshape(shape)
+        for name, (dtype, shape, start, end) in header.items()
+    }
+
+
+def _body(arrays: dict[str, np.ndarray]) -> bytes:
+    header, chunks, pos = {}, [], 0
+    for name, array in arrays.items():
+        raw = np.ascontiguousarray(array).tobytes()
+        header[name] = (array.dtype.str, list(array.shape), pos, pos + len(raw))
+        chunks.append(raw)
+        pos += len(raw)
+    head = json.dumps(header).encode()
+    return len(head).to_bytes(8, "little") + head + b"".join(chunks)
+
+
+def _pieces(flat: np.ndarray, ends: np.ndarray) -> list[np.ndarray]:
+    return np.split(flat, ends[:-1]) if len(ends) else []
+
+
+def _unpack(a: dict[str, np.ndarray]) -> Derived:
+    derived = Derived()
+    streams = _pieces(a["w_streams"], a["w_stream_ends"])
+    values = _pieces(a["w_values"], a["w_value_ends"])
+    for stream, fmt_row, shape, value in zip(streams, a["w_formats"], a["w_shapes"], values):
+        fmt = WeightFormat(
+            **{
+                name: type(getattr(_FORMAT_ZERO, name))(v)
+                for name, v in zip(_FORMAT_FIELDS, fmt_row.tolist())
+            }
+        )
+        shape = tuple(int(s) for s in shape if s >= 0)
+        derived.weights[stream.tobytes(), fmt] = value.astype(np.float64).reshape(shape)
+    raws = _pieces(a["s_raw"], a["s_raw_ends"])
+    for raw, (channels, rounding) in zip(raws, a["s_params"].tolist()):
+        derived.scales.append((raw.tobytes(), channels, rounding))
+    for name, cycles in a.items():
+        if name.startswith("cycles:"):
+            key = name.removeprefix("cycles:")
+            pmu = a[f"pmu:{key}"]
+            derived.timing[key] = (cycles, a[f"compute:{key}"], tuple(pmu.tolist()))
+    return derived
+
+
+_FORMAT_ZERO = WeightFormat(*(0 for _ in _FORMAT_FIELDS))
+
+
+def _ends(pieces) -> np.ndarray:
+    return np.cumsum([len(p) for p in pieces], dtype=np.int64)
+
+
+def save(path: Path, derived: Derived) -> None:
+    """Write derived to path atomically; a folder that cannot be written is left as it is."""
+    weights = list(derived.weights.items())
+    streams = [np.frombuffer(s, np.uint8) for (s, _), _ in weights]
+    values = [m.reshape(-1).astype(np.int16) for _, m in weights]
+    shapes = [list(m.shape) + [-1] * (3 - m.ndim) for _, m in weights]
+    raws = [np.frombuffer(r, np.uint8) for r, _, _ in derived.scales]
+    arrays = {
+        "w_streams": np.concatenate(streams) if streams else np.zeros(0, np.uint8),
+        "w_stream_ends": _ends(streams),
+        "w_values": np.concatenate(values) if values else np.zeros(0, np.int16),
+        "w_value_ends": _ends(values),
+        "w_formats": np.array(
+            [[int(getattr(f, n)) for n in _FORMAT_FIELDS] for (_, f), _ in weights], np.int64
+        ).reshape(-1, len(_FORMAT_FIELDS)),
+        "w_shapes": np.array(shapes, np.int64).reshape(-1, 3),
+        "s_raw": np.concatenate(raws) if raws else np.zeros(0, np.uint8),
+        "s_raw_ends": _ends(raws),
+        "s_params": np.array([[c, r] for _, c, r in derived.scales], np.int64).reshape(-1, 2),
+    }
+    for key, (cycles, compute, pmu) in derived.timing.items():
+        arrays[f"cycles:{key}"] = np.asarray(cycles, np.int64)
+        arrays[f"compute:{key}"] = np.asarray(compute, np.int64)
+        arrays[f"pmu:{key}"] = np.asarray(pmu, np.int64)
+    body = _body(arrays)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(hashlib.sha256(body).digest() + body)
+        os.replace(tmp, path)
+    except OSError:
+        Path(tmp).unlink(missing_ok=True)
