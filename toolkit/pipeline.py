@@ -13,6 +13,8 @@ import numpy as np
 import torch
 
 from .artifacts import LoadedModel, Program, Variant
+from .compare.block_errors import block_errors, explain_fused_loss
+from .compare.cycle_check import check_cycles
 from .compare.eval_data import LabelledData, load_labelled
 from .compare.evaluate import (
     EVAL_SEED_OFFSET,
@@ -26,6 +28,7 @@ from .compare.evaluate import (
 from .compare.metrics import exact_match_rate, max_abs_err_lsb
 from .compare.task_eval import (
     TaskAccuracy,
+    data_windows,
     evaluation_runner,
     float_accuracy,
     program_accuracy,
@@ -49,7 +52,7 @@ from .quantize.calibration import calibration_subset, folder_calibration, random
 from .report.job_report import report_dict
 from .report.json_report import write_json_atomic
 from .resolve import is_tflite, resolve_target
-from .results import JobResult, RunnerRun, TaskResult, VariantResult
+from .results import FusedLoss, JobResult, RunnerRun, TaskResult, VariantResult
 from .rewrites import resolve_rewrites
 from .runners.base import Runner
 from .runners.tosa_ref import TosaReferenceRunner
@@ -57,6 +60,8 @@ from .runners.tosa_ref import TosaReferenceRunner
 # the simulator package is also the command-stream decoder (here: Vela-compiled .tflite files)
 from .sim.vela_tflite import is_vela_compiled
 from .targets import Target
+
+BLOCK_ERROR_SAMPLES = 64  # eval samples the per-block errors run on (fake-quantized graphs)
 
 
 def check_fits(program: Program, target: Target) -> None:
@@ -85,7 +90,8 @@ def _runner_run(
                 worst, max_abs_err_lsb(r, d, quant.scale) if quant else float(np.max(np.abs(r - d)))
             )
             matches.append(exact_match_rate(r, d))
-    return RunnerRun(ev, worst == 0.0, worst, float(np.mean(matches)))
+    check = check_cycles(program, ev.runs[0].cycles)
+    return RunnerRun(ev, worst == 0.0, worst, float(np.mean(matches)), check)
 
 
 def _tflite_variant(
@@ -124,7 +130,8 @@ def _tflite_variant(
         runs = tuple(runner.run(program, list(sample), target) for sample in inputs)
         outputs = tuple(r.outputs for r in runs)
         save_arrays(program.out_dir / f"run_{runner.name}", "output", outputs)
-        run = RunnerRun(Evaluation(inputs, (), outputs, runs, None), None, None, None)
+        check = check_cycles(program, runs[0].cycles)
+        run = RunnerRun(Evaluation(inputs, (), outputs, runs, None), None, None, None, check)
     model = LoadedModel(job.model, path.stem, None, (), file_hash(path))
     return model, VariantResult(program, None, run)
 
@@ -343,5 +350,27 @@ def _task(
             program_accuracy(program, evaluation_runner(program), data, shape, metric, path.name),
         )
     return TaskResult(
-        data.source, metric, floats, variants, tuple(c.source for c in calibrations), reference
+        data.source,
+        metric,
+        floats,
+        variants,
+        tuple(c.source for c in calibrations),
+        reference,
+        _fused_loss(model, calibrations[0], npu, rewrites, data, shape, variants, progress),
     )
+
+
+def _fused_loss(
+    model: LoadedModel, calibration, npu, rewrites, data, shape, variants, progress
+) -> FusedLoss | None:
+    """When fused scores below unfused: which block's range explains it (or that none does)."""
+    if not {"fused", "unfused"} <= set(variants):
+        return None
+    means = {v: float(np.mean([a.value for a in variants[v]])) for v in ("fused", "unfused")}
+    if means["fused"] >= means["unfused"]:
+        return None
+    progress("fused below unfused: measuring each block's error against float")
+    windows = data_windows(data, shape).reshape(-1, *shape[1:])[:BLOCK_ERROR_SAMPLES]
+    samples = tuple((torch.from_numpy(np.ascontiguousarray(w[None])),) for w in windows)
+    errors = block_errors(model, calibration, npu, rewrites, samples)
+    return FusedLoss(means["unfused"] - means["fused"], explain_fused_loss(errors), errors)

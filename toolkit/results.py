@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .artifacts import LoadedModel, Program
+from .compare.block_errors import BlockError
+from .compare.cycle_check import CycleCheck
 from .compare.evaluate import Evaluation
 from .compare.task_eval import TaskAccuracy
 from .compare.variants import VariantComparison
@@ -22,6 +24,9 @@ class RunnerRun:
     outputs_match_reference: bool | None  # None: there is no host reference (.tflite models)
     max_diff_lsb: float | None
     exact_match_rate: float | None
+    cycle_check: CycleCheck | None = (
+        None  # a measured run: beside etk's prediction, Vela's estimate
+    )
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,14 @@ class TaskResult:
     variants: dict[str, tuple[TaskAccuracy, ...]]
     calibrations: tuple[str, ...]  # per seed
     reference_file: tuple[str, TaskAccuracy] | None = None  # the trained .tflite of zoo:X@mlperf
+    fused_loss: FusedLoss | None = None  # fused scored below unfused: by how much, and why
+
+
+@dataclass(frozen=True)
+class FusedLoss:
+    by: float  # unfused mean - fused mean (> 0)
+    why: str  # compare/block_errors.explain_fused_loss
+    blocks: tuple[BlockError, ...]
 
 
 @dataclass(frozen=True)

@@ -83,3 +83,30 @@ def test_explanation_names_the_block_or_says_none_is_worse():
         "float fused, so the difference arises after them (the last layers' rounding deciding "
         "close calls)"
     )
+
+
+def test_a_job_where_fused_scores_below_unfused_says_why(errors):
+    from toolkit.compare.eval_data import LabelledData
+    from toolkit.compare.task_eval import TaskAccuracy
+    from toolkit.pipeline import _fused_loss
+
+    module = _ThreeBlocks().eval()
+    example = (torch.randn(1, 3, 8, 8),)
+    model = LoadedModel("test:three_blocks", "three_blocks", module, example, "h")
+    npu = load_target("corstone-300").npu(None, None, None, None)
+    x = np.random.default_rng(1).standard_normal((4, 1, 3, 8, 8)).astype(np.float32)
+    data = LabelledData(x[:, 0], np.zeros(4, dtype=np.int64), "test data", "h")
+
+    def accuracy(value):
+        return (TaskAccuracy("top1", value, 4, "sim"),)
+
+    calibration = random_calibration(example, 8, 0)
+    args = (model, calibration, npu, (), data, (1, 3, 8, 8))
+    higher = {"fused": accuracy(0.75), "unfused": accuracy(0.5)}
+    assert _fused_loss(*args, higher, lambda _: None) is None
+    lower = {"fused": accuracy(0.5), "unfused": accuracy(0.75)}
+    loss = _fused_loss(*args, lower, lambda _: None)
+    assert loss.by == 0.25 and len(loss.blocks) == 3
+    assert loss.why == explain_fused_loss(loss.blocks)
+    worst = worst_block(loss.blocks)  # these 4 samples: the last block, with upstream error
+    assert worst is loss.blocks[2] and loss.why.startswith(f"largest fused loss at {worst.source}")

@@ -8,11 +8,14 @@ import shutil
 import numpy as np
 
 from toolkit.cli import main
+from toolkit.compare.cycle_check import predict_program
+from toolkit.lower.program_store import load_stored_program
 from toolkit.runners.select import select_runner
 from toolkit.targets import load_target
 
 
-def test_deploy_through_fvp_stand_in(fvp_env, tmp_path, monkeypatch, capsys):
+def test_deploy_through_fvp_stand_in(fvp_env, fake_fvp, tmp_path, monkeypatch, capsys):
+    NPU_CYCLES, PMU_EVENT_COUNTS = fake_fvp.NPU_CYCLES, fake_fvp.PMU_EVENT_COUNTS
     # 1. the host reference for one evaluation input, which the stand-in will echo back
     host = tmp_path / "host"
     assert main(["compare", "zoo:conv2d_relu", "--eval-samples", "1", "-o", str(host)]) == 0
@@ -45,6 +48,16 @@ def test_deploy_through_fvp_stand_in(fvp_env, tmp_path, monkeypatch, capsys):
         assert run["cycles"]["kind"] == "measured"
         assert run["cycles"]["source"] == "FVP PMU ethosu_pmu_cycle_cntr"
         assert run["outputs_match_reference"] is True and run["max_diff_lsb"] == 0.0
+        # the measurement beside etk's prediction and Vela's estimate of the same program
+        check = run["cycles"]["check"]
+        predicted = predict_program(load_stored_program(out / variant)).total_cycles
+        estimate = report["variants"][variant]["estimate"]["total_cycles"]
+        assert check["measured_npu_total"] == NPU_CYCLES
+        assert (check["predicted_npu_total"], check["vela_estimate_total"]) == (predicted, estimate)
+        assert check["measured_over_predicted"] == round(NPU_CYCLES / predicted, 4)
+        assert check["beats"]["axi0_read"]["measured"] == PMU_EVENT_COUNTS[0]
+        text = capsys.readouterr().out
+        assert f"{NPU_CYCLES / predicted:.3f}x" in text and "NPU TOTAL (etk prediction)" in text
         run_dir = out / variant / f"fvp-{variant}"
         assert (run_dir / "program.pte").read_bytes() == (out / variant / "model.pte").read_bytes()
         saved = np.load(out / variant / "run_fvp" / "output_0_0.npy")

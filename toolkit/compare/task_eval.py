@@ -35,7 +35,7 @@ def task_metric(input_shape: tuple[int, ...], output_shape: tuple[int, ...]) -> 
     return "auc" if tuple(output_shape[1:]) == tuple(input_shape[1:]) else "top1"
 
 
-def _windows(data: LabelledData, input_shape: tuple[int, ...]) -> np.ndarray:
+def data_windows(data: LabelledData, input_shape: tuple[int, ...]) -> np.ndarray:
     """(N, W, *input[1:]): one window per clip unless x.npy holds several."""
     sample = tuple(input_shape[1:])
     return data.x if data.x.ndim == 2 + len(sample) else data.x[:, None]
@@ -50,7 +50,7 @@ def _score(metric: str, data: LabelledData, windows: np.ndarray, outputs: np.nda
 def float_accuracy(
     module, data: LabelledData, input_shape: tuple[int, ...], metric: str
 ) -> TaskAccuracy:
-    windows = _windows(data, input_shape)
+    windows = data_windows(data, input_shape)
     flat = torch.from_numpy(windows.reshape(-1, *input_shape[1:]))
     with torch.no_grad():
         outputs = torch.cat(
@@ -95,7 +95,7 @@ def program_accuracy(
     label: str,
     target=None,
 ) -> TaskAccuracy:
-    windows = _windows(data, input_shape)
+    windows = data_windows(data, input_shape)
     outputs = program_outputs(program, runner, data, input_shape, label, target)
     outputs = outputs[:, 0] if metric == "top1" else outputs.reshape(windows.shape)
     return TaskAccuracy(metric, _score(metric, data, windows, outputs), len(data.y), runner.name)
@@ -110,7 +110,7 @@ def program_outputs(
     target=None,
 ) -> np.ndarray:
     """Float outputs (N, W, output elements), one run per window, with a progress bar."""
-    windows = _windows(data, input_shape)
+    windows = data_windows(data, input_shape)
     outputs = []
     console = Console(stderr=True)
     with Progress(

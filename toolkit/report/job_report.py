@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 
+from ..compare.cycle_check import cycle_check_entry
 from ..compare.evaluate import EVAL_SEED_OFFSET
 from ..lower.vela import vela_version
 from ..results import JobResult, TaskResult
@@ -53,6 +55,8 @@ def report_dict(result: JobResult) -> dict[str, Any]:
                 if estimate and run.cycles.total_cycles
                 else None
             )
+            if vr.run.cycle_check is not None:
+                cycles["check"] = cycle_check_entry(vr.run.cycle_check)
             entry["run"] = {
                 "runner": run.runner,
                 "cycles": cycles,
@@ -114,6 +118,15 @@ def report_dict(result: JobResult) -> dict[str, Any]:
                 else None
             ),
         }
+        if task.fused_loss is not None:
+            report["eval"]["fused_below_unfused"] = {
+                "by": round(task.fused_loss.by, 6),
+                "why": task.fused_loss.why,
+                "blocks": [
+                    {**asdict(e), "fused_loss_db": round(e.fused_loss_db, 3)}
+                    for e in task.fused_loss.blocks
+                ],
+            }
     return report
 
 

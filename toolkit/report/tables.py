@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..atomic_write import write_atomic
+from ..compare.cycle_check import cycle_check_lines
 from ..results import JobResult, TaskResult
 from .job_report import io_layout_hint
 
@@ -82,6 +83,18 @@ def rows(result: JobResult) -> tuple[list[str], list[list[str]]]:
             add(
                 f"  {runs[0].runner} / Vela estimate (total)",
                 [f"{t / e:.3f}x" if e else "-" for t, e in zip(total, tot)],
+            )
+        checks = [v.run.cycle_check for v in vs]
+        if all(c is not None for c in checks):
+            predicted = [c.prediction.total_cycles for c in checks]
+            add("NPU TOTAL (etk prediction)", predicted, both(predicted))
+            add(
+                f"  {runs[0].runner} / etk prediction",
+                [f"{m / p:.3f}x" if m and p else "-" for m, p in zip(measured, predicted)],
+            )
+            add(
+                f"  {runs[0].runner} / Vela estimate (total)",
+                [f"{m / e:.3f}x" if m and e else "-" for m, e in zip(measured, tot)],
             )
         add("outputs == host reference", [v.run.outputs_match_reference for v in vs])
         add("max diff vs host reference (LSB)", [v.run.max_diff_lsb for v in vs])
@@ -178,6 +191,14 @@ def notes(result: JobResult, terse: bool = False) -> list[str]:
                 )
             if d.zero_point_raised:
                 lines.append(f"{name}: {d.activation} after {d.parent}: {d.reason}")
+        check = v.run.cycle_check if v.run is not None else None
+        if check is not None:
+            lines.extend(f"{name}: {line}" for line in cycle_check_lines(check)[1:])
+    if result.task is not None and result.task.fused_loss is not None:
+        loss = result.task.fused_loss
+        lines.append(
+            f"fused scores {loss.by:.4f} below unfused ({_METRIC[result.task.metric]}): {loss.why}"
+        )
     hint = io_layout_hint(result)
     if hint is not None:
         lines.append(hint["note"])
