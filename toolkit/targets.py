@@ -237,7 +237,7 @@ def load_target_file(path: Path) -> Target:
     if default_npu not in supported:
         raise UserError(f"target file {path}: npu.default '{default_npu}' is not in npu.supported")
     vela_system = {}
-    vela = npu.table("vela", required=False)
+    vela = npu.optional_table("vela")
     vela_config = None
     if vela is not None:
         vela_config = vela.get("config", str, "the path of a Vela .ini file", default=None)
@@ -247,9 +247,9 @@ def load_target_file(path: Path) -> Target:
                 fam.get("system_config", str, "a Vela system config name"),
                 fam.get("memory_mode", str, "a Vela memory mode name"),
             )
-    fvp = top.table("fvp", required=False)
+    fvp = top.optional_table("fvp")
     board = top.get("board", dict, "a table", default=None)
-    memory = top.table("memory", required=False)
+    memory = top.optional_table("memory")
     sram = memory.get("sram_bytes", int, "a size in bytes") if memory is not None else None
     return Target(
         name=top.get("name", str, "the target's name"),

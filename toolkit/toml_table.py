@@ -51,8 +51,11 @@ class TomlTable:
             raise self.wrong(key, expected, value)
         return value
 
-    def table(self, key: str, required: bool = True) -> TomlTable | None:
-        value = self.get(key, dict, "a table", default=... if required else None)
+    def table(self, key: str) -> TomlTable:
+        return self.sub(self.get(key, dict, "a table"), f"{key}.")
+
+    def optional_table(self, key: str) -> TomlTable | None:
+        value = self.get(key, dict, "a table", default=None)
         return None if value is None else self.sub(value, f"{key}.")
 
     def str_list(self, key: str) -> tuple[str, ...]:

@@ -53,10 +53,8 @@ def float_accuracy(
     windows = data_windows(data, input_shape)
     flat = torch.from_numpy(windows.reshape(-1, *input_shape[1:]))
     with torch.no_grad():
-        outputs = torch.cat(
-            [module(flat[i : i + FLOAT_BATCH]) for i in range(0, len(flat), FLOAT_BATCH)]
-        )
-    outputs = outputs.numpy().reshape(len(windows), windows.shape[1], -1)
+        batches = [module(flat[i : i + FLOAT_BATCH]) for i in range(0, len(flat), FLOAT_BATCH)]
+    outputs = torch.cat(batches).numpy().reshape(len(windows), windows.shape[1], -1)
     outputs = outputs[:, 0] if metric == "top1" else outputs.reshape(windows.shape)
     return TaskAccuracy(
         metric, _score(metric, data, windows, outputs), len(data.y), "float (PyTorch)"

@@ -57,8 +57,8 @@ def load_compiled_program(
         shutil.copyfile(path, copy)
     delegates = []
     for i, npu_program in enumerate(graph.npu_programs):
-        ops = Counter(c.name for c in decode(npu_program.command_stream) if c.is_operation)
-        ops = dict(sorted(ops.items()))
+        counts = Counter(c.name for c in decode(npu_program.command_stream) if c.is_operation)
+        ops = dict(sorted(counts.items()))
         delegates.append(
             Delegate(i, None, copy, b"", npu_ops=kernel_operation_count(ops), command_ops=ops)
         )

@@ -55,7 +55,7 @@ def compile_variants(
     extra_vela: tuple[str, ...],
     rewrites: tuple[str, ...],
     parallel: bool,
-) -> dict[str, Program]:
+) -> dict[Variant, Program]:
     """variant -> Program; with parallel and two variants, the last one in a forked child."""
     args = {v: (model, calibration, v, npu, out_dir, extra_vela, rewrites) for v in variants}
     if not parallel or len(variants) != 2 or not can_compile_in_parallel():

@@ -21,8 +21,7 @@ class ChannelsLastInterface(nn.Module):
         self.model = model
 
     def forward(self, *inputs):
-        inputs = [x.permute(0, 3, 1, 2) if x.dim() == 4 else x for x in inputs]
-        outputs = self.model(*inputs)
+        outputs = self.model(*(x.permute(0, 3, 1, 2) if x.dim() == 4 else x for x in inputs))
         if isinstance(outputs, (tuple, list)):
             return type(outputs)(o.permute(0, 2, 3, 1) if o.dim() == 4 else o for o in outputs)
         return outputs.permute(0, 2, 3, 1) if outputs.dim() == 4 else outputs

@@ -159,7 +159,7 @@ class SimulatorRunner:
             "beats predict its AXI beat counters",
             beats=beats,
         )
-        details = {"operations": sum(len(r.operations) for r in per_delegate)}
+        details: dict[str, object] = {"operations": sum(len(r.operations) for r in per_delegate)}
         if disagreements:
             details["self_check"] = "; ".join(disagreements)
         elif check:
