@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..compare.cycle_check import cycle_check_entry
+from ..compare.cycle_check import cycle_check_entry, ratio
 from ..compare.evaluate import EVAL_SEED_OFFSET
 from ..lower.vela import vela_version
 from ..results import JobResult, TaskResult
@@ -50,11 +50,7 @@ def report_dict(result: JobResult) -> dict[str, Any]:
             cycles = cycles_entry(run)
             estimate = entry["estimate"]["total_cycles"]
             # the run's figure (measured or simulated) over Vela's estimate of the same program
-            cycles["total_over_vela_estimate"] = (
-                round(run.cycles.total_cycles / estimate, 4)
-                if estimate and run.cycles.total_cycles
-                else None
-            )
+            cycles["total_over_vela_estimate"] = ratio(run.cycles.total_cycles, estimate)
             if vr.run.cycle_check is not None:
                 cycles["check"] = cycle_check_entry(vr.run.cycle_check)
             entry["run"] = {
