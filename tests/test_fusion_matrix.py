@@ -46,8 +46,32 @@ CALIBRATION_SAMPLES = 8
 COMBOS = [(p, bn) for p in am.PARENTS for bn in (False, True)]
 
 
+# every parent and both batch-norm states in the default run; the other combinations (a compile
+# of both variants each, ~45 s) in the slow sweep
+DEFAULT_COMBOS = {
+    ("conv2d", False),
+    ("conv2d", True),
+    ("linear", False),
+    ("depthwise_conv2d", True),
+    ("conv1d", False),
+    ("grouped_conv2d", True),
+}
+
+
 def _combo_id(parent, bn):
     return f"{parent}{'+bn' if bn else ''}"
+
+
+def _combo_params(items, ids):
+    """pytest params whose first two values are (parent, bn): slow unless in DEFAULT_COMBOS."""
+    return [
+        pytest.param(
+            *item,
+            id=name,
+            marks=() if (item[0], item[1]) in DEFAULT_COMBOS else (pytest.mark.slow,),
+        )
+        for item, name in zip(items, ids)
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -153,7 +177,7 @@ def _block_decision(program, index: int):
 # --- whole-chain checks: one compile per (parent, bn) and variant --------------------------------
 
 
-@pytest.mark.parametrize("parent,bn", COMBOS, ids=[_combo_id(*c) for c in COMBOS])
+@pytest.mark.parametrize("parent,bn", _combo_params(COMBOS, [_combo_id(*c) for c in COMBOS]))
 def test_fused_chain_is_one_delegate_without_clamp(chain, parent, bn):
     program, _ = chain(parent, bn)["fused"]
     assert len(program.delegates) == 1, program.cpu_ops
@@ -166,7 +190,7 @@ def test_fused_chain_is_one_delegate_without_clamp(chain, parent, bn):
     assert set(zero_points) == {-128}  # every output stage saturates at the activation's 0
 
 
-@pytest.mark.parametrize("parent,bn", COMBOS, ids=[_combo_id(*c) for c in COMBOS])
+@pytest.mark.parametrize("parent,bn", _combo_params(COMBOS, [_combo_id(*c) for c in COMBOS]))
 def test_unfused_chain_keeps_one_clamp_per_block(chain, parent, bn):
     program, _ = chain(parent, bn)["unfused"]
     assert len(program.delegates) == 1 and program.cpu_ops == ()
@@ -191,7 +215,7 @@ BLOCKS = [(p, bn, i) for p, bn in COMBOS for i in range(len(am.ACTIVATIONS))]
 BLOCK_IDS = [f"{_combo_id(p, bn)}-{am.ACTIVATIONS[i]}" for p, bn, i in BLOCKS]
 
 
-@pytest.mark.parametrize("parent,bn,index", BLOCKS, ids=BLOCK_IDS)
+@pytest.mark.parametrize("parent,bn,index", _combo_params(BLOCKS, BLOCK_IDS))
 def test_block_fuses_and_matches_float(chain, parent, bn, index):
     built = chain(parent, bn)
     program, _ = built["fused"]
@@ -215,7 +239,7 @@ def test_block_fuses_and_matches_float(chain, parent, bn, index):
     assert steps <= TOL_STEPS, f"fused block error {steps:.2f} steps > {TOL_STEPS}"
 
 
-@pytest.mark.parametrize("parent,bn,index", BLOCKS, ids=BLOCK_IDS)
+@pytest.mark.parametrize("parent,bn,index", _combo_params(BLOCKS, BLOCK_IDS))
 def test_block_unfused_is_separate_and_matches_float(chain, parent, bn, index):
     built = chain(parent, bn)
     program, _ = built["unfused"]

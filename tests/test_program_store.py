@@ -18,6 +18,7 @@ def test_program_is_reloaded_from_disk_and_runs_identically(tmp_path, monkeypatc
     model = load_model("zoo:conv2d_bn_relu")
     calibration = random_calibration(model.example_inputs, 4, 0)
     npu = load_target("corstone-300").npu()
+    monkeypatch.setattr(compile_module, "_CACHE", {})  # not copied from an earlier test's compile
     first = compile_variant(model, calibration, "fused", npu, tmp_path)
     assert set(first.timings) == {"quantize", "lower", "reports"}
     monkeypatch.setattr(compile_module, "_CACHE", {})  # as in a new process
