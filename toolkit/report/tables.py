@@ -76,10 +76,16 @@ def rows(result: JobResult) -> tuple[list[str], list[list[str]]]:
         runs = [v.run.evaluation.runs[0] for v in vs]
         kind = runs[0].cycles.kind
         measured = [r.cycles.npu_cycles for r in runs]
-        add(f"NPU cycles ({runs[0].runner}, {kind})", measured, both(measured))
+        simulated = kind == "simulated"
+        add(
+            f"NPU {'compute cycles, op sum' if simulated else 'cycles'} ({runs[0].runner}, {kind})",
+            measured,
+            both(measured),
+        )
         if all(r.cycles.total_cycles is not None for r in runs):
             total = [r.cycles.total_cycles for r in runs]
-            add(f"total cycles ({runs[0].runner}, {kind})", total, both(total))
+            label = "NPU TOTAL, PMU prediction" if simulated else "total cycles"
+            add(f"{label} ({runs[0].runner}, {kind})", total, both(total))
             add(
                 f"  {runs[0].runner} / Vela estimate (total)",
                 [f"{t / e:.3f}x" if e else "-" for t, e in zip(total, tot)],

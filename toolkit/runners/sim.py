@@ -152,10 +152,12 @@ class SimulatorRunner:
             npu_cycles=sum(int(r.npu_cycles) for r in per_delegate),
             total_cycles=sum(p.total for p in pmus),
             note="computed by etk's cycle model from the executed command "
-            "stream; not a measurement. NPU cycles are the NPU's compute; "
-            "total cycles predict the FVP PMU's NPU TOTAL: compute and "
+            "stream; not a measurement. NPU cycles are each operation's compute, "
+            "summed; total cycles predict the FVP PMU's NPU TOTAL: compute and "
             "AXI traffic (such as weight reads from flash) through the "
-            "Corstone-300 timing adapters, DMA overlapping kernels; "
+            "Corstone-300 timing adapters, DMA overlapping kernels, and each "
+            "kernel's pipeline fill overlapping the previous one's drain where "
+            "BLOCKDEP allows (so the total can be below the compute sum); "
             "beats predict its AXI beat counters",
             beats=beats,
         )
