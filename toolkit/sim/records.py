@@ -57,7 +57,10 @@ class Step:
     """One planned operation: its record, and what it does to memory when it runs."""
 
     record: OpRecord
-    run: Callable  # (Memory) -> None
+    run: Callable  # (Memory) -> None; a merged run's first operation does all of it (plan.py)
+    # set when the operation writes a function of each IFM byte to the OFM (pool.ByteMap):
+    # plan.py merges runs of them that differ only in their feature maps' addresses
+    byte_map: object | None = None
 
 
 def block_of(regs: Registers) -> tuple[int, int, int]:
