@@ -181,22 +181,15 @@ def _merge_run(steps: list[Step], operations: list, start: int, memory: Memory) 
     first = steps[-1]
     cmd0, regs0 = operations[start - 1]
     values0 = regs0.values
-    count = 1
-    deltas = None
+    count, deltas, expected = 1, None, dict(values0)
     while start + count - 1 < len(operations):
         cmd, regs = operations[start + count - 1]
         values = regs.values
-        if cmd.name != cmd0.name or cmd.param != cmd0.param or values.keys() != values0.keys():
-            break
-        step = tuple(
-            values[name] - values0[name] - (count * deltas[n] if deltas else 0)
-            for n, name in enumerate(_MOVING)
-        )
         if deltas is None:
-            deltas = step
-        elif step != (0, 0):
-            break
-        if any(values[k] != v for k, v in values0.items() if k not in _MOVING):
+            deltas = tuple(values.get(name, 0) - values0.get(name, 0) for name in _MOVING)
+        for name, delta in zip(_MOVING, deltas):
+            expected[name] = values0.get(name, 0) + count * delta
+        if cmd.name != cmd0.name or cmd.param != cmd0.param or values != expected:
             break
         count += 1
     if count == 1:
