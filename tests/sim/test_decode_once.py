@@ -151,3 +151,25 @@ def test_a_program_planned_before_its_store_is_known_is_not_planned_again(kws_np
     (path,) = tmp_path.glob("sim_*.bin")
     kept = derived_store.load(path)
     assert len(kept.weights) == 11 and len(kept.timing) == 1
+
+
+def test_stored_scale_streams_decode_together_as_each_alone():
+    from toolkit.sim.decoded import DecodedStreams, decode_scale_streams
+
+    rng = np.random.default_rng(5)
+    streams = []
+    for channels, rounding in ((1, 0), (7, 0), (16, 1), (3, 2), (40, 0), (5, 2)):
+        raw = rng.integers(0, 256, 10 * channels + 6, dtype=np.uint8)
+        raw[9 : 10 * channels : 10] = rng.integers(0, 64, channels)  # shifts 0-63: past 31 too
+        streams.append((raw.tobytes(), channels, rounding))
+    together = decode_scale_streams(streams)
+    alone = DecodedStreams()
+    acc = rng.integers(-(1 << 20), 1 << 20, (9, 40))
+    for (raw, channels, rounding), (bias, rescale, bound) in zip(streams, together):
+        want_bias, want, want_bound = alone.scales(raw, channels, rounding, "test")
+        assert bias.tolist() == want_bias.tolist() and bound == want_bound
+        assert vars(rescale).keys() == vars(want).keys()
+        for name, value in vars(want).items():
+            assert np.asarray(getattr(rescale, name)).tolist() == np.asarray(value).tolist(), name
+        x = acc[:, :channels]
+        assert rescale.apply(x, 1 << 20).tolist() == want.apply(x, 1 << 20).tolist()
