@@ -173,3 +173,17 @@ def test_stored_scale_streams_decode_together_as_each_alone():
             assert np.asarray(getattr(rescale, name)).tolist() == np.asarray(value).tolist(), name
         x = acc[:, :channels]
         assert rescale.apply(x, 1 << 20).tolist() == want.apply(x, 1 << 20).tolist()
+
+
+@pytest.mark.parametrize("low, high, dtype", [(-128, 127, np.int8), (-255, 255, np.int16)])
+def test_stored_weights_keep_their_values_in_the_narrowest_type(tmp_path, low, high, dtype):
+    fmt = dataclasses.replace(derived_store._FORMAT_ZERO, ofm_depth=4, ifm_depth=3)
+    matrix = np.random.default_rng(2).integers(low, high + 1, (3, 4)).astype(np.float64)
+    matrix[0, :2] = low, high
+    derived = derived_store.Derived(weights={(b"stream", fmt): matrix})
+    path = tmp_path / "sim_test.bin"
+    derived_store.save(path, derived)
+    assert derived_store._arrays(path.read_bytes()[32:])["w_values"].dtype == dtype
+    ((key, back),) = derived_store.load(path).weights.items()
+    assert key == (b"stream", fmt) and back.dtype == np.float64
+    assert back.tolist() == matrix.tolist()
