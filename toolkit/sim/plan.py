@@ -126,8 +126,22 @@ def _with_store(plan: Plan, program: NpuProgram, accelerator: str, folder: Path)
     return dataclasses.replace(plan, timed={}, store=store, stored=stored, saved=saved)
 
 
+def _bounds(program: NpuProgram, accelerator: str) -> Memory:
+    """A Memory with the program's region sizes, for the bounds checks of planning; nothing is
+    allocated or copied (new_memory's copy of the weights and zeroed scratch are for runs)."""
+    regions = {
+        0: np.frombuffer(program.weights, dtype=np.uint8),
+        1: np.broadcast_to(np.uint8(0), (program.scratch_size,)),
+    }
+    if program.fast_scratch_aliases_scratch:
+        regions[2] = regions[1]
+    elif program.scratch_fast_size:
+        regions[2] = np.broadcast_to(np.uint8(0), (program.scratch_fast_size,))
+    return Memory(regions, shram_bytes(accelerator))
+
+
 def _build(program: NpuProgram, accelerator: str) -> Plan:
-    memory = new_memory(program, accelerator)  # region sizes for the bounds checks
+    memory = _bounds(program, accelerator)
     decoded = DecodedStreams()
     operations = _operations(program)
     steps: list[Step] = []
