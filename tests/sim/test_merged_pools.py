@@ -11,14 +11,15 @@ from ethosu.vela.ethos_u55_regs.ethos_u55_regs import cmd0, cmd1
 from toolkit.sim import forget_programs, plan
 from toolkit.sim.errors import RegionError
 from toolkit.sim.payload import NpuProgram
+from toolkit.sim.simulator import op_outputs
 
 ACC = "ethos-u55-128"
 H, W = 3, 16  # each pool transposes a (3, 16) slab: IFM rows 16 apart, OFM rows 1 apart
 
 
-def _registers(ifm_base: int, ofm_base: int, rounding: int) -> dict[str, int]:
+def _registers(ifm_base: int, ofm_base: int, rounding: int, ifm_region: int) -> dict[str, int]:
     return {
-        "IFM_REGION": 1,
+        "IFM_REGION": ifm_region,
         "IFM_BASE0": ifm_base,
         "IFM_BASE1": 0,
         "IFM_BASE2": 0,
@@ -55,10 +56,12 @@ def _registers(ifm_base: int, ofm_base: int, rounding: int) -> dict[str, int]:
     }
 
 
-def _stream(count: int, ifm_step: int, ofm_step: int, ofm_base: int = 0) -> bytes:
+def _stream(
+    count: int, ifm_step: int, ofm_step: int, ofm_base: int = 0, ifm_region: int = 1
+) -> bytes:
     words = []
     for k in range(count):
-        regs = _registers(0x1000 + k * ifm_step, ofm_base + k * ofm_step, rounding=1)
+        regs = _registers(0x1000 + k * ifm_step, ofm_base + k * ofm_step, 1, ifm_region)
         for name, value in regs.items():
             code = getattr(cmd1, f"NPU_SET_{name}", None)
             if code is not None:
@@ -71,8 +74,8 @@ def _stream(count: int, ifm_step: int, ofm_step: int, ofm_base: int = 0) -> byte
     return np.array(words, "<u4").tobytes()
 
 
-def _program(stream: bytes) -> NpuProgram:
-    return NpuProgram(stream, b"", 0x4000, 0, (), (), None, "test stream")
+def _program(stream: bytes, weights: bytes = b"") -> NpuProgram:
+    return NpuProgram(stream, weights, 0x4000, 0, (), (), None, "test stream")
 
 
 INITIAL = np.random.default_rng(3).integers(0, 256, 0x4000, dtype=np.uint8)
@@ -133,3 +136,20 @@ def test_a_run_past_its_region_names_the_operation_that_overflows(monkeypatch):
     assert message.startswith(
         f"NPU_OP_POOL at command-stream offset {tenth_pool + len(_stream(1, 0, 0)) - 8:#x} (OFM)"
     )
+
+
+def test_per_operation_dumps_are_those_of_the_operations_run_in_turn(monkeypatch):
+    # etk diff's op_outputs reads each operation's OFM after its step: a merged run's first
+    # step wrote them all, and no later one of the run touches an earlier one's OFM
+    weights = np.random.default_rng(4).integers(0, 256, 0x2000, dtype=np.uint8).tobytes()
+    program = _program(_stream(12, H * W, H * W + 5, 0x2000, ifm_region=0), weights)
+    forget_programs()
+    merged = op_outputs(program, [], ACC)
+    assert sum(step.run is plan._merged for step in plan.plan_for(program, ACC).steps) == 11
+    monkeypatch.setattr(plan, "_merge_run", lambda *args: 0)
+    forget_programs()
+    in_turn = op_outputs(program, [], ACC)
+    forget_programs()
+    assert [r for r, _ in merged] == [r for r, _ in in_turn]
+    assert [o.tolist() for _, o in merged] == [o.tolist() for _, o in in_turn]
+    assert len({o.tobytes() for _, o in merged}) == 12  # each its own slab

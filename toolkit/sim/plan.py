@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from . import derived_store
-from .commands import decode
+from .commands import Command, decode
 from .conv import prepare_conv
 from .decoded import DecodedStreams
 from .dma import prepare_dma
@@ -24,7 +24,7 @@ from .memory import Memory, shram_bytes
 from .payload import NpuProgram, load_npz
 from .pool import forget_tables, prepare_pool
 from .records import OpRecord, Step
-from .registers import RegisterFile
+from .registers import RegisterFile, Registers
 from .weights import forget_formats
 
 _NO_OP = frozenset({"NPU_OP_DMA_WAIT", "NPU_OP_KERNEL_WAIT", "NPU_OP_PMU_MASK", "NPU_OP_IRQ"})
@@ -161,10 +161,10 @@ def _build(program: NpuProgram, accelerator: str) -> Plan:
     return Plan(tuple(steps), decoded)
 
 
-def _operations(program: NpuProgram) -> list:
+def _operations(program: NpuProgram) -> list[tuple[Command, Registers]]:
     """(command, registers) of every operation that does something, up to NPU_OP_STOP."""
     registers = RegisterFile()
-    operations = []
+    operations: list[tuple[Command, Registers]] = []
     for cmd in decode(program.command_stream):
         if not cmd.is_operation:
             registers.write(cmd)
@@ -195,11 +195,12 @@ def _merge_run(steps: list[Step], operations: list, start: int, memory: Memory) 
     first = steps[-1]
     cmd0, regs0 = operations[start - 1]
     values0 = regs0.values
-    count, deltas, expected = 1, None, dict(values0)
+    count, expected = 1, dict(values0)
+    deltas: tuple[int, ...] = ()
     while start + count - 1 < len(operations):
         cmd, regs = operations[start + count - 1]
         values = regs.values
-        if deltas is None:
+        if not deltas:
             deltas = tuple(values.get(name, 0) - values0.get(name, 0) for name in _MOVING)
         for name, delta in zip(_MOVING, deltas):
             expected[name] = values0.get(name, 0) + count * delta
@@ -208,7 +209,8 @@ def _merge_run(steps: list[Step], operations: list, start: int, memory: Memory) 
         count += 1
     if count == 1:
         return 0
-    run = first.byte_map.merged_run(count, *deltas, memory)
+    assert first.byte_map is not None
+    run = first.byte_map.merged_run(count, deltas[0], deltas[1], memory)
     if run is None:
         return 0
     steps[-1] = Step(first.record, run, first.byte_map)

@@ -75,7 +75,7 @@ class ByteMap:
         dst_hi += (count - 1) * ofm_step
         if src_lo < dst_hi and dst_lo < src_hi:
             return None
-        for region, lo, hi in ((ifm.region, src_lo, src_hi), (ofm.region, dst_lo, dst_hi)):
+        for region, hi in ((ifm.region, src_hi), (ofm.region, dst_hi)):
             if region not in memory.regions or hi > len(memory.regions[region]):
                 return None  # planned one by one: the failing operation is named
         shape_in = (count, *src.shape[:2], self.depth)
@@ -84,10 +84,10 @@ class ByteMap:
         table = self.table
 
         def run(mem: Memory) -> None:
-            x = np.ndarray(
+            x: np.ndarray = np.ndarray(
                 shape_in, ifm.dtype, mem.regions[ifm.region], src.offset, strides_in
             )
-            out = np.ndarray(
+            out: np.ndarray = np.ndarray(
                 shape_out, ofm.dtype, mem.regions[ofm.region], dst.offset, strides_out
             )
             out[...] = x if table is _SAME else table[x.view(np.uint8)]

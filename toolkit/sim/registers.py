@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from types import MappingProxyType
 
 from .commands import Command
@@ -38,7 +38,7 @@ class Registers:
         return self.values.get(name + ".param", 0)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _register_name(command: str) -> str:
     return command.removeprefix("NPU_SET_")
 
