@@ -151,3 +151,39 @@ def test_a_program_planned_before_its_store_is_known_is_not_planned_again(kws_np
     (path,) = tmp_path.glob("sim_*.bin")
     kept = derived_store.load(path)
     assert len(kept.weights) == 11 and len(kept.timing) == 1
+
+
+def test_stored_scale_streams_decode_together_as_each_alone():
+    from toolkit.sim.decoded import DecodedStreams, decode_scale_streams
+
+    rng = np.random.default_rng(5)
+    streams = []
+    for channels, rounding in ((1, 0), (7, 0), (16, 1), (3, 2), (40, 0), (5, 2)):
+        raw = rng.integers(0, 256, 10 * channels + 6, dtype=np.uint8)
+        raw[9 : 10 * channels : 10] = rng.integers(0, 64, channels)  # shifts 0-63: past 31 too
+        streams.append((raw.tobytes(), channels, rounding))
+    together = decode_scale_streams(streams)
+    alone = DecodedStreams()
+    acc = rng.integers(-(1 << 20), 1 << 20, (9, 40))
+    for (raw, channels, rounding), (bias, rescale, bound) in zip(streams, together):
+        want_bias, want, want_bound = alone.scales(raw, channels, rounding, "test")
+        assert bias.tolist() == want_bias.tolist() and bound == want_bound
+        assert vars(rescale).keys() == vars(want).keys()
+        for name, value in vars(want).items():
+            assert np.asarray(getattr(rescale, name)).tolist() == np.asarray(value).tolist(), name
+        x = acc[:, :channels]
+        assert rescale.apply(x, 1 << 20).tolist() == want.apply(x, 1 << 20).tolist()
+
+
+@pytest.mark.parametrize("low, high, dtype", [(-128, 127, np.int8), (-255, 255, np.int16)])
+def test_stored_weights_keep_their_values_in_the_narrowest_type(tmp_path, low, high, dtype):
+    fmt = dataclasses.replace(derived_store._FORMAT_ZERO, ofm_depth=4, ifm_depth=3)
+    matrix = np.random.default_rng(2).integers(low, high + 1, (3, 4)).astype(np.float64)
+    matrix[0, :2] = low, high
+    derived = derived_store.Derived(weights={(b"stream", fmt): matrix})
+    path = tmp_path / "sim_test.bin"
+    derived_store.save(path, derived)
+    assert derived_store._arrays(path.read_bytes()[32:])["w_values"].dtype == dtype
+    ((key, back),) = derived_store.load(path).weights.items()
+    assert key == (b"stream", fmt) and back.dtype == np.float64
+    assert back.tolist() == matrix.tolist()

@@ -6,7 +6,7 @@ Word 0: bits 0-9 opcode, bits 14-15 payload mode (0: cmd0, parameter only; 1: cm
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from ethosu.vela.ethos_u55_regs.ethos_u55_regs import cmd0, cmd1
@@ -18,8 +18,7 @@ _CMD1 = {c.value: c.name for c in cmd1}
 OPERATIONS = frozenset(n for n in _CMD0.values() if n.startswith("NPU_OP_"))
 
 
-@dataclass(frozen=True)
-class Command:
+class Command(NamedTuple):  # a tuple: a program's thousand commands are made on its first run
     offset: int  # byte offset in the command stream
     name: str  # e.g. "NPU_SET_IFM_BASE0", "NPU_OP_CONV"
     param: int  # 16-bit parameter

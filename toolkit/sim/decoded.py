@@ -24,7 +24,9 @@ class DecodedStreams:
         """Take what a program's store kept (decoded in an earlier process)."""
         for key, matrix in stored.weights.items():
             self._weights.setdefault(key, matrix)
-        for raw, channels, rounding in stored.scales:
+        whole = [key for key in stored.scales if len(key[0]) >= 10 * key[1] > 0]
+        self._scales.update(zip(whole, decode_scale_streams(whole)))
+        for raw, channels, rounding in stored.scales:  # any other fails as it did when run
             self.scales(raw, channels, rounding, "stored scale stream")
 
     def weights(self, stream: bytes, fmt: WeightFormat) -> np.ndarray:
@@ -56,3 +58,22 @@ class DecodedStreams:
     def export(self, into: Derived) -> None:
         into.weights = dict(self._weights)
         into.scales = list(self._scales)
+
+
+def decode_scale_streams(streams: list[tuple[bytes, int, int]]) -> list[tuple]:
+    """DecodedStreams.scales of each (raw, channels, rounding), each raw holding its channels'
+    10-byte records, decoded together."""
+    if not streams:
+        return []
+    records = b"".join(raw[: 10 * channels] for raw, channels, _ in streams)
+    ends = np.cumsum([channels for _, channels, _ in streams])
+    bias, scale, shift = decode_scales(
+        np.frombuffer(records, np.uint8), int(ends[-1]), "stored scale streams"
+    )
+    starts = ends - np.diff(ends, prepend=0)
+    bounds = np.maximum.reduceat(np.abs(bias), starts).tolist()
+    rescales = outstage.rescales(scale, shift, [r for _, _, r in streams], ends)
+    return [
+        (bias[a:b], rescale, int(bound))
+        for a, b, rescale, bound in zip(starts.tolist(), ends.tolist(), rescales, bounds)
+    ]

@@ -61,6 +61,29 @@ class Rescale:
         return out
 
 
+def rescales(scale: np.ndarray, shift: np.ndarray, rounding: list[int], ends: np.ndarray):
+    """The Rescale of each run of channels (the k-th ends at ends[k], with rounding[k]), as
+    Rescale(scale[run], shift[run], rounding[k]) makes it, with numpy calls per program rather
+    than per operation (a program's first run in a process builds them all)."""
+    counts = np.diff(ends, prepend=0)
+    starts = ends - counts
+    scale, shift = scale.astype(np.int64), shift.astype(np.int64)
+    tfl = np.repeat(np.array(rounding) == TFL, counts)
+    shifts = np.where(tfl, np.minimum(shift, _HIGH_MUL_SHIFT), shift)
+    right = np.where(tfl, np.maximum(shift - _HIGH_MUL_SHIFT, 0), 0)
+    half, right_half = _half(shifts), _half(right)
+    scale_max = np.maximum.reduceat(np.abs(scale), starts).tolist()
+    has_right = np.logical_or.reduceat(right != 0, starts).tolist()
+    out = []
+    for k, (a, b) in enumerate(zip(starts.tolist(), ends.tolist())):
+        r = object.__new__(Rescale)
+        r.rounding, r.scale, r.shift, r.right = rounding[k], scale[a:b], shifts[a:b], right[a:b]
+        r.half, r.right_half = half[a:b], right_half[a:b]
+        r.scale_max, r.has_right = int(scale_max[k]), bool(has_right[k])
+        out.append(r)
+    return out
+
+
 def _half(shift: np.ndarray) -> np.ndarray:
     return np.where(shift > 0, np.left_shift(1, np.maximum(shift - 1, 0)), 0)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from . import derived_store
-from .commands import decode
+from .commands import Command, decode
 from .conv import prepare_conv
 from .decoded import DecodedStreams
 from .dma import prepare_dma
@@ -23,8 +23,8 @@ from .errors import PayloadError, UnsupportedError, at
 from .memory import Memory, shram_bytes
 from .payload import NpuProgram, load_npz
 from .pool import forget_tables, prepare_pool
-from .records import Step
-from .registers import RegisterFile
+from .records import OpRecord, Step
+from .registers import RegisterFile, Registers
 from .weights import forget_formats
 
 _NO_OP = frozenset({"NPU_OP_DMA_WAIT", "NPU_OP_KERNEL_WAIT", "NPU_OP_PMU_MASK", "NPU_OP_IRQ"})
@@ -126,32 +126,105 @@ def _with_store(plan: Plan, program: NpuProgram, accelerator: str, folder: Path)
     return dataclasses.replace(plan, timed={}, store=store, stored=stored, saved=saved)
 
 
+def _bounds(program: NpuProgram, accelerator: str) -> Memory:
+    """A Memory with the program's region sizes, for the bounds checks of planning; nothing is
+    allocated or copied (new_memory's copy of the weights and zeroed scratch are for runs)."""
+    regions = {
+        0: np.frombuffer(program.weights, dtype=np.uint8),
+        1: np.broadcast_to(np.uint8(0), (program.scratch_size,)),
+    }
+    if program.fast_scratch_aliases_scratch:
+        regions[2] = regions[1]
+    elif program.scratch_fast_size:
+        regions[2] = np.broadcast_to(np.uint8(0), (program.scratch_fast_size,))
+    return Memory(regions, shram_bytes(accelerator))
+
+
 def _build(program: NpuProgram, accelerator: str) -> Plan:
-    memory = new_memory(program, accelerator)  # region sizes for the bounds checks
-    registers = RegisterFile()
+    memory = _bounds(program, accelerator)
     decoded = DecodedStreams()
-    steps = []
-    for cmd in decode(program.command_stream):
-        if not cmd.is_operation:
-            registers.write(cmd)
-            continue
-        if cmd.name == "NPU_OP_STOP":
-            return Plan(tuple(steps), decoded)
-        if cmd.name in _NO_OP:
-            continue
-        regs = registers.snapshot(cmd)
+    operations = _operations(program)
+    steps: list[Step] = []
+    i = 0
+    while i < len(operations):
+        cmd, regs = operations[i]
         try:
             step = _prepare(cmd, regs, memory, accelerator, decoded)
         except UnsupportedError as exc:
             exc.offset = cmd.offset
             raise
-        # the record was just made for this step: set its registers in place (a
-        # dataclasses.replace of the 22 fields cost an eighth of the planning)
-        object.__setattr__(step.record, "registers", tuple(regs.values.items()))
+        _set_registers(step, regs)
         steps.append(step)
+        i += 1
+        if step.byte_map is not None:
+            i += _merge_run(steps, operations, i, memory)
+    return Plan(tuple(steps), decoded)
+
+
+def _operations(program: NpuProgram) -> list[tuple[Command, Registers]]:
+    """(command, registers) of every operation that does something, up to NPU_OP_STOP."""
+    registers = RegisterFile()
+    operations: list[tuple[Command, Registers]] = []
+    for cmd in decode(program.command_stream):
+        if not cmd.is_operation:
+            registers.write(cmd)
+        elif cmd.name == "NPU_OP_STOP":
+            return operations
+        elif cmd.name not in _NO_OP:
+            operations.append((cmd, registers.snapshot(cmd)))
     raise PayloadError(
         f"{program.source}: the command stream ends without NPU_OP_STOP (truncated?)"
     )
+
+
+def _set_registers(step: Step, regs) -> None:
+    # the record was just made for this step: set its registers in place (a
+    # dataclasses.replace of the 22 fields cost an eighth of the planning)
+    object.__setattr__(step.record, "registers", tuple(regs.values.items()))
+
+
+_MOVING = ("IFM_BASE0", "OFM_BASE0")
+
+
+def _merge_run(steps: list[Step], operations: list, start: int, memory: Memory) -> int:
+    """Vela transposes a feature map with runs of 1x1 pools that differ only in their IFM and
+    OFM addresses, each a constant step further (MobileNet's input: 96 of them). With the last
+    of steps such a pool, the operations from `start` that continue its run are merged into
+    it: they keep their own records, its run does them all (pool.ByteMap.merged_run decides
+    when that is exact). Returns how many operations were taken."""
+    first = steps[-1]
+    cmd0, regs0 = operations[start - 1]
+    values0 = regs0.values
+    count, expected = 1, dict(values0)
+    deltas: tuple[int, ...] = ()
+    while start + count - 1 < len(operations):
+        cmd, regs = operations[start + count - 1]
+        values = regs.values
+        if not deltas:
+            deltas = tuple(values.get(name, 0) - values0.get(name, 0) for name in _MOVING)
+        for name, delta in zip(_MOVING, deltas):
+            expected[name] = values0.get(name, 0) + count * delta
+        if cmd.name != cmd0.name or cmd.param != cmd0.param or values != expected:
+            break
+        count += 1
+    if count == 1:
+        return 0
+    assert first.byte_map is not None
+    run = first.byte_map.merged_run(count, deltas[0], deltas[1], memory)
+    if run is None:
+        return 0
+    steps[-1] = Step(first.record, run, first.byte_map)
+    for cmd, regs in operations[start : start + count - 1]:
+        record = object.__new__(OpRecord)
+        record.__dict__.update(first.record.__dict__, offset=cmd.offset)
+        step = Step(record, _merged)
+        _set_registers(step, regs)
+        steps.append(step)
+    return count - 1
+
+
+def _merged(mem: Memory) -> None:
+    """An operation its run's first operation did (_merge_run)."""
 
 
 def _prepare(cmd, regs, memory: Memory, accelerator: str, decoded: DecodedStreams):

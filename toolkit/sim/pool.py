@@ -3,6 +3,7 @@ for LUT activations whose table lookup the output stage does: activation.py)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -12,7 +13,7 @@ from .activation import output_finish
 from .conv import check_common
 from .errors import UnsupportedError, at
 from .kernel import NEAREST, NO_UPSCALE, kernel_from
-from .layouts import ifm_map, ofm_map
+from .layouts import FeatureMap, ifm_map, ofm_map
 from .memory import Memory
 from .records import OpRecord, Step, feature_map_fields
 from .registers import Registers
@@ -42,6 +43,56 @@ def _byte_table(
         acc = rescale.apply(acc, bound)
     table = outstage.Finish(*finish)(acc)
     return _SAME if table.dtype == dtype and np.array_equal(table, raw.view(dtype)) else table
+
+
+@dataclass(frozen=True)
+class ByteMap:
+    """A 1x1 unpadded pool of 8-bit IFM values, no LUT: the OFM is table[IFM byte] over the
+    IFM's first `depth` channels (table _SAME: a copy)."""
+
+    ifm: FeatureMap
+    ofm: FeatureMap
+    table: np.ndarray
+    depth: int
+
+    def merged_run(self, count: int, ifm_step: int, ofm_step: int, memory: Memory):
+        """One run for `count` operations like this one, the k-th with its IFM and OFM at
+        k * ifm_step and k * ofm_step bytes further (BASE0 only), or None when merging could
+        change what they write: only single-tile NHWC maps, bytes in bounds, and no
+        operation's OFM overlapping another's or any IFM of the run (then reading all IFMs
+        first and writing all OFMs after is what running them in turn does)."""
+        ifm, ofm = self.ifm, self.ofm
+        if len(ifm.pieces) != 1 or len(ofm.pieces) != 1 or ifm.brick or ofm.brick:
+            return None
+        (src,), (dst,) = ifm.pieces, ofm.pieces
+        if ifm_step <= 0 or ofm_step <= 0:
+            return None
+        src_lo, src_hi = src.byte_range(ifm.elem_size)
+        dst_lo, dst_hi = dst.byte_range(ofm.elem_size)
+        src_hi += (count - 1) * ifm_step
+        if ofm_step < dst_hi - dst_lo:
+            return None
+        dst_hi += (count - 1) * ofm_step
+        if src_lo < dst_hi and dst_lo < src_hi:
+            return None
+        for region, hi in ((ifm.region, src_hi), (ofm.region, dst_hi)):
+            if region not in memory.regions or hi > len(memory.regions[region]):
+                return None  # planned one by one: the failing operation is named
+        shape_in = (count, *src.shape[:2], self.depth)
+        strides_in = (ifm_step, *src.strides)
+        shape_out, strides_out = (count, *dst.shape), (ofm_step, *dst.strides)
+        table = self.table
+
+        def run(mem: Memory) -> None:
+            x: np.ndarray = np.ndarray(
+                shape_in, ifm.dtype, mem.regions[ifm.region], src.offset, strides_in
+            )
+            out: np.ndarray = np.ndarray(
+                shape_out, ofm.dtype, mem.regions[ofm.region], dst.offset, strides_out
+            )
+            out[...] = x if table is _SAME else table[x.view(np.uint8)]
+
+        return run
 
 
 def forget_tables() -> None:
@@ -132,6 +183,7 @@ def prepare_pool(regs: Registers, memory: Memory) -> Step:
             acc = rescale.apply(acc, bound)
         ofm.write(mem, finish(acc, mem))
 
+    byte_map = None if table is None else ByteMap(ifm, ofm, table, depth)
     record = OpRecord(
         kind=f"pool.{mode}",
         offset=op.offset,
@@ -142,4 +194,4 @@ def prepare_pool(regs: Registers, memory: Memory) -> Step:
         **feature_map_fields(regs, ifm, ofm),
         acc_40bit=regs.get("ACC_FORMAT", 0) == 1,
     )
-    return Step(record, run)
+    return Step(record, run, byte_map)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .layouts import FeatureMap
+    from .pool import ByteMap
     from .registers import Registers
 
 
@@ -57,7 +58,10 @@ class Step:
     """One planned operation: its record, and what it does to memory when it runs."""
 
     record: OpRecord
-    run: Callable  # (Memory) -> None
+    run: Callable  # (Memory) -> None; a merged run's first operation does all of it (plan.py)
+    # set when the operation writes a function of each IFM byte to the OFM (pool.ByteMap):
+    # plan.py merges runs of them that differ only in their feature maps' addresses
+    byte_map: ByteMap | None = None
 
 
 def block_of(regs: Registers) -> tuple[int, int, int]:

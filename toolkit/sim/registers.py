@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from types import MappingProxyType
 
 from .commands import Command
@@ -37,12 +38,17 @@ class Registers:
         return self.values.get(name + ".param", 0)
 
 
+@cache
+def _register_name(command: str) -> str:
+    return command.removeprefix("NPU_SET_")
+
+
 class RegisterFile:
     def __init__(self) -> None:
         self._values: dict[str, int] = {}
 
     def write(self, cmd: Command) -> None:
-        name = cmd.name.removeprefix("NPU_SET_")
+        name = _register_name(cmd.name)
         if cmd.data is None:
             self._values[name] = cmd.param
         else:

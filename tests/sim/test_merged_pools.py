@@ -1,0 +1,155 @@
+"""Runs of 1x1 pools that differ only in their addresses (Vela's transposes) run as one strided
+copy (plan._merge_run): the same bytes as running them one by one, each keeping its own record,
+and no merge where running them at once could write something else."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from ethosu.vela.ethos_u55_regs.ethos_u55_regs import cmd0, cmd1
+
+from toolkit.sim import forget_programs, plan
+from toolkit.sim.errors import RegionError
+from toolkit.sim.payload import NpuProgram
+from toolkit.sim.simulator import op_outputs
+
+ACC = "ethos-u55-128"
+H, W = 3, 16  # each pool transposes a (3, 16) slab: IFM rows 16 apart, OFM rows 1 apart
+
+
+def _registers(ifm_base: int, ofm_base: int, rounding: int, ifm_region: int) -> dict[str, int]:
+    return {
+        "IFM_REGION": ifm_region,
+        "IFM_BASE0": ifm_base,
+        "IFM_BASE1": 0,
+        "IFM_BASE2": 0,
+        "IFM_BASE3": 0,
+        "IFM_HEIGHT0_M1": H - 1,
+        "IFM_HEIGHT1_M1": H - 1,
+        "IFM_WIDTH0_M1": W - 1,
+        "IFM_DEPTH_M1": 0,
+        "IFM_STRIDE_Y": W,
+        "IFM_STRIDE_X": 1,
+        "IFM_STRIDE_C": 1,
+        "IFM_PRECISION": 1,  # int8, NHWC
+        "IFM_ZERO_POINT": 3,
+        "OFM_REGION": 1,
+        "OFM_BASE0": ofm_base,
+        "OFM_BASE1": 0,
+        "OFM_BASE2": 0,
+        "OFM_BASE3": 0,
+        "OFM_HEIGHT0_M1": H - 1,
+        "OFM_HEIGHT1_M1": H - 1,
+        "OFM_WIDTH0_M1": W - 1,
+        "OFM_HEIGHT_M1": H - 1,
+        "OFM_WIDTH_M1": W - 1,
+        "OFM_DEPTH_M1": 0,
+        "OFM_STRIDE_Y": 1,
+        "OFM_STRIDE_X": H,
+        "OFM_STRIDE_C": 1,
+        "OFM_PRECISION": 1 | (1 << 8) | (rounding << 14),  # int8, global scale
+        "OFM_ZERO_POINT": -5,
+        "OFM_SCALE": 3 << 29,  # x 0.75: a table, not a copy
+        "KERNEL_HEIGHT_M1": 0,
+        "KERNEL_WIDTH_M1": 0,
+        "KERNEL_STRIDE": 0,
+    }
+
+
+def _stream(
+    count: int, ifm_step: int, ofm_step: int, ofm_base: int = 0, ifm_region: int = 1
+) -> bytes:
+    words = []
+    for k in range(count):
+        regs = _registers(0x1000 + k * ifm_step, ofm_base + k * ofm_step, 1, ifm_region)
+        for name, value in regs.items():
+            code = getattr(cmd1, f"NPU_SET_{name}", None)
+            if code is not None:
+                shift = 31 if name == "OFM_SCALE" else 0
+                words += [code.value | (1 << 14) | (shift << 16), value]
+            else:
+                words.append(getattr(cmd0, f"NPU_SET_{name}").value | ((value & 0xFFFF) << 16))
+        words.append(cmd0.NPU_OP_POOL.value | (1 << 16))  # average
+    words.append(cmd0.NPU_OP_STOP.value)
+    return np.array(words, "<u4").tobytes()
+
+
+def _program(stream: bytes, weights: bytes = b"") -> NpuProgram:
+    return NpuProgram(stream, weights, 0x4000, 0, (), (), None, "test stream")
+
+
+INITIAL = np.random.default_rng(3).integers(0, 256, 0x4000, dtype=np.uint8)
+
+
+def _scratch_after(program: NpuProgram, merge: bool, monkeypatch) -> tuple[np.ndarray, tuple]:
+    forget_programs()
+    if not merge:
+        monkeypatch.setattr(plan, "_merge_run", lambda *args: 0)
+    the_plan = plan.plan_for(program, ACC)
+    memory = plan.new_memory(program, ACC)
+    memory.regions[1][:] = INITIAL
+    for step in the_plan.steps:
+        step.run(memory)
+    monkeypatch.undo()
+    forget_programs()
+    merged = sum(step.run is plan._merged for step in the_plan.steps)
+    return memory.regions[1].copy(), (merged, [step.record for step in the_plan.steps])
+
+
+@pytest.mark.parametrize(
+    "ifm_step, ofm_step, ofm_base, merged",
+    [
+        (H * W, H * W, 0, 11),  # apart: one run
+        (H * W + 7, H * W + 1, 0x2000, 11),  # gaps between the slabs
+        (H * W, H * W - 1, 0, 0),  # each OFM overlaps the next: in turn
+        # OFMs over the IFMs two further: in turn, but for the last two (past every IFM)
+        (H * W, H * W, 0x1000 + 2 * H * W, 1),
+        (-H * W, H * W, 0x2000, 0),  # backwards
+    ],
+)
+def test_merged_pools_write_what_running_them_in_turn_writes(
+    ifm_step, ofm_step, ofm_base, merged, monkeypatch
+):
+    program = _program(_stream(12, ifm_step, ofm_step, ofm_base))
+    one_by_one, (none, records) = _scratch_after(program, False, monkeypatch)
+    at_once, (count, merged_records) = _scratch_after(program, True, monkeypatch)
+    assert (none, count) == (0, merged)
+    assert len(records) == 12
+    assert merged_records == records  # each operation keeps its own record and registers
+    assert np.array_equal(at_once, one_by_one)
+    assert not np.array_equal(one_by_one, INITIAL)
+
+
+def _plan_error(program: NpuProgram) -> str:
+    forget_programs()
+    with pytest.raises(RegionError) as info:
+        plan.plan_for(program, ACC)
+    return str(info.value)
+
+
+def test_a_run_past_its_region_names_the_operation_that_overflows(monkeypatch):
+    program = _program(_stream(12, H * W, 0x500, 0x1000 + 12 * H * W))
+    message = _plan_error(program)
+    monkeypatch.setattr(plan, "_merge_run", lambda *args: 0)
+    assert message == _plan_error(program)
+    tenth_pool = 10 * (len(_stream(1, 0, 0)) - 4)
+    assert message.startswith(
+        f"NPU_OP_POOL at command-stream offset {tenth_pool + len(_stream(1, 0, 0)) - 8:#x} (OFM)"
+    )
+
+
+def test_per_operation_dumps_are_those_of_the_operations_run_in_turn(monkeypatch):
+    # etk diff's op_outputs reads each operation's OFM after its step: a merged run's first
+    # step wrote them all, and no later one of the run touches an earlier one's OFM
+    weights = np.random.default_rng(4).integers(0, 256, 0x2000, dtype=np.uint8).tobytes()
+    program = _program(_stream(12, H * W, H * W + 5, 0x2000, ifm_region=0), weights)
+    forget_programs()
+    merged = op_outputs(program, [], ACC)
+    assert sum(step.run is plan._merged for step in plan.plan_for(program, ACC).steps) == 11
+    monkeypatch.setattr(plan, "_merge_run", lambda *args: 0)
+    forget_programs()
+    in_turn = op_outputs(program, [], ACC)
+    forget_programs()
+    assert [r for r, _ in merged] == [r for r, _ in in_turn]
+    assert [o.tolist() for _, o in merged] == [o.tolist() for _, o in in_turn]
+    assert len({o.tobytes() for _, o in merged}) == 12  # each its own slab
