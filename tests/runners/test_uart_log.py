@@ -295,3 +295,9 @@ def test_halted_after_end_marker_or_hard_fault_and_last_line_without_newline():
 def test_tail_gives_the_last_lines():
     log = parse_uart_log("".join(f"line {i}\n" for i in range(30)))
     assert log.tail(3) == "line 27\nline 28\nline 29"
+
+
+def test_output_line_cut_short_is_no_value():
+    # a disconnect or reset mid-line leaves "Output[0][5]: (f": not a value, and no crash
+    log = parse_uart_log(b"Output[0][4]: (float) -1.5e-03\nOutput[0][5]: (f\n[1] = 2.0x\n")
+    assert log.outputs == ((-0.0015,),)

@@ -57,12 +57,17 @@ _MLEK_PMU = re.compile(
     r"^(?P<name>NPU [A-Z][A-Z0-9_]*)(?: (?:cycles|beats))?: (?P<total>\d+)"
     r"(?: (?:cycles|beats))?\s*$"
 )
+# a printed value: a number (%d, %f, %e, nan, inf) or a bool; a line cut short by a reset or a
+# disconnect ("Output[0][5]: (f") is no value and is not read as one
+_VALUE = r"(?P<value>[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|nan|inf)|true|false)"
 _OUTPUT = re.compile(
     r"^Output\[(?P<i>\d+)\]\[(?P<j>\d+)\]: (?:\((?P<type>int|float|char|bool)\) )?"
-    r"(?P<value>\S+)"
+    + _VALUE
+    + r"(?:\s.*)?$",  # bools carry their hex after the value: "true  (0x1)"
+    re.IGNORECASE,
 )
 _ZEPHYR_TENSOR = re.compile(r"^output\[(?P<i>\d+)\]: tensor scalar_type=(?P<type>\w+)")
-_ZEPHYR_VALUE = re.compile(r"^\[(?P<j>\d+)\] = (?P<value>\S+)$")
+_ZEPHYR_VALUE = re.compile(r"^\[(?P<j>\d+)\] = " + _VALUE + r"$", re.IGNORECASE)
 _TOP_CLASS = re.compile(r"^\[(?P<rank>\d+)\] class (?P<cls>\d+): (?P<score>\S+)$")
 _INFERENCE_MS = re.compile(r"^Inference (?:completed in|time:) (?P<ms>[0-9.]+) ms")
 _ELIDED = "...(Skipped)"
