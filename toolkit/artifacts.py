@@ -170,6 +170,11 @@ class Program:
     def npu_ops(self) -> int:
         return sum(d.npu_ops for d in self.delegates)
 
+    @property
+    def estimated_total_cycles(self) -> int:
+        """Vela's total cycles estimate, summed over the delegates (0 without an estimate)."""
+        return sum(d.estimate.total_cycles for d in self.delegates if d.estimate)
+
 
 CycleKind = Literal["measured", "simulated", "estimate", "none"]
 

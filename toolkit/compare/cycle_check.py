@@ -55,11 +55,6 @@ def predict_program(program: Program) -> CyclePrediction:
     )
 
 
-def estimate_total(program: Program) -> int | None:
-    estimates = [d.estimate.total_cycles for d in program.delegates if d.estimate]
-    return sum(estimates) if estimates else None
-
-
 def check_cycles(program: Program, measured: CycleFigures) -> CycleCheck | None:
     """None unless the run measured the NPU's cycle counter."""
     if measured.kind != "measured" or measured.npu_cycles is None:
@@ -68,7 +63,7 @@ def check_cycles(program: Program, measured: CycleFigures) -> CycleCheck | None:
         measured.npu_cycles,
         dict(measured.beats or {}),
         predict_program(program),
-        estimate_total(program),
+        program.estimated_total_cycles or None,
     )
 
 

@@ -55,7 +55,7 @@ def rows(result: JobResult) -> tuple[list[str], list[list[str]]]:
     add("NPU operations (command stream)", ops, both(ops))
     est = [sum(d.estimate.npu_cycles for d in p.delegates if d.estimate) for p in programs]
     add("NPU cycles (Vela estimate)", est, both(est))
-    tot = [sum(d.estimate.total_cycles for d in p.delegates if d.estimate) for p in programs]
+    tot = [p.estimated_total_cycles for p in programs]
     add("total cycles (Vela estimate)", tot, both(tot))
     add("activations fused", [sum(d.fused for d in p.decisions) for p in programs])
     if all(v.reference is not None for v in vs):
