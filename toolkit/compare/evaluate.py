@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -9,6 +11,7 @@ import numpy as np
 import torch
 
 from ..artifacts import LoadedModel, Program, RunResult
+from ..atomic_write import write_atomic
 from ..errors import UserError
 from .metrics import Accuracy, accuracy
 
@@ -89,8 +92,22 @@ def evaluate(program: Program, runner, inputs, reference_floats, target=None) ->
 
 
 def save_arrays(folder: Path, prefix: str, samples) -> None:
-    """sample k, tensor i -> folder/{prefix}_{k}_{i}.npy"""
+    """sample k, tensor i -> folder/{prefix}_{k}_{i}.npy, each file written atomically.
+
+    The folder then holds exactly these arrays under prefix: files an earlier run with more
+    samples or tensors left (a reused program folder) are removed, so no reader takes them for
+    this run's.
+    """
     folder.mkdir(parents=True, exist_ok=True)
+    written = set()
     for k, sample in enumerate(samples):
         for i, array in enumerate(sample):
-            np.save(folder / f"{prefix}_{k}_{i}.npy", array)
+            name = f"{prefix}_{k}_{i}.npy"
+            buffer = io.BytesIO()
+            np.save(buffer, array)
+            write_atomic(folder / name, buffer.getvalue())
+            written.add(name)
+    ours = re.compile(rf"{re.escape(prefix)}_\d+_\d+\.npy")
+    for path in folder.iterdir():
+        if ours.fullmatch(path.name) and path.name not in written:
+            path.unlink(missing_ok=True)
