@@ -13,7 +13,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from toolkit.compare.evaluate import evaluate, evaluation_inputs, float_outputs
+from toolkit.compare.evaluate import evaluate_on_host, evaluation_inputs, float_outputs
 from toolkit.lower.build_variant import compile_variant
 from toolkit.models.loader import load_model
 from toolkit.quantize.calibration import random_calibration
@@ -37,7 +37,7 @@ def main(spec: str = "zoo:ds_cnn") -> None:
         for variant in ("fused", "unfused"):
             program = compile_variant(model, calibration, variant, npu, Path(out))
             t = time.perf_counter()
-            evaluate(program, TosaReferenceRunner(), inputs, floats)
+            evaluate_on_host(program, TosaReferenceRunner(), inputs, floats)
             host_s = time.perf_counter() - t
             t = time.perf_counter()
             compile_variant(model, calibration, variant, npu, Path(out))  # cache hit

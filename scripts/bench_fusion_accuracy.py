@@ -16,7 +16,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from toolkit.compare.evaluate import evaluate, evaluation_inputs, float_outputs
+from toolkit.compare.evaluate import evaluate_on_host, evaluation_inputs, float_outputs
 from toolkit.lower.build_variant import compile_variant
 from toolkit.models.loader import load_model
 from toolkit.models.zoo import zoo_names
@@ -39,7 +39,7 @@ def measure(spec: str, seeds: list[int], eval_samples: int, out: Path) -> dict:
         for variant in VARIANTS:
             program = compile_variant(model, calibration, variant, npu, out / f"{seed}")
             sqnr[variant].append(
-                evaluate(program, TosaReferenceRunner(), inputs, floats).accuracy.sqnr_db
+                evaluate_on_host(program, TosaReferenceRunner(), inputs, floats).accuracy.sqnr_db
             )
             if variant == "fused":
                 blocks[seed] = [d for d in program.decisions if d.fused]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,6 +14,8 @@ import torch
 from ..artifacts import LoadedModel, Program, RunResult
 from ..atomic_write import write_atomic
 from ..errors import UserError
+from ..runners.base import HostRunner, Runner
+from ..targets import Target
 from .metrics import Accuracy, accuracy
 
 EVAL_SEED_OFFSET = 1000  # evaluation inputs never coincide with calibration inputs
@@ -78,8 +81,28 @@ def is_classifier(program: Program) -> bool:
     return len(shape) == 2 and shape[0] == 1 and 1 < shape[1] < inputs
 
 
-def evaluate(program: Program, runner, inputs, reference_floats, target=None) -> Evaluation:
+Samples = Sequence[tuple[np.ndarray, ...]]
+
+
+def evaluate(
+    program: Program, runner: Runner, inputs: Samples, reference_floats: Samples, target: Target
+) -> Evaluation:
+    """Every input run on runner for target, scored against the float model's outputs."""
     runs = tuple(runner.run(program, list(sample), target) for sample in inputs)
+    return _scored(program, inputs, reference_floats, runs)
+
+
+def evaluate_on_host(
+    program: Program, runner: HostRunner, inputs: Samples, reference_floats: Samples
+) -> Evaluation:
+    """evaluate() on a runner that needs no target (the host reference run)."""
+    runs = tuple(runner.run(program, list(sample)) for sample in inputs)
+    return _scored(program, inputs, reference_floats, runs)
+
+
+def _scored(
+    program: Program, inputs: Samples, reference_floats: Samples, runs: tuple[RunResult, ...]
+) -> Evaluation:
     outputs = tuple(r.outputs for r in runs)
     quant = program.output_quant[0]
     acc = accuracy(
