@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -28,6 +29,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from kws_eval_data import DATA as KWS_DATA  # noqa: E402
 from kws_eval_data import float_features  # noqa: E402
+
+from toolkit.console_capture import quiet_torch_import  # noqa: E402
+
+quiet_torch_import()  # torchao's import-time chatter, as etk does; before the imports below
 
 from toolkit.artifacts import CalibrationSet  # noqa: E402
 from toolkit.compare.block_errors import block_errors, explain_fused_loss  # noqa: E402
@@ -106,9 +111,18 @@ def main() -> int:
     )
     parser.add_argument("--target", default="corstone-300")
     parser.add_argument("--npu", default="ethos-u55-128")
-    parser.add_argument("--out", type=Path, default=Path("bench-accuracy"))
+    parser.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="keep the compiled programs here (default: a temporary folder, removed at the end)",
+    )
     args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-accuracy-") as tmp:
+        return measure(args, args.out or Path(tmp))
 
+
+def measure(args: argparse.Namespace, out: Path) -> int:
     model = load_model(args.model)
     shape = tuple(model.example_inputs[0].shape)
     if args.data:
@@ -126,7 +140,7 @@ def main() -> int:
     reference_path = args.reference or _reference_file(args.model)
     reference = None
     if reference_path is not None:
-        program = compile_tflite(reference_path, npu, args.out / "reference")
+        program = compile_tflite(reference_path, npu, out / "reference")
         reference = program_outputs(
             program, evaluation_runner(program), data, shape, reference_path.name
         )
@@ -148,7 +162,7 @@ def main() -> int:
                 calibration_set,
                 variant,
                 npu,
-                args.out / f"seed_{seed}",
+                out / f"seed_{seed}",
             )
             outputs = program_outputs(
                 program, evaluation_runner(program), evaluation, shape, f"{variant}, seed {seed}"

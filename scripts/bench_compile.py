@@ -13,12 +13,16 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from toolkit.compare.evaluate import evaluate, evaluation_inputs, float_outputs
-from toolkit.lower.build_variant import compile_variant
-from toolkit.models.loader import load_model
-from toolkit.quantize.calibration import random_calibration
-from toolkit.runners.tosa_ref import TosaReferenceRunner
-from toolkit.targets import load_target
+from toolkit.console_capture import quiet_torch_import
+
+quiet_torch_import()  # torchao's import-time chatter, as etk does; before the imports below
+
+from toolkit.compare.evaluate import evaluate_on_host, evaluation_inputs, float_outputs  # noqa: E402
+from toolkit.lower.build_variant import compile_variant  # noqa: E402
+from toolkit.models.loader import load_model  # noqa: E402
+from toolkit.quantize.calibration import random_calibration  # noqa: E402
+from toolkit.runners.tosa_ref import TosaReferenceRunner  # noqa: E402
+from toolkit.targets import load_target  # noqa: E402
 
 
 def main(spec: str = "zoo:ds_cnn") -> None:
@@ -37,7 +41,7 @@ def main(spec: str = "zoo:ds_cnn") -> None:
         for variant in ("fused", "unfused"):
             program = compile_variant(model, calibration, variant, npu, Path(out))
             t = time.perf_counter()
-            evaluate(program, TosaReferenceRunner(), inputs, floats)
+            evaluate_on_host(program, TosaReferenceRunner(), inputs, floats)
             host_s = time.perf_counter() - t
             t = time.perf_counter()
             compile_variant(model, calibration, variant, npu, Path(out))  # cache hit

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,8 +128,18 @@ def main() -> None:
         default=found[0] if found else None,
         help="the cycle-anchors folder (default: shared/ beside the repository)",
     )
-    parser.add_argument("--out", type=Path, default=Path("etk-cycle-truth"))
+    parser.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="keep the compiled models here (default: a temporary folder, removed at the end)",
+    )
     args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="etk-cycle-truth-") as tmp:
+        report(args.anchors, args.out or Path(tmp))
+
+
+def report(anchors: Path, out: Path) -> None:
     print(
         "| model | stream | published NPU TOTAL | ours | Vela estimate | ours/published | "
         "Vela/published | beats AXI0 rd / AXI0 wr / AXI1 rd: ours vs published |"
@@ -136,7 +147,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|")
     ours_log, vela_log = [], []
     for anchor in ANCHORS:
-        ours, vela, beats = predict(anchor, args.anchors, args.out)
+        ours, vela, beats = predict(anchor, anchors, out)
         ours_log.append(abs(math.log(ours / anchor.published_total)))
         vela_log.append(abs(math.log(vela / anchor.published_total)))
         mine = (beats["axi0_read"], beats["axi0_write"], beats["axi1_read"])

@@ -16,13 +16,17 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from toolkit.compare.evaluate import evaluate, evaluation_inputs, float_outputs
-from toolkit.lower.build_variant import compile_variant
-from toolkit.models.loader import load_model
-from toolkit.models.zoo import zoo_names
-from toolkit.quantize.calibration import random_calibration
-from toolkit.runners.tosa_ref import TosaReferenceRunner
-from toolkit.targets import load_target
+from toolkit.console_capture import quiet_torch_import
+
+quiet_torch_import()  # torchao's import-time chatter, as etk does; before the imports below
+
+from toolkit.compare.evaluate import evaluate_on_host, evaluation_inputs, float_outputs  # noqa: E402
+from toolkit.lower.build_variant import compile_variant  # noqa: E402
+from toolkit.models.loader import load_model  # noqa: E402
+from toolkit.models.zoo import zoo_names  # noqa: E402
+from toolkit.quantize.calibration import random_calibration  # noqa: E402
+from toolkit.runners.tosa_ref import TosaReferenceRunner  # noqa: E402
+from toolkit.targets import load_target  # noqa: E402
 
 VARIANTS = ("fused", "unfused")
 
@@ -39,7 +43,7 @@ def measure(spec: str, seeds: list[int], eval_samples: int, out: Path) -> dict:
         for variant in VARIANTS:
             program = compile_variant(model, calibration, variant, npu, out / f"{seed}")
             sqnr[variant].append(
-                evaluate(program, TosaReferenceRunner(), inputs, floats).accuracy.sqnr_db
+                evaluate_on_host(program, TosaReferenceRunner(), inputs, floats).accuracy.sqnr_db
             )
             if variant == "fused":
                 blocks[seed] = [d for d in program.decisions if d.fused]

@@ -37,16 +37,20 @@ from pathlib import Path
 
 import numpy as np
 
-from toolkit.lower.build_variant import compile_variant
-from toolkit.lower.tflite import compile_tflite
-from toolkit.models.loader import load_model
-from toolkit.models.zoo import zoo_names
-from toolkit.npu import npu_config
-from toolkit.quantize.calibration import random_calibration
-from toolkit.runners.host_interpreter import execute
-from toolkit.runners.sim import SimulatorRunner
-from toolkit.runners.tosa_ref import TosaReferenceRunner, run_tosa_delegate
-from toolkit.sim import forget_programs, load_payload, simulate
+from toolkit.console_capture import quiet_torch_import
+
+quiet_torch_import()  # torchao's import-time chatter, as etk does; before the imports below
+
+from toolkit.lower.build_variant import compile_variant  # noqa: E402
+from toolkit.lower.tflite import compile_tflite  # noqa: E402
+from toolkit.models.loader import load_model  # noqa: E402
+from toolkit.models.zoo import zoo_names  # noqa: E402
+from toolkit.npu import npu_config  # noqa: E402
+from toolkit.quantize.calibration import random_calibration  # noqa: E402
+from toolkit.runners.host_interpreter import execute  # noqa: E402
+from toolkit.runners.sim import SimulatorRunner  # noqa: E402
+from toolkit.runners.tosa_ref import TosaReferenceRunner, run_tosa_delegate  # noqa: E402
+from toolkit.sim import forget_programs, load_payload, simulate  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 MLPERF_TFLITE = ("pretrainedResnet_quant", "kws_ref_model", "vww_96_int8", "ad01_int8")
@@ -205,7 +209,9 @@ def main() -> int:
     parser.add_argument(
         "--out",
         type=Path,
-        help="keep compiled programs here (reused when the toolkit's code is unchanged)",
+        metavar="DIR",
+        help="keep compiled programs here, reused when the toolkit's code is unchanged "
+        "(default: a temporary folder, removed at the end)",
     )
     parser.add_argument(
         "--no-tflite", action="store_true", help="skip the MLPerf Tiny .tflite files"

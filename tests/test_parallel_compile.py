@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import pytest
 
 from toolkit.errors import UserError
@@ -48,3 +55,54 @@ def test_parallel_programs_equal_serial_ones(tmp_path):
     assert [d.payload for d in child.delegates] == [d.payload for d in serial.delegates]
     assert child.npu_ops == serial.npu_ops and child.output_quant == serial.output_quant
     assert programs["fused"].variant == "fused" and programs["fused"].delegates
+
+
+_PARENT = """
+import os, sys, time
+from pathlib import Path
+from toolkit.lower import parallel
+
+def sleeping_compile(model, calibration, variant, *rest):
+    if variant == "unfused":  # the child
+        Path(sys.argv[1]).write_text(str(os.getpid()))
+    time.sleep(120)
+
+parallel.compile_variant = sleeping_compile
+parallel.compile_variants(None, None, ("fused", "unfused"), None, None, (), (), True)
+"""
+
+
+def _running(pid: int) -> bool:
+    """pid exists and is not a zombie (an orphan's zombie waits for a reaper that may not come)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="reads /proc")
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_signal_to_the_parent_ends_the_child_compile(tmp_path, signum):
+    pid_file = tmp_path / "child.pid"
+    parent = subprocess.Popen([sys.executable, "-c", _PARENT, str(pid_file)])
+    try:
+        deadline = time.monotonic() + 180  # importing torch and ExecuTorch on a loaded machine
+        while not pid_file.is_file() or not pid_file.read_text():
+            assert parent.poll() is None and time.monotonic() < deadline, "no child started"
+            time.sleep(0.1)
+        child = int(pid_file.read_text())
+        assert _running(child)
+        parent.send_signal(signum)
+        parent.wait(timeout=10)
+        deadline = time.monotonic() + 5
+        while _running(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _running(child), (
+            f"child compile {child} still runs after the parent's {signum!r}"
+        )
+    finally:
+        parent.kill()
+        parent.wait()
+        if pid_file.is_file() and _running(child := int(pid_file.read_text())):
+            os.kill(child, signal.SIGKILL)

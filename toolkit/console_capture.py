@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import sys
 import tempfile
@@ -32,3 +33,20 @@ def capture_fds(fds: tuple[int, ...] = (1, 2)):
                 os.close(copy)
             sink.seek(0)
             result.text = sink.read().decode(errors="replace")
+
+
+TORCH_SIDE = "toolkit.pipeline"  # imports torch, torchao and ExecuTorch's Arm backend
+
+
+def quiet_torch_import(module: str = TORCH_SIDE) -> None:
+    """Import module with fd 2 captured: torchao's import-time chatter ("Failed to load
+    ..._C_mxfp8...so" for its optional CUDA kernels, torch's pytree Enum warnings) is not for our
+    users. Later imports of torch, torchao and ExecuTorch are silent; if the import fails, what it
+    printed is shown after all."""
+    captured = CapturedText()
+    try:
+        with capture_fds((2,)) as captured:
+            importlib.import_module(module)
+    except BaseException:
+        sys.stderr.write(captured.text)
+        raise

@@ -20,6 +20,7 @@ from .compare.evaluate import (
     EVAL_SEED_OFFSET,
     Evaluation,
     evaluate,
+    evaluate_on_host,
     evaluation_inputs,
     float_outputs,
     ones_inputs,
@@ -256,7 +257,7 @@ def _run_job(
         program = programs[variant]
         check_fits(program, target)
         progress(f"host reference run of {variant}")
-        reference = evaluate(program, host, inputs, floats)
+        reference = evaluate_on_host(program, host, inputs, floats)
         save_arrays(program.out_dir / "reference", "input", inputs)
         save_arrays(program.out_dir / "reference", "output", reference.outputs)
         save_arrays(program.out_dir / "reference", "float_output", floats)

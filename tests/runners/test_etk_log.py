@@ -118,3 +118,27 @@ def test_measured_cycles_beside_prediction_and_estimate(tmp_path, capsys, progra
         f"(x{NPU_CYCLES / estimate:.3f})\n"
     ) in text
     assert CPU_CYCLES != NPU_CYCLES and code == 0
+
+
+def test_the_capture_is_read_for_cycles_once(tmp_path, capsys, program, monkeypatch):
+    from board_emulator import NPU_CYCLES
+
+    from toolkit.runners import console_log, uart_log
+
+    calls, measured_cycles = [], uart_log.measured_cycles
+
+    def counted(log, source, note):
+        calls.append(source)
+        return measured_cycles(log, source, note)
+
+    for module in (console_log, uart_log):  # uart_log: where a lazy import would find it
+        monkeypatch.setattr(module, "measured_cycles", counted)
+    capture = tmp_path / "uart.log"
+    capture.write_bytes(b"".join(transcript(1000, reference_outputs(program), passed=True)))
+    code, entry = etk_log(capsys, capture, program)
+    assert calls == [f"console log {capture}"]
+    assert (entry["cycles"]["npu_cycles"], entry["cycles"]["check"]["measured_npu_total"]) == (
+        NPU_CYCLES,
+        NPU_CYCLES,
+    )
+    assert code == 0

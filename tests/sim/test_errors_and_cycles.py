@@ -204,6 +204,9 @@ def test_fused_and_unfused_relu_same_cycles_and_diff(cases):
     # other (fvp_timing), a compiler choice and not a zero point, clip bound or scale
     blockdeps = [_blockdeps(p) for p in (pa, pb)]
     assert blockdeps[0] == [0] * 41 and blockdeps[1] == [0] * 25 + [3] * 16
+    # etk diff shows it (a timing difference, not an address) on the 15 pools; the 16th value
+    # above is NPU_OP_STOP's, which etk diff leaves out
+    assert sum(("BLOCKDEP", 0, 3) in r.changed for r in diff_programs(pa, pb)) == 15
     overlapped = simulate(pb, [unfused.input], ACC).pmu.total
     pa, pb = _without_blockdep(pa), _without_blockdep(pb)
     ra = simulate(pa, [fused.input], ACC)

@@ -12,7 +12,7 @@ import importlib
 import sys
 import warnings
 
-from ..console_capture import capture_fds
+from ..console_capture import quiet_torch_import
 from ..errors import ToolError, UserError
 
 VERB_MODULES = (
@@ -60,8 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.debug:
         quiet_third_party_warnings()
     if args.verb in TORCH_VERBS and not args.debug:
-        with capture_fds((2,)):  # torchao's import-time chatter about optional CUDA kernels
-            importlib.import_module("toolkit.pipeline")
+        quiet_torch_import()
     try:
         return int(args.func(args) or 0)
     except UserError as exc:

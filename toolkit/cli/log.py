@@ -5,17 +5,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..artifacts import CycleFigures
 from ..compare.cycle_check import CycleCheck, cycle_check_lines
 from ..errors import UserError
 
 
-def _cycle_check(log, source: Path, program_dir: Path) -> CycleCheck | None:
+def _cycle_check(measured: CycleFigures, program_dir: Path) -> CycleCheck | None:
     """The measured NPU cycles next to etk's prediction and Vela's estimate for the program."""
     from ..compare.cycle_check import check_cycles
     from ..lower.program_store import StoreDamaged, load_stored_program
-    from ..runners.uart_log import measured_cycles
 
-    measured = measured_cycles(log, str(source), "")
     if measured.kind != "measured":
         return None
     try:
@@ -30,7 +29,7 @@ def _cycle_check(log, source: Path, program_dir: Path) -> CycleCheck | None:
 
 
 def _log(args) -> int:
-    from ..runners.console_log import check_outputs, run_entry
+    from ..runners.console_log import check_outputs, console_cycles, run_entry
     from ..runners.uart_log import parse_uart_log
 
     path = Path(args.capture)
@@ -44,9 +43,10 @@ def _log(args) -> int:
             f"ExecuTorch or ML-kit log record, PMU report, output or failure; pass the "
             f"firmware's console capture (UART or FVP output)"
         )
+    measured = console_cycles(log, path)
     check = check_outputs(log, Path(args.program), args.sample) if args.program else None
-    cycle_check = _cycle_check(log, path, Path(args.program)) if args.program else None
-    entry = run_entry(log, path, check, cycle_check)
+    cycle_check = _cycle_check(measured, Path(args.program)) if args.program else None
+    entry = run_entry(log, path, measured, check, cycle_check)
     if args.json:
         print(json.dumps(entry, indent=2))
     else:

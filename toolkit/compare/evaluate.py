@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -9,7 +12,10 @@ import numpy as np
 import torch
 
 from ..artifacts import LoadedModel, Program, RunResult
+from ..atomic_write import write_atomic
 from ..errors import UserError
+from ..runners.base import HostRunner, Runner
+from ..targets import Target
 from .metrics import Accuracy, accuracy
 
 EVAL_SEED_OFFSET = 1000  # evaluation inputs never coincide with calibration inputs
@@ -75,8 +81,28 @@ def is_classifier(program: Program) -> bool:
     return len(shape) == 2 and shape[0] == 1 and 1 < shape[1] < inputs
 
 
-def evaluate(program: Program, runner, inputs, reference_floats, target=None) -> Evaluation:
+Samples = Sequence[tuple[np.ndarray, ...]]
+
+
+def evaluate(
+    program: Program, runner: Runner, inputs: Samples, reference_floats: Samples, target: Target
+) -> Evaluation:
+    """Every input run on runner for target, scored against the float model's outputs."""
     runs = tuple(runner.run(program, list(sample), target) for sample in inputs)
+    return _scored(program, inputs, reference_floats, runs)
+
+
+def evaluate_on_host(
+    program: Program, runner: HostRunner, inputs: Samples, reference_floats: Samples
+) -> Evaluation:
+    """evaluate() on a runner that needs no target (the host reference run)."""
+    runs = tuple(runner.run(program, list(sample)) for sample in inputs)
+    return _scored(program, inputs, reference_floats, runs)
+
+
+def _scored(
+    program: Program, inputs: Samples, reference_floats: Samples, runs: tuple[RunResult, ...]
+) -> Evaluation:
     outputs = tuple(r.outputs for r in runs)
     quant = program.output_quant[0]
     acc = accuracy(
@@ -89,8 +115,22 @@ def evaluate(program: Program, runner, inputs, reference_floats, target=None) ->
 
 
 def save_arrays(folder: Path, prefix: str, samples) -> None:
-    """sample k, tensor i -> folder/{prefix}_{k}_{i}.npy"""
+    """sample k, tensor i -> folder/{prefix}_{k}_{i}.npy, each file written atomically.
+
+    The folder then holds exactly these arrays under prefix: files an earlier run with more
+    samples or tensors left (a reused program folder) are removed, so no reader takes them for
+    this run's.
+    """
     folder.mkdir(parents=True, exist_ok=True)
+    written = set()
     for k, sample in enumerate(samples):
         for i, array in enumerate(sample):
-            np.save(folder / f"{prefix}_{k}_{i}.npy", array)
+            name = f"{prefix}_{k}_{i}.npy"
+            buffer = io.BytesIO()
+            np.save(buffer, array)
+            write_atomic(folder / name, buffer.getvalue())
+            written.add(name)
+    ours = re.compile(rf"{re.escape(prefix)}_\d+_\d+\.npy")
+    for path in folder.iterdir():
+        if ours.fullmatch(path.name) and path.name not in written:
+            path.unlink(missing_ok=True)

@@ -9,9 +9,12 @@ OUT/VARIANT as every compile does, and compile_variant here then finds it under 
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import os
 import pickle
+import signal
+import sys
 from pathlib import Path
 
 from ..artifacts import CalibrationSet, LoadedModel, Program, Variant
@@ -20,7 +23,19 @@ from ..npu import NpuConfig
 from .build_variant import compile_variant
 
 
-def _child(connection, args) -> None:
+def _end_with_parent(parent: int) -> None:
+    """Linux: the kernel sends this process SIGTERM when its parent dies, however it dies
+    (SIGTERM's default action runs no Python cleanup, so the parent could not end it itself)."""
+    if sys.platform != "linux":
+        return
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent:  # it died before the request was made
+        os._exit(1)
+
+
+def _child(connection, args, parent: int) -> None:
+    _end_with_parent(parent)
     import torch
 
     # GNU OpenMP's worker threads do not survive a fork: a parallel region in the child would
@@ -63,7 +78,7 @@ def compile_variants(
     first, second = variants
     context = multiprocessing.get_context("fork")
     receive, send = context.Pipe(duplex=False)
-    child = context.Process(target=_child, args=(send, args[second]), daemon=True)
+    child = context.Process(target=_child, args=(send, args[second], os.getpid()), daemon=True)
     child.start()
     send.close()
     try:

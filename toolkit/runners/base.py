@@ -1,4 +1,5 @@
-"""The runner interface: run(program, inputs) -> RunResult, and whether a runner can run here."""
+"""The runner interface: run(program, inputs, target) -> RunResult, and whether a runner can run
+here; HostRunner: one that needs no target."""
 
 from __future__ import annotations
 
@@ -24,3 +25,14 @@ class Runner(Protocol):
     def availability(self, target: Target, program_npu: str) -> Availability: ...
 
     def run(self, program: Program, inputs: Sequence[np.ndarray], target: Target) -> RunResult: ...
+
+
+class HostRunner(Protocol):
+    """A runner that runs on this machine and needs no target (TOSA reference model, simulator):
+    the host reference run has none."""
+
+    name: str
+
+    def run(
+        self, program: Program, inputs: Sequence[np.ndarray], target: Target | None = None
+    ) -> RunResult: ...

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ..artifacts import CycleFigures
 from ..compare.cycle_check import CycleCheck, cycle_check_entry
 from ..compare.metrics import exact_match_rate, max_abs_err_lsb
 from ..errors import UserError
@@ -111,20 +112,26 @@ def check_outputs(log: UartLog, program_dir: Path, sample: int = 0) -> OutputChe
     return OutputCheck(match, worst, float(np.mean(rates)), note)
 
 
-def run_entry(
-    log: UartLog,
-    source: Path,
-    check: OutputCheck | None = None,
-    cycle_check: CycleCheck | None = None,
-) -> dict[str, Any]:
-    """The run entry `deploy` writes into report.json (runner "log"), plus the verdict."""
-    result = verdict(log, check)
-    figures = measured_cycles(
+def console_cycles(log: UartLog, source: Path) -> CycleFigures:
+    """The PMU figures the capture printed, per inference (kind "none" without a PMU report)."""
+    return measured_cycles(
         log,
         f"console log {source}",
         "as the firmware printed them: the NPU's cycle counter (ethosu_pmu_cycle_cntr, "
         "or the ML kit's NPU TOTAL)",
     )
+
+
+def run_entry(
+    log: UartLog,
+    source: Path,
+    figures: CycleFigures,
+    check: OutputCheck | None = None,
+    cycle_check: CycleCheck | None = None,
+) -> dict[str, Any]:
+    """The run entry `deploy` writes into report.json (runner "log"), plus the verdict;
+    figures: console_cycles(log, source)."""
+    result = verdict(log, check)
     cycles = {
         "kind": figures.kind,
         "source": figures.source,

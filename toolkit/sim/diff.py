@@ -9,10 +9,13 @@ from .commands import decode
 from .payload import NpuProgram
 from .registers import RegisterFile
 
-# Registers that say where data lives rather than what the operation does.
+# Registers that hold a byte address (Vela's cmd1_with_address for tensors, weights, scales and
+# DMA): where data lives rather than what the operation does. Not BLOCKDEP (how far the kernel
+# may overlap the previous one, Vela's calc_blockdep), strides, lengths or regions: those change
+# what runs or how long it takes.
 ADDRESS_REGISTERS = frozenset(
     [f"{fm}_BASE{i}" for fm in ("IFM", "OFM", "IFM2") for i in range(4)]
-    + ["WEIGHT_BASE", "SCALE_BASE", "DMA0_SRC", "DMA0_DST", "BLOCKDEP"]
+    + ["WEIGHT_BASE", "WEIGHT1_BASE", "SCALE_BASE", "SCALE1_BASE", "DMA0_SRC", "DMA0_DST"]
 )
 
 

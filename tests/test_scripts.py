@@ -1,0 +1,47 @@
+"""scripts/: output folders default to a temporary one, and torch loads without torchao's chatter."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from toolkit.console_capture import quiet_torch_import
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+TEMPORARY = "keep the compiled {} here (default: a temporary folder, removed at the end)"
+
+
+@pytest.mark.parametrize(
+    "script, kept",
+    [("bench_cycle_truth.py", "models"), ("bench_accuracy.py", "programs")],
+)
+def test_help_names_a_temporary_default_output_and_prints_nothing_else(tmp_path, script, kept):
+    env = {**os.environ, "PYTHONPATH": str(SCRIPTS.parent), "COLUMNS": "200"}
+    run = subprocess.run(
+        [sys.executable, str(SCRIPTS / script), "--help"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert (run.returncode, run.stderr) == (0, "")  # bench_accuracy loads torch and torchao
+    assert f"--out DIR {TEMPORARY.format(kept)}" in " ".join(run.stdout.split())
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_quiet_import_is_silent_and_shows_the_chatter_of_a_failed_one(tmp_path, monkeypatch, capfd):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "chatty_ok.py").write_text("import os\nos.write(2, b'Failed to load _C.so\\n')\n")
+    (tmp_path / "chatty_broken.py").write_text(
+        "import os\nos.write(2, b'Failed to load _C.so\\n')\nraise ImportError('no kernels')\n"
+    )
+    quiet_torch_import("chatty_ok")
+    assert capfd.readouterr().err == ""
+    with pytest.raises(ImportError, match="^no kernels$"):
+        quiet_torch_import("chatty_broken")
+    assert capfd.readouterr().err == "Failed to load _C.so\n"
