@@ -8,12 +8,12 @@ from __future__ import annotations
 import signal
 from multiprocessing.connection import Connection
 
-from ..console_capture import capture_fds
+from ..console_capture import quiet_torch_import
 
-with capture_fds((2,)):  # torchao's import-time chatter about optional CUDA kernels
-    import torch
+quiet_torch_import()
+import torch  # noqa: E402
 
-    from .runs import execute_run
+from .runs import execute_run  # noqa: E402
 
 
 def worker_main(conn: Connection, out_root: str) -> None:
