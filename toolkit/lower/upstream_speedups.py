@@ -1,0 +1,95 @@
+"""Work upstream (torch 2.13 / ExecuTorch 1.5.1) repeats while quantizing and lowering, skipped
+without changing what it produces: `with upstream_speedups(): ...` around a compile.
+
+shared-provenance: torch.fx.traceback.NodeSource(node) deep-copies node.meta["from_node"], the
+node's whole provenance chain, every time a pass re-creates the node (ExportPass retraces every
+node of the graph, ~40 times in a lowering). The chain grows by one level per pass, so the copies
+grow quadratically: on MobileNetV2 (0.35, 96x96) 28,462 copies cost ~10 s of a ~95 s compile.
+NodeSource objects are never changed after construction (torch only reads them: to_dict,
+print_readable, __eq__ by value; the graph-transform observer appends to node.meta's own list,
+never to a NodeSource's), so the new NodeSource can share its parent's entries in a list of its
+own: the same provenance by value, without the copies.
+
+skip-noop-decompositions: ExecuTorch's to_edge_transform_and_lower runs
+ExportedProgram.run_decompositions three times for the Arm partitioner (once with no table, which
+functionalizes, then with the default table minus the ops the partitioner keeps, then with the
+whole default table around its EDGE_DO_NOT_DECOMP rewrite). Each call retraces the whole graph
+through AOT autograd with fake tensors (~6 s on MobileNetV2 0.35), also when no operator in the
+table occurs in the graph: the retrace then returns the same graph. ExecuTorch 1.5.1 already
+skips such a call on its other branch (`contains_any_call_fn_target_op`, "safe to skip when none
+of those targets occur in the graph"); this applies the same test to every call with a non-empty
+table on a program already in ATen (inference) IR, the state the first call leaves it in.
+
+Each speedup is installed only inside the context and restored after it; tests/lower pins that
+a compile's TOSA flatbuffer and Vela command stream are the same bytes with and without them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+
+from executorch.exir.graph_module import contains_any_call_fn_target_op
+from torch.export.exported_program import ExportedProgram
+from torch.fx import traceback as fx_traceback
+
+
+def _node_source_init_sharing(original):
+    def __init__(self, node=None, pass_name="", action=None):
+        original(self, None, pass_name, action)  # action checks; node_info None, from_node []
+        if node:
+            self.node_info = fx_traceback.NodeSource.NodeInfo(
+                name=node.name, target=str(node.target), graph_id=id(node.graph)
+            )
+            self.from_node = list(node.meta.get("from_node", ()))
+
+    return __init__
+
+
+@contextmanager
+def _shared_provenance() -> Iterator[None]:
+    cls = fx_traceback.NodeSource
+    original = cls.__init__
+    cls.__init__ = _node_source_init_sharing(original)  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        cls.__init__ = original  # type: ignore[method-assign]
+
+
+def _is_noop_decomposition(program: ExportedProgram, table) -> bool:
+    return (
+        bool(table)
+        and program.verifiers[0].dialect == "ATEN"
+        and not contains_any_call_fn_target_op(program.graph_module, table)
+    )
+
+
+@contextmanager
+def _skip_noop_decompositions() -> Iterator[None]:
+    original = ExportedProgram.run_decompositions
+
+    def run_decompositions(self, decomp_table=None, decompose_custom_triton_ops=False):
+        if not decompose_custom_triton_ops and _is_noop_decomposition(self, decomp_table):
+            return self
+        return original(self, decomp_table, decompose_custom_triton_ops)
+
+    ExportedProgram.run_decompositions = run_decompositions  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        ExportedProgram.run_decompositions = original  # type: ignore[method-assign]
+
+
+SPEEDUPS = {
+    "shared-provenance": _shared_provenance,
+    "skip-noop-decompositions": _skip_noop_decompositions,
+}
+
+
+@contextmanager
+def upstream_speedups(names: tuple[str, ...] = tuple(SPEEDUPS)) -> Iterator[None]:
+    with ExitStack() as stack:
+        for name in names:
+            stack.enter_context(SPEEDUPS[name]())
+        yield
