@@ -9,6 +9,7 @@ import re
 
 import pytest
 import torch
+from executorch.exir.passes.sym_to_tensor_pass import SymToTensorPass
 from torch.export.exported_program import ExportedProgram
 from torch.fx import traceback as fx_traceback
 
@@ -89,6 +90,23 @@ def test_recompile_is_skipped_only_while_the_graph_is_unchanged():
         add.meta["stack_trace"] = 'File "net.py", line 3, in forward'
         assert module.recompile() is not changed  # a code comment changed: compiled again
     assert module.recompile() is not module.recompile()  # upstream's recompile is back
+
+
+def test_sym_to_tensor_is_skipped_only_without_symbolic_values():
+    class Net(torch.nn.Module):
+        def forward(self, x):
+            return x.reshape(x.shape[0] * 2, -1) + 1
+
+    x = torch.ones(4, 6)
+    static = torch.export.export(Net(), (x,)).graph_module
+    batch = torch.export.Dim("batch", min=2)
+    dynamic = torch.export.export(Net(), (x,), dynamic_shapes={"x": {0: batch}}).graph_module
+    assert not speedups._holds_symbolic_values(static)
+    assert speedups._holds_symbolic_values(dynamic)  # x.shape[0] * 2 is a SymInt node
+    with speedups.upstream_speedups(("skip-static-sym-to-tensor",)):
+        result = SymToTensorPass()(static)
+        assert result.graph_module is static and not result.modified
+        assert SymToTensorPass()(dynamic).graph_module is not dynamic  # upstream's retrace
 
 
 def _fingerprint(program) -> list[str]:

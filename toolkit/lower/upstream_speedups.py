@@ -29,6 +29,11 @@ node, argument, target, name or code-comment metadata changed since this module'
 (checked by identity: an fx Node's args and kwargs are immutable and replaced on each change);
 it then returns that compile's PythonCode, and still recompiles the submodules.
 
+skip-static-sym-to-tensor: ExecuTorch's SymToTensorPass (the first aten-to-edge pass) retraces the
+whole graph (~2 s) to wrap symbolic scalars (SymInt/SymFloat/SymBool values) passed where an
+operator takes a tensor. A graph with static shapes holds no symbolic value, so there is nothing
+to wrap: the pass is skipped when no node's value is one (the next pass retraces it anyway).
+
 Each speedup is installed only inside the context and restored after it; tests/lower pins that
 a compile's TOSA flatbuffer and Vela command stream are the same bytes with and without them.
 """
@@ -38,7 +43,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
-from executorch.exir.graph_module import contains_any_call_fn_target_op
+import torch
+from executorch.exir.graph_module import contains_any_call_fn_target_op, get_control_flow_submodules
+from executorch.exir.pass_base import PassResult
+from executorch.exir.passes.sym_to_tensor_pass import SymToTensorPass
 from torch.export.exported_program import ExportedProgram
 from torch.fx import GraphModule
 from torch.fx import traceback as fx_traceback
@@ -141,10 +149,42 @@ def _skip_unchanged_recompile() -> Iterator[None]:
         GraphModule.recompile = original  # type: ignore[method-assign]
 
 
+_SYMBOLIC = (torch.SymInt, torch.SymFloat, torch.SymBool)
+
+
+def _holds_symbolic_values(module: torch.fx.GraphModule) -> bool:
+    modules = [module]
+    while modules:
+        current = modules.pop()
+        for node in current.graph.nodes:
+            leaves = torch.utils._pytree.tree_leaves(node.meta.get("val"))
+            if any(isinstance(leaf, _SYMBOLIC) for leaf in leaves):
+                return True
+        modules.extend(sub for _, sub, _ in get_control_flow_submodules(current))
+    return False
+
+
+@contextmanager
+def _skip_static_sym_to_tensor() -> Iterator[None]:
+    original = SymToTensorPass.call  # ExportPass.call: the retrace
+
+    def call(self, graph_module):
+        if not _holds_symbolic_values(graph_module):
+            return PassResult(graph_module, False)
+        return original(self, graph_module)
+
+    SymToTensorPass.call = call  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        SymToTensorPass.call = original  # type: ignore[method-assign]
+
+
 SPEEDUPS = {
     "shared-provenance": _shared_provenance,
     "skip-noop-decompositions": _skip_noop_decompositions,
     "skip-unchanged-recompile": _skip_unchanged_recompile,
+    "skip-static-sym-to-tensor": _skip_static_sym_to_tensor,
 }
 
 
