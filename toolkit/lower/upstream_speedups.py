@@ -18,7 +18,8 @@ through AOT autograd with fake tensors (~6 s on MobileNetV2 0.35), also when no 
 table occurs in the graph: the retrace then returns the same graph. ExecuTorch 1.5.1 already
 skips such a call on its other branch (`contains_any_call_fn_target_op`, "safe to skip when none
 of those targets occur in the graph"); this applies the same test to every call with a non-empty
-table on a program already in ATen (inference) IR, the state the first call leaves it in.
+table on a program already in ATen (inference) IR, the state the first call leaves it in (that
+call also did the clean-ups a retrace does: dead code, duplicate getitems, needless copies).
 
 skip-unchanged-recompile: GraphModule.recompile() regenerates the module's Python source from its
 graph and compiles it (~25 ms for a 1,000-node graph). ExecuTorch's pass managers call it after
