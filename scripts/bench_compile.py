@@ -1,61 +1,108 @@
-"""Wall time of `etk compare MODEL` split by stage, and what a second compile in-process costs.
+"""`etk compare MODEL` end to end, cold (a fresh process, empty output folder), split by stage,
+with and without lower/upstream_speedups.py; wall and CPU seconds (this process and its
+children: the variant compiled in a forked child counts once it is joined).
 
-python scripts/bench_compile.py [zoo:ds_cnn]
+python scripts/bench_compile.py [MODEL [INPUT_SHAPE]] [--only on|off]
+default MODEL: tests/collection/mobilenet.py:mobilenet_v2_035 at 1,3,96,96
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from rich.console import Console
-from rich.table import Table
-
-from toolkit.console_capture import quiet_torch_import
-
-quiet_torch_import()  # torchao's import-time chatter, as etk does; before the imports below
-
-from toolkit.compare.evaluate import evaluate_on_host, evaluation_inputs, float_outputs  # noqa: E402
-from toolkit.lower.build_variant import compile_variant  # noqa: E402
-from toolkit.models.loader import load_model  # noqa: E402
-from toolkit.quantize.calibration import random_calibration  # noqa: E402
-from toolkit.runners.tosa_ref import TosaReferenceRunner  # noqa: E402
-from toolkit.targets import load_target  # noqa: E402
+DEFAULT_MODEL = "tests/collection/mobilenet.py:mobilenet_v2_035"
+DEFAULT_SHAPE = "1,3,96,96"
 
 
-def main(spec: str = "zoo:ds_cnn") -> None:
-    npu = load_target("corstone-300").npu()
-    start = time.perf_counter()
-    model = load_model(spec)
-    load_s = time.perf_counter() - start
-    calibration = random_calibration(model.example_inputs, 8, 0)
-    inputs = evaluation_inputs(model, 8, 0)
-    floats = float_outputs(model, inputs)
-    table = Table(title=f"etk compare {spec} ({npu.accelerator}), seconds")
-    stages = ("quantize", "lower", "reports", "host run", "second compile")
-    for column in ("variant", "load", *stages):
-        table.add_column(column, justify="right")
+def _cpu() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def _child(model: str, shape: str, speedups: bool) -> None:
+    """One cold `etk compare` in this process; prints the stage marks as JSON."""
+    marks = [("start", time.perf_counter(), _cpu())]
+    from toolkit.job import Job  # noqa: I001 - imports are part of what is measured
+    from toolkit.lower import build_variant
+    from toolkit.pipeline import run_job
+
+    if not speedups:
+        import contextlib
+
+        build_variant.upstream_speedups = contextlib.nullcontext  # type: ignore[assignment]
+    marks.append(("import", time.perf_counter(), _cpu()))
     with tempfile.TemporaryDirectory() as out:
-        for variant in ("fused", "unfused"):
-            program = compile_variant(model, calibration, variant, npu, Path(out))
-            t = time.perf_counter()
-            evaluate_on_host(program, TosaReferenceRunner(), inputs, floats)
-            host_s = time.perf_counter() - t
-            t = time.perf_counter()
-            compile_variant(model, calibration, variant, npu, Path(out))  # cache hit
-            again_s = time.perf_counter() - t
-            table.add_row(
-                variant,
-                f"{load_s:.2f}",
-                *(f"{program.timings.get(s, 0):.2f}" for s in stages[:3]),
-                f"{host_s:.2f}",
-                f"{again_s:.4f}",
-            )
-            load_s = 0.0
-    Console().print(table)
+        job = Job(model=model, input_shape=shape, out_dir=Path(out), parallel_variants=True)
+        result = run_job(job, lambda message: marks.append((message, time.perf_counter(), _cpu())))
+        marks.append(("report", time.perf_counter(), _cpu()))
+    print(json.dumps({"marks": marks, "variants": sorted(result.variants)}))
+
+
+def _stage_name(message: str) -> str:
+    for prefix, name in (
+        ("start", "import torch, ExecuTorch, toolkit"),
+        ("import", "job setup"),
+        ("loading", "load, calibration, float run"),
+        ("compiling", "compile both variants"),
+        ("host reference run of fused", "host reference fused"),
+        ("host reference run of unfused", "host reference unfused"),
+        ("report", "report"),
+    ):
+        if message.startswith(prefix):
+            return name
+    return message
+
+
+def _stages(marks) -> list[tuple[str, float, float]]:
+    """(stage, wall, cpu): from each mark to the next, named by the mark that opens it."""
+    rows = []
+    for (message, wall, cpu), (_, next_wall, next_cpu) in zip(marks, marks[1:]):
+        rows.append((_stage_name(message), next_wall - wall, next_cpu - cpu))
+    return rows
+
+
+def _run(model: str, shape: str, speedups: bool) -> list[tuple[str, float, float]]:
+    command = [sys.executable, __file__, "--child", "on" if speedups else "off", model, shape]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        sys.exit(f"bench child failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return _stages(json.loads(done.stdout.strip().splitlines()[-1])["marks"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("model", nargs="?", default=DEFAULT_MODEL)
+    parser.add_argument("input_shape", nargs="?", default=DEFAULT_SHAPE)
+    parser.add_argument("--only", choices=("on", "off"), help="one run, speedups on or off")
+    parser.add_argument("--child", choices=("on", "off"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        _child(args.model, args.input_shape, args.child == "on")
+        return
+    modes = (args.only,) if args.only else ("off", "on")
+    runs = {mode: _run(args.model, args.input_shape, mode == "on") for mode in modes}
+    print(f"etk compare {args.model} --input-shape {args.input_shape} (cold), seconds")
+    print(f"{'stage':34}" + "".join(f"{'wall ' + m:>11}{'cpu ' + m:>10}" for m in modes))
+    for index, (stage, *_rest) in enumerate(runs[modes[0]]):
+        cells = "".join(f"{runs[m][index][1]:11.1f}{runs[m][index][2]:10.1f}" for m in modes)
+        print(f"{stage:34}{cells}")
+    totals = {m: (sum(r[1] for r in runs[m]), sum(r[2] for r in runs[m])) for m in modes}
+    print(f"{'total':34}" + "".join(f"{totals[m][0]:11.1f}{totals[m][1]:10.1f}" for m in modes))
+    if len(modes) == 2:
+        (wall_off, cpu_off), (wall_on, cpu_on) = totals["off"], totals["on"]
+        print(
+            f"speedups on/off: wall ratio {wall_on / wall_off:.2f}, cpu ratio {cpu_on / cpu_off:.2f}"
+        )
+    load = os.getloadavg()[0]
+    print(f"load average at the end {load:.1f} on {os.cpu_count()} CPUs (wall is noisy under load)")
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    main()

@@ -38,6 +38,7 @@ from ..rewrites import apply_rewrites
 from ..rewrites.channel_shuffle import SHUFFLE_CONV
 from .activations import HARDTANH_TARGETS, RELU_TARGETS, canonicalize_activations
 from .decisions import BLOCK_PARENTS, QUANTIZE, fusion_decisions, lower_bound
+from .observe import calibrate
 
 
 def compile_spec(npu: NpuConfig, extra_vela: tuple[str, ...] = ()) -> EthosUCompileSpec:
@@ -171,9 +172,7 @@ def quantize(
     canonicalize_activations(graph)
     rewrite_records = apply_rewrites(graph, rewrites)
     prepared = prepare_pt2e(graph, make_quantizer(npu, variant, config))
-    with torch.no_grad():
-        for sample in calibration.samples:
-            prepared(*sample)
+    calibrate(prepared, calibration.samples)
     converted = convert_pt2e(prepared)
     if variant == "fused":
         split_blocks_above_qmin(converted)

@@ -1,0 +1,197 @@
+"""Work upstream (torch 2.13 / ExecuTorch 1.5.1) repeats while quantizing and lowering, skipped
+without changing what it produces: `with upstream_speedups(): ...` around a compile.
+
+shared-provenance: torch.fx.traceback.NodeSource(node) deep-copies node.meta["from_node"], the
+node's whole provenance chain, every time a pass re-creates the node (ExportPass retraces every
+node of the graph, ~40 times in a lowering). The chain grows by one level per pass, so the copies
+grow quadratically: on MobileNetV2 (0.35, 96x96) 28,462 copies cost ~10 s of a ~95 s compile.
+NodeSource objects are never changed after construction (torch only reads them: to_dict,
+print_readable, __eq__ by value; the graph-transform observer appends to node.meta's own list,
+never to a NodeSource's), so the new NodeSource can share its parent's entries in a list of its
+own: the same provenance by value, without the copies.
+
+skip-noop-decompositions: ExecuTorch's to_edge_transform_and_lower runs
+ExportedProgram.run_decompositions three times for the Arm partitioner (once with no table, which
+functionalizes, then with the default table minus the ops the partitioner keeps, then with the
+whole default table around its EDGE_DO_NOT_DECOMP rewrite). Each call retraces the whole graph
+through AOT autograd with fake tensors (~6 s on MobileNetV2 0.35), also when no operator in the
+table occurs in the graph: the retrace then returns the same graph. ExecuTorch 1.5.1 already
+skips such a call on its other branch (`contains_any_call_fn_target_op`, "safe to skip when none
+of those targets occur in the graph"); this applies the same test to every call with a non-empty
+table on a program already in ATen (inference) IR, the state the first call leaves it in (that
+call also did the clean-ups a retrace does: dead code, duplicate getitems, needless copies).
+
+skip-unchanged-recompile: GraphModule.recompile() regenerates the module's Python source from its
+graph and compiles it (~25 ms for a 1,000-node graph). ExecuTorch's pass managers call it after
+every pass that reports a change, right after ExportPass built a new GraphModule from the
+retraced graph, whose constructor had just compiled the same graph: 146 of the 508 recompiles of
+a MobileNetV2 (0.35) compile regenerate the source they replace. A recompile is skipped when no
+node, argument, target, name or code-comment metadata changed since this module's last one
+(checked by identity: an fx Node's args and kwargs are immutable and replaced on each change);
+it then returns that compile's PythonCode, and still recompiles the submodules.
+
+skip-static-sym-to-tensor: ExecuTorch's SymToTensorPass (the first aten-to-edge pass) retraces the
+whole graph (~2 s) to wrap symbolic scalars (SymInt/SymFloat/SymBool values) passed where an
+operator takes a tensor. A graph with static shapes holds no symbolic value, so there is nothing
+to wrap: the pass is skipped when no node's value is one (the next pass retraces it anyway).
+
+Each speedup is installed only inside the context and restored after it; tests/lower pins that
+a compile's TOSA flatbuffer and Vela command stream are the same bytes with and without them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+
+import torch
+from executorch.exir.graph_module import contains_any_call_fn_target_op, get_control_flow_submodules
+from executorch.exir.pass_base import PassResult
+from executorch.exir.passes.sym_to_tensor_pass import SymToTensorPass
+from torch.export.exported_program import ExportedProgram
+from torch.fx import GraphModule
+from torch.fx import traceback as fx_traceback
+from torch.fx.experimental import _config as fx_experimental_config
+
+
+def _node_source_init_sharing(original):
+    def __init__(self, node=None, pass_name="", action=None):
+        original(self, None, pass_name, action)  # action checks; node_info None, from_node []
+        if node:
+            self.node_info = fx_traceback.NodeSource.NodeInfo(
+                name=node.name, target=str(node.target), graph_id=id(node.graph)
+            )
+            self.from_node = list(node.meta.get("from_node", ()))
+
+    return __init__
+
+
+@contextmanager
+def _shared_provenance() -> Iterator[None]:
+    cls = fx_traceback.NodeSource
+    original = cls.__init__
+    cls.__init__ = _node_source_init_sharing(original)  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        cls.__init__ = original  # type: ignore[method-assign]
+
+
+def _is_noop_decomposition(program: ExportedProgram, table) -> bool:
+    return (
+        bool(table)
+        and program.verifiers[0].dialect == "ATEN"
+        and not contains_any_call_fn_target_op(program.graph_module, table)
+    )
+
+
+@contextmanager
+def _skip_noop_decompositions() -> Iterator[None]:
+    original = ExportedProgram.run_decompositions
+
+    def run_decompositions(self, decomp_table=None, decompose_custom_triton_ops=False):
+        if not decompose_custom_triton_ops and _is_noop_decomposition(self, decomp_table):
+            return self
+        return original(self, decomp_table, decompose_custom_triton_ops)
+
+    ExportedProgram.run_decompositions = run_decompositions  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        ExportedProgram.run_decompositions = original  # type: ignore[method-assign]
+
+
+# node.meta keys GraphModule's code generation reads (comments, wrapped calls), torch 2.13
+_CODEGEN_META = ("stack_trace", "custom", "is_wrapped", "recompute", "ac_graph_id", "desc")
+
+
+def _codegen_inputs(module: GraphModule) -> tuple:
+    graph = module.graph
+    nodes = tuple(
+        (node, node.name, node.op, node.target, node._args, node._kwargs, node.type)
+        + tuple(node.meta.get(key) for key in _CODEGEN_META)
+        for node in graph.nodes
+    )
+    codegen = graph._codegen
+    pytree = getattr(codegen, "pytree_info", None)
+    return (graph, codegen, pytree, fx_experimental_config.enrich_profiler_metadata, nodes)
+
+
+def _same(a: tuple, b: tuple) -> bool:
+    """Element by element, by identity (nested tuples element-wise): no __eq__ of tensors or
+    args runs, and an object replaced by an equal one counts as a change."""
+    if len(a) != len(b):
+        return False
+    return all(
+        (_same(x, y) if type(x) is tuple and type(y) is tuple else x is y) for x, y in zip(a, b)
+    )
+
+
+@contextmanager
+def _skip_unchanged_recompile() -> Iterator[None]:
+    original = GraphModule.recompile
+    attribute = "_etk_last_recompile"  # on the module's own class (one per GraphModule)
+
+    def recompile(self):
+        cls = type(self)
+        inputs = _codegen_inputs(self)
+        last = cls.__dict__.get(attribute)
+        if last is not None and last[2] is cls.forward and _same(last[0], inputs):
+            self._recompile_submodules()
+            return last[1]
+        python_code = original(self)
+        setattr(cls, attribute, (inputs, python_code, cls.forward))
+        return python_code
+
+    GraphModule.recompile = recompile  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        GraphModule.recompile = original  # type: ignore[method-assign]
+
+
+_SYMBOLIC = (torch.SymInt, torch.SymFloat, torch.SymBool)
+
+
+def _holds_symbolic_values(module: torch.fx.GraphModule) -> bool:
+    modules = [module]
+    while modules:
+        current = modules.pop()
+        for node in current.graph.nodes:
+            leaves = torch.utils._pytree.tree_leaves(node.meta.get("val"))
+            if any(isinstance(leaf, _SYMBOLIC) for leaf in leaves):
+                return True
+        modules.extend(sub for _, sub, _ in get_control_flow_submodules(current))
+    return False
+
+
+@contextmanager
+def _skip_static_sym_to_tensor() -> Iterator[None]:
+    original = SymToTensorPass.call  # ExportPass.call: the retrace
+
+    def call(self, graph_module):
+        if not _holds_symbolic_values(graph_module):
+            return PassResult(graph_module, False)
+        return original(self, graph_module)
+
+    SymToTensorPass.call = call  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        SymToTensorPass.call = original  # type: ignore[method-assign]
+
+
+SPEEDUPS = {
+    "shared-provenance": _shared_provenance,
+    "skip-noop-decompositions": _skip_noop_decompositions,
+    "skip-unchanged-recompile": _skip_unchanged_recompile,
+    "skip-static-sym-to-tensor": _skip_static_sym_to_tensor,
+}
+
+
+@contextmanager
+def upstream_speedups(names: tuple[str, ...] = tuple(SPEEDUPS)) -> Iterator[None]:
+    with ExitStack() as stack:
+        for name in names:
+            stack.enter_context(SPEEDUPS[name]())
+        yield
