@@ -34,10 +34,32 @@ class Command(NamedTuple):  # a tuple: a program's thousand commands are made on
 
 
 def decode(stream: bytes) -> tuple[Command, ...]:
+    return tuple(_commands(stream, None))
+
+
+_SET0 = {code: name.removeprefix("NPU_SET_") for code, name in _CMD0.items()}
+
+
+def operation_registers(
+    stream: bytes, skip: frozenset[str] = frozenset()
+) -> list[tuple[Command, dict[str, int] | None]]:
+    """Each NPU_OP_* command of the stream with the register values set before it (a fresh
+    dict each, names without NPU_SET_; a cmd1 register's parameter field as NAME.param), as
+    registers.RegisterFile keeps them; None for the operations named in skip. decode and
+    RegisterFile.write in one pass, without a Command for each register write (most of a
+    program's commands)."""
+    operations: list[tuple[Command, dict[str, int] | None]] = []
+    _commands(stream, operations, skip)
+    return operations
+
+
+def _commands(stream: bytes, operations: list | None, skip: frozenset[str] = frozenset()):
+    """decode's commands; with `operations`, only operation_registers' list is filled."""
     if len(stream) % 4:
         raise PayloadError(f"command stream is {len(stream)} bytes, not whole 32-bit words")
     words = np.frombuffer(stream, dtype="<u4").tolist()
-    commands = []
+    commands: list[Command] = []
+    values: dict[str, int] = {}
     i = 0
     while i < len(words):
         word = words[i]
@@ -49,7 +71,13 @@ def decode(stream: bytes) -> tuple[Command, ...]:
                     f"unknown opcode {code:#05x} (cmd0, word {word:#010x}) at "
                     f"command-stream offset {i * 4:#x}"
                 )
-            commands.append(Command(i * 4, name, param))
+            if operations is None:
+                commands.append(Command(i * 4, name, param))
+            elif name in OPERATIONS:
+                state = None if name in skip else dict(values)
+                operations.append((Command(i * 4, name, param), state))
+            else:
+                values[_SET0[code]] = param
             i += 1
         elif mode == 1:
             name = _CMD1.get(code)
@@ -63,10 +91,15 @@ def decode(stream: bytes) -> tuple[Command, ...]:
                     f"{name} at command-stream offset {i * 4:#x} lacks its "
                     "payload word: the stream is truncated"
                 )
-            commands.append(Command(i * 4, name, param, words[i + 1]))
+            if operations is None:
+                commands.append(Command(i * 4, name, param, words[i + 1]))
+            else:
+                register = name.removeprefix("NPU_SET_")
+                values[register] = words[i + 1]
+                values[register + ".param"] = param
             i += 2
         else:
             raise PayloadError(
                 f"bad payload mode {mode} in word {word:#010x} at command-stream offset {i * 4:#x}"
             )
-    return tuple(commands)
+    return commands
