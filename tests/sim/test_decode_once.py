@@ -11,7 +11,9 @@ from ethosu.vela.ethos_u55_regs.ethos_u55_regs import cmd1
 from tflite_edit import without_final_softmax
 
 from toolkit.lower.tflite import compile_tflite
+from toolkit.sim import decoded as decoded_module
 from toolkit.sim import derived_store, forget_programs, load_payload, simulate, weights
+from toolkit.sim import plan as plan_module
 from toolkit.sim.commands import Command, operation_registers
 from toolkit.sim.commands import decode as decode_commands
 from toolkit.sim.errors import PayloadError
@@ -237,3 +239,49 @@ def test_one_pass_decoding_refuses_what_decode_refuses(words):
     assert str(one_pass.value) == str(in_turn.value)
     with pytest.raises(PayloadError, match="not whole 32-bit words"):
         operation_registers(stream + b"\0")
+
+
+def _format(depthwise: bool = False, ifm_bits: int = 8) -> weights.WeightFormat:
+    return weights.WeightFormat(
+        ofm_depth=2,
+        kernel_height=1,
+        kernel_width=1,
+        ifm_depth=3,
+        ofm_block_depth=16,
+        depthwise=depthwise,
+        part_kernel_first=False,
+        ifm_bits=ifm_bits,
+        dilation_y=1,
+        dilation_x=1,
+        ifm_ublock_depth=8,
+        ofm_ublock_depth=8,
+    )
+
+
+def test_float32_products_only_where_every_partial_sum_is_below_2_24():
+    # a column's |weights| summing to S bounds its partial sums by 255 * S for 8-bit IFMs
+    largest = (2**24 - 1) // 255  # 65793: 255 * 65793 = 2^24 - 1
+    column = np.array([[largest - 2, 5], [1, -5], [-1, 5]], np.float64)
+    assert weights.exact_in_float32(column, _format())
+    column[0, 0] += 1  # one more: 255 * 65794 >= 2^24
+    assert not weights.exact_in_float32(column, _format())
+    assert not weights.exact_in_float32(np.ones((3, 2)), _format(depthwise=True))  # elementwise
+    assert weights.exact_in_float32(np.full((3, 2), 85.0), _format(ifm_bits=16))  # 65535 * 255
+    assert not weights.exact_in_float32(np.full((3, 2), 86.0), _format(ifm_bits=16))
+
+
+def test_float32_products_give_the_float64_outputs(kws_npz, monkeypatch):
+    shape, expected = EXPECTED[NAME]
+    forget_programs()
+    assert seeded_outputs(load_payload(kws_npz), shape, 4, ACC) == expected
+    plan = next(iter(plan_module._CACHE.values()))
+    dtypes = [m.dtype for m in plan.decoded._weights.values()]
+    # the DS-CNN's first convolution (two streams), pointwise convolutions and FC in float32,
+    # its depthwise convolutions in float64
+    assert dtypes.count(np.float32) == 7
+    assert dtypes.count(np.float64) == 4
+    monkeypatch.setattr(decoded_module, "exact_in_float32", lambda matrix, fmt: False)
+    forget_programs()
+    assert seeded_outputs(load_payload(kws_npz), shape, 4, ACC) == expected
+    plan = next(iter(plan_module._CACHE.values()))
+    assert {m.dtype for m in plan.decoded._weights.values()} == {np.dtype(np.float64)}
