@@ -21,7 +21,11 @@ thread, the simulator's BLAS is held to one thread).
 The .tflite files run on the simulator only (no TOSA graph); their reference is TFLite's
 reference kernels (OpResolverType.BUILTIN_REF, the semantics Vela reproduces), timed when
 ai_edge_litert or tflite_runtime is importable (its cold run: load the model, allocate tensors,
-invoke), and compared bit for bit with the simulator.
+invoke), and compared bit for bit with the simulator. The build used is named in the output:
+with ai-edge-litert 2.3.0, ad01's FULLY_CONNECTED outputs differ by 1 LSB where the rescale
+meets a tie: checked by hand on layer 2's one differing output, LiteRT gives acc * M / 2^36
+rounded once (56), Vela's stream in TFL mode (the simulator) rounds twice, high multiply then
+divide (57), as TFLite's double-rounding MultiplyByQuantizedMultiplier does.
 Usage: python scripts/bench_sim.py [--accelerator ethos-u55-128] [--repeat 9] [--out DIR]
                                    [--no-tflite] [zoo names...]
 """
@@ -33,6 +37,7 @@ import statistics
 import sys
 import tempfile
 import time
+from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
@@ -58,15 +63,20 @@ CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 
 
 def _tflite_interpreter():
-    """TFLite's Interpreter class and reference op resolver, or (None, why not)."""
+    """(TFLite's Interpreter class, reference op resolver) and the distribution that gave them,
+    or (None, why not)."""
     try:
         from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+        distribution = "ai-edge-litert"
     except ImportError:
         try:
             from tflite_runtime.interpreter import Interpreter, OpResolverType
+
+            distribution = "tflite-runtime"
         except ImportError:
             return None, "neither ai_edge_litert nor tflite_runtime is importable"
-    return (Interpreter, OpResolverType.BUILTIN_REF), ""
+    return (Interpreter, OpResolverType.BUILTIN_REF), f"{distribution} {version(distribution)}"
 
 
 class Timer:
@@ -218,7 +228,7 @@ def main() -> int:
     )
     args = parser.parse_args()
     timer = Timer(args.clock, args.repeat, args.cold_repeat)
-    tflite, why_not = _tflite_interpreter()
+    tflite, tflite_about = _tflite_interpreter()  # the build used, or why there is none
     print(
         f"{args.clock}-clock ms; cold = median of {args.cold_repeat} fresh starts, warm = median "
         f"of {args.repeat}; ratios are simulator / reference (cold, warm)"
@@ -249,11 +259,11 @@ def main() -> int:
                     tflite_ratios.append((sim[0] / ref[0], sim[1] / ref[1]))
                 print(_row(f"{stem}.tflite", sim, None, ref, exact), flush=True)
     if tflite is None and not args.no_tflite:
-        print(f"TFLite reference kernels: not timed ({why_not})")
+        print(f"TFLite reference kernels: not timed ({tflite_about})")
     elif tflite_ratios:
         print(
             f"worst sim/TFLite-ref warm ratio {max(r[1] for r in tflite_ratios):.2f} "
-            f"(MLPerf Tiny .tflite files)"
+            f"(MLPerf Tiny .tflite files; reference kernels of {tflite_about})"
         )
     print(
         f"worst cold ratio {max(r[0] for r in tosa_ratios):.2f}, "

@@ -7,10 +7,17 @@ import dataclasses
 import numpy as np
 import pytest
 from ethosu import mlw_codec
+from ethosu.vela.ethos_u55_regs.ethos_u55_regs import cmd1
 from tflite_edit import without_final_softmax
 
 from toolkit.lower.tflite import compile_tflite
+from toolkit.sim import decoded as decoded_module
 from toolkit.sim import derived_store, forget_programs, load_payload, simulate, weights
+from toolkit.sim import plan as plan_module
+from toolkit.sim.commands import Command, operation_registers
+from toolkit.sim.commands import decode as decode_commands
+from toolkit.sim.errors import PayloadError
+from toolkit.sim.registers import RegisterFile
 from toolkit.targets import load_target
 
 from .test_tflite_reference_exact import ACC, EXPECTED, FIXTURES
@@ -187,3 +194,94 @@ def test_stored_weights_keep_their_values_in_the_narrowest_type(tmp_path, low, h
     ((key, back),) = derived_store.load(path).weights.items()
     assert key == (b"stream", fmt) and back.dtype == np.float64
     assert back.tolist() == matrix.tolist()
+
+
+def _registers_in_turn(stream: bytes) -> list[tuple[Command, dict[str, int]]]:
+    """What planning took before operation_registers: decode, then RegisterFile writes."""
+    registers, operations = RegisterFile(), []
+    for cmd in decode_commands(stream):
+        if cmd.is_operation:
+            operations.append((cmd, dict(registers.snapshot(cmd).values)))
+        else:
+            registers.write(cmd)
+    return operations
+
+
+def test_one_pass_register_states_are_those_of_decode_and_register_writes(kws_npz):
+    stream = load_payload(kws_npz).command_stream
+    expected = _registers_in_turn(stream)
+    assert len(expected) > 30
+    assert operation_registers(stream) == expected
+    skip = frozenset({"NPU_OP_KERNEL_WAIT", "NPU_OP_DMA_WAIT"})
+    skipped = operation_registers(stream, skip)
+    assert [c for c, _ in skipped] == [c for c, _ in expected]
+    assert [v for c, v in skipped if c.name not in skip] == [
+        v for c, v in expected if c.name not in skip
+    ]
+    assert {v is None for c, v in skipped if c.name in skip} == {True}
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        [0x3FE],  # no such cmd0
+        [0x43FE, 0],  # no such cmd1
+        [0x4000 | cmd1.NPU_SET_IFM_BASE0.value],  # its payload word missing
+        [0x8000],  # payload mode 2
+    ],
+)
+def test_one_pass_decoding_refuses_what_decode_refuses(words):
+    stream = np.array(words, "<u4").tobytes()
+    with pytest.raises(PayloadError) as one_pass:
+        operation_registers(stream)
+    with pytest.raises(PayloadError) as in_turn:
+        decode_commands(stream)
+    assert str(one_pass.value) == str(in_turn.value)
+    with pytest.raises(PayloadError, match="not whole 32-bit words"):
+        operation_registers(stream + b"\0")
+
+
+def _format(depthwise: bool = False, ifm_bits: int = 8) -> weights.WeightFormat:
+    return weights.WeightFormat(
+        ofm_depth=2,
+        kernel_height=1,
+        kernel_width=1,
+        ifm_depth=3,
+        ofm_block_depth=16,
+        depthwise=depthwise,
+        part_kernel_first=False,
+        ifm_bits=ifm_bits,
+        dilation_y=1,
+        dilation_x=1,
+        ifm_ublock_depth=8,
+        ofm_ublock_depth=8,
+    )
+
+
+def test_float32_products_only_where_every_partial_sum_is_below_2_24():
+    # a column's |weights| summing to S bounds its partial sums by 255 * S for 8-bit IFMs
+    largest = (2**24 - 1) // 255  # 65793: 255 * 65793 = 2^24 - 1
+    column = np.array([[largest - 2, 5], [1, -5], [-1, 5]], np.float64)
+    assert weights.exact_in_float32(column, _format())
+    column[0, 0] += 1  # one more: 255 * 65794 >= 2^24
+    assert not weights.exact_in_float32(column, _format())
+    assert not weights.exact_in_float32(np.ones((3, 2)), _format(depthwise=True))  # elementwise
+    assert weights.exact_in_float32(np.full((3, 2), 85.0), _format(ifm_bits=16))  # 65535 * 255
+    assert not weights.exact_in_float32(np.full((3, 2), 86.0), _format(ifm_bits=16))
+
+
+def test_float32_products_give_the_float64_outputs(kws_npz, monkeypatch):
+    shape, expected = EXPECTED[NAME]
+    forget_programs()
+    assert seeded_outputs(load_payload(kws_npz), shape, 4, ACC) == expected
+    plan = next(iter(plan_module._CACHE.values()))
+    dtypes = [m.dtype for m in plan.decoded._weights.values()]
+    # the DS-CNN's first convolution (two streams), pointwise convolutions and FC in float32,
+    # its depthwise convolutions in float64
+    assert dtypes.count(np.float32) == 7
+    assert dtypes.count(np.float64) == 4
+    monkeypatch.setattr(decoded_module, "exact_in_float32", lambda matrix, fmt: False)
+    forget_programs()
+    assert seeded_outputs(load_payload(kws_npz), shape, 4, ACC) == expected
+    plan = next(iter(plan_module._CACHE.values()))
+    assert {m.dtype for m in plan.decoded._weights.values()} == {np.dtype(np.float64)}

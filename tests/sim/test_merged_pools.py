@@ -17,7 +17,9 @@ ACC = "ethos-u55-128"
 H, W = 3, 16  # each pool transposes a (3, 16) slab: IFM rows 16 apart, OFM rows 1 apart
 
 
-def _registers(ifm_base: int, ofm_base: int, rounding: int, ifm_region: int) -> dict[str, int]:
+def _registers(
+    ifm_base: int, ofm_base: int, rounding: int, ifm_region: int, ofm_stride_x: int = H
+) -> dict[str, int]:
     return {
         "IFM_REGION": ifm_region,
         "IFM_BASE0": ifm_base,
@@ -45,7 +47,7 @@ def _registers(ifm_base: int, ofm_base: int, rounding: int, ifm_region: int) -> 
         "OFM_WIDTH_M1": W - 1,
         "OFM_DEPTH_M1": 0,
         "OFM_STRIDE_Y": 1,
-        "OFM_STRIDE_X": H,
+        "OFM_STRIDE_X": ofm_stride_x,
         "OFM_STRIDE_C": 1,
         "OFM_PRECISION": 1 | (1 << 8) | (rounding << 14),  # int8, global scale
         "OFM_ZERO_POINT": -5,
@@ -57,11 +59,18 @@ def _registers(ifm_base: int, ofm_base: int, rounding: int, ifm_region: int) -> 
 
 
 def _stream(
-    count: int, ifm_step: int, ofm_step: int, ofm_base: int = 0, ifm_region: int = 1
+    count: int,
+    ifm_step: int,
+    ofm_step: int,
+    ofm_base: int = 0,
+    ifm_region: int = 1,
+    ofm_stride_x: int = H,
 ) -> bytes:
     words = []
     for k in range(count):
-        regs = _registers(0x1000 + k * ifm_step, ofm_base + k * ofm_step, 1, ifm_region)
+        regs = _registers(
+            0x1000 + k * ifm_step, ofm_base + k * ofm_step, 1, ifm_region, ofm_stride_x
+        )
         for name, value in regs.items():
             code = getattr(cmd1, f"NPU_SET_{name}", None)
             if code is not None:
@@ -97,20 +106,25 @@ def _scratch_after(program: NpuProgram, merge: bool, monkeypatch) -> tuple[np.nd
 
 
 @pytest.mark.parametrize(
-    "ifm_step, ofm_step, ofm_base, merged",
+    "ifm_step, ofm_step, ofm_base, merged, ofm_stride_x",
     [
-        (H * W, H * W, 0, 11),  # apart: one run
-        (H * W + 7, H * W + 1, 0x2000, 11),  # gaps between the slabs
-        (H * W, H * W - 1, 0, 0),  # each OFM overlaps the next: in turn
+        (H * W, H * W, 0, 11, H),  # apart: one run
+        (H * W + 7, H * W + 1, 0x2000, 11, H),  # gaps between the slabs
+        (H * W, H * W - 1, 0, 0, H),  # each OFM overlaps the next: in turn
         # OFMs over the IFMs two further: in turn, but for the last two (past every IFM)
-        (H * W, H * W, 0x1000 + 2 * H * W, 1),
-        (-H * W, H * W, 0x2000, 0),  # backwards
+        (H * W, H * W, 0x1000 + 2 * H * W, 1, H),
+        (-H * W, H * W, 0x2000, 0, H),  # backwards
+        # interleaved, as Vela's output transposes: the k-th writes rows 3k..3k+2 of every
+        # 36-byte column; the byte ranges overlap, the bytes do not: one run
+        (H * W, H, 0, 11, 12 * H),
+        (H * W, H - 1, 0, 0, 12 * H),  # interleaved, each sharing a byte with the next
+        (H * W, H, 0x1000 - 2 * H, 0, 12 * H),  # interleaved over the first IFM's start
     ],
 )
 def test_merged_pools_write_what_running_them_in_turn_writes(
-    ifm_step, ofm_step, ofm_base, merged, monkeypatch
+    ifm_step, ofm_step, ofm_base, merged, ofm_stride_x, monkeypatch
 ):
-    program = _program(_stream(12, ifm_step, ofm_step, ofm_base))
+    program = _program(_stream(12, ifm_step, ofm_step, ofm_base, ofm_stride_x=ofm_stride_x))
     one_by_one, (none, records) = _scratch_after(program, False, monkeypatch)
     at_once, (count, merged_records) = _scratch_after(program, True, monkeypatch)
     assert (none, count) == (0, merged)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import outstage
 from .errors import UnsupportedError, at
 from .layouts import FeatureMap
 from .memory import LUT_SLOT_BYTES, Memory
@@ -75,9 +76,9 @@ def output_finish(regs: Registers, ofm: FeatureMap, memory: Memory) -> Finish:
             f"ACTIVATION = {function} is not implemented by the simulator "
             f"(in {at(op.offset, op.name, op.param)})"
         )
-    info = np.iinfo(ofm.dtype)
+    type_range = outstage.limits(ofm.dtype)
     if clip_range == 0:
-        range_lo, range_hi = info.min, info.max
+        range_lo, range_hi = type_range
     elif clip_range in CLIP_RANGES:
         range_lo, range_hi = CLIP_RANGES[clip_range]
     else:
@@ -90,7 +91,7 @@ def output_finish(regs: Registers, ofm: FeatureMap, memory: Memory) -> Finish:
         hi = min(regs.s16("ACTIVATION_MAX", 32767), range_hi)
     lut = None
     if function != NONE:
-        eight_bit = (ofm.elem_size == 1 and (range_lo, range_hi) == (info.min, info.max)) or (
+        eight_bit = (ofm.elem_size == 1 and (range_lo, range_hi) == type_range) or (
             ofm.elem_size == 4 and range_hi - range_lo + 1 == LUT_ENTRIES
         )
         if not eight_bit:

@@ -33,10 +33,33 @@ class Command(NamedTuple):  # a tuple: a program's thousand commands are made on
         return self.param if self.data is None else self.data
 
 
-def decode(stream: bytes) -> tuple[Command, ...]:
+def _unknown(code: int, kind: str, word: int, i: int) -> PayloadError:
+    return PayloadError(
+        f"unknown opcode {code:#05x} ({kind}, word {word:#010x}) at command-stream offset {i * 4:#x}"
+    )
+
+
+def _truncated(name: str, i: int) -> PayloadError:
+    return PayloadError(
+        f"{name} at command-stream offset {i * 4:#x} lacks its payload word: the stream is "
+        "truncated"
+    )
+
+
+def _bad_mode(mode: int, word: int, i: int) -> PayloadError:
+    return PayloadError(
+        f"bad payload mode {mode} in word {word:#010x} at command-stream offset {i * 4:#x}"
+    )
+
+
+def _words(stream: bytes) -> list[int]:
     if len(stream) % 4:
         raise PayloadError(f"command stream is {len(stream)} bytes, not whole 32-bit words")
-    words = np.frombuffer(stream, dtype="<u4").tolist()
+    return np.frombuffer(stream, dtype="<u4").tolist()
+
+
+def decode(stream: bytes) -> tuple[Command, ...]:
+    words = _words(stream)
     commands = []
     i = 0
     while i < len(words):
@@ -45,28 +68,63 @@ def decode(stream: bytes) -> tuple[Command, ...]:
         if mode == 0:
             name = _CMD0.get(code)
             if name is None:
-                raise PayloadError(
-                    f"unknown opcode {code:#05x} (cmd0, word {word:#010x}) at "
-                    f"command-stream offset {i * 4:#x}"
-                )
+                raise _unknown(code, "cmd0", word, i)
             commands.append(Command(i * 4, name, param))
             i += 1
         elif mode == 1:
             name = _CMD1.get(code)
             if name is None:
-                raise PayloadError(
-                    f"unknown opcode {code:#05x} (cmd1, word {word:#010x}) at "
-                    f"command-stream offset {i * 4:#x}"
-                )
+                raise _unknown(code, "cmd1", word, i)
             if i + 1 >= len(words):
-                raise PayloadError(
-                    f"{name} at command-stream offset {i * 4:#x} lacks its "
-                    "payload word: the stream is truncated"
-                )
+                raise _truncated(name, i)
             commands.append(Command(i * 4, name, param, words[i + 1]))
             i += 2
         else:
-            raise PayloadError(
-                f"bad payload mode {mode} in word {word:#010x} at command-stream offset {i * 4:#x}"
-            )
+            raise _bad_mode(mode, word, i)
     return tuple(commands)
+
+
+# register names (without NPU_SET_) by opcode; a cmd1 register's parameter field is NAME.param
+_SET0 = {c: n.removeprefix("NPU_SET_") for c, n in _CMD0.items() if n not in OPERATIONS}
+_SET1 = {
+    c: (n.removeprefix("NPU_SET_"), n.removeprefix("NPU_SET_") + ".param") for c, n in _CMD1.items()
+}
+
+
+def operation_registers(
+    stream: bytes, skip: frozenset[str] = frozenset()
+) -> list[tuple[Command, dict[str, int] | None]]:
+    """Each NPU_OP_* command of the stream with the register values set before it (a fresh
+    dict each), as registers.RegisterFile keeps them; None for the operations named in skip.
+    decode and RegisterFile.write in one pass, without a Command for each register write
+    (most of a program's commands), with decode's errors."""
+    words = _words(stream)
+    operations: list[tuple[Command, dict[str, int] | None]] = []
+    values: dict[str, int] = {}
+    i, end = 0, len(words)
+    while i < end:
+        word = words[i]
+        code, mode = word & 0x3FF, (word >> 14) & 0x3
+        if mode == 0:
+            register = _SET0.get(code)
+            if register is not None:
+                values[register] = word >> 16
+            else:
+                name = _CMD0.get(code)
+                if name is None:
+                    raise _unknown(code, "cmd0", word, i)
+                state = None if name in skip else dict(values)
+                operations.append((Command(i * 4, name, word >> 16), state))
+            i += 1
+        elif mode == 1:
+            names = _SET1.get(code)
+            if names is None:
+                raise _unknown(code, "cmd1", word, i)
+            if i + 1 >= end:
+                raise _truncated(_CMD1[code], i)
+            values[names[0]] = words[i + 1]
+            values[names[1]] = word >> 16
+            i += 2
+        else:
+            raise _bad_mode(mode, word, i)
+    return operations

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import outstage
 from .activation import output_finish
 from .decoded import DecodedStreams
 from .errors import UnsupportedError, at
@@ -39,7 +40,8 @@ def check_common(regs: Registers, upscales: tuple[int, ...] = (NO_UPSCALE,)) -> 
 
 def _accumulate(padded: np.ndarray, k: Kernel, ofm: FeatureMap, w: np.ndarray, depthwise: bool):
     """Exact in float64: |sum| < 2^53 for 16-bit activations, 9-bit weights, any NPU kernel;
-    depthwise sums also in int32 when they stay below 2^31 (work_dtype)."""
+    in float32 where the weights allow it (weights.exact_in_float32); depthwise sums also in
+    int32 when they stay below 2^31 (work_dtype)."""
     oh, ow, oc = ofm.shape
     if depthwise:
         w = w.astype(padded.dtype, copy=False)
@@ -52,7 +54,7 @@ def _accumulate(padded: np.ndarray, k: Kernel, ofm: FeatureMap, w: np.ndarray, d
     if k.elements == 1:
         cols = k.tap(padded, 0, 0, oh, ow).reshape(oh * ow, c)
     else:
-        cols = np.empty((oh, ow, k.elements, c))
+        cols = np.empty((oh, ow, k.elements, c), padded.dtype)
         for e, tap in enumerate(k.taps(padded, oh, ow)):
             cols[:, :, e] = tap
         cols = cols.reshape(oh * ow, -1)
@@ -108,8 +110,12 @@ def prepare_conv(
     finish = output_finish(regs, ofm, memory)
     terms = k.elements * (1 if depthwise else ifm_depth)
     product_bound = terms << (8 * ifm.elem_size + 9)  # |ifm - zp| * |weight| summed
-    # depthwise runs elementwise, where int32 is faster; convolutions are BLAS products
+    # depthwise runs elementwise, where int32 is faster; convolutions are BLAS products, in
+    # float32 when the weights are exact so (decoded.py) and the IFM zero point inside the
+    # IFM's type, as weights.exact_in_float32 assumes
     work_dtype = np.int32 if depthwise and product_bound < 1 << 31 else np.float64
+    type_min, type_max = outstage.limits(ifm.dtype)
+    zp_in_type = type_min <= ifm.zero_point <= type_max
 
     def run(mem: Memory) -> None:
         stream = mem.regions[w_region][w_base : w_base + w_len].tobytes()
@@ -121,7 +127,13 @@ def prepare_conv(
             f"{what} (scales)",
         )
         x = k.upscaled(ifm.read(mem), ifm.zero_point, ofm.height, ofm.width)
-        padded = k.padded(x, ifm.zero_point, work_dtype)
+        work = work_dtype
+        if w.dtype == np.float32:
+            if zp_in_type:
+                work = np.float32
+            else:
+                w = w.astype(np.float64)
+        padded = k.padded(x, ifm.zero_point, work)
         padded -= ifm.zero_point  # padding reads as the zero point, so it adds nothing
         acc = _accumulate(padded, k, ofm, w, depthwise).astype(np.int64) + bias
         ofm.write(mem, finish(rescale.apply(acc, product_bound + bias_bound), mem))

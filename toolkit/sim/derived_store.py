@@ -3,8 +3,9 @@
 The first run of a program decodes its weight and scale streams and computes its cycle figures;
 a deploy in a new process would pay that again on its first inference. One file per program
 (sim_<key>.bin in the program's folder) keeps the decoded weights (as int16: every decoded
-weight fits; as int8 when all of a program's do), the scale streams and the per-operation cycle
-figures of each memory system.
+weight fits; as int8 when all of a program's do; read back as float32 where they were exact so,
+weights.exact_in_float32), the scale streams and the per-operation cycle figures of each memory
+system.
 
 The key hashes the command stream, the weight region, the accelerator and the simulator's own
 source files, so an edited simulator never reads what an older one derived. The file starts
@@ -29,7 +30,7 @@ import numpy as np
 from .payload import NpuProgram
 from .weights import WeightFormat
 
-_VERSION = b"etk-sim-derived 1"
+_VERSION = b"etk-sim-derived 2"
 _DIGEST = 32  # bytes of SHA-256 at the head of the file
 _FORMAT_FIELDS = tuple(f.name for f in dataclasses.fields(WeightFormat))
 
@@ -107,7 +108,8 @@ def _unpack(a: dict[str, np.ndarray]) -> Derived:
     derived = Derived()
     streams = _pieces(a["w_streams"], a["w_stream_ends"])
     values = _pieces(a["w_values"], a["w_value_ends"])
-    for stream, fmt_row, shape, value in zip(streams, a["w_formats"], a["w_shapes"], values):
+    rows = zip(streams, a["w_formats"], a["w_shapes"], values, a["w_float32"].tolist())
+    for stream, fmt_row, shape, value, single in rows:
         fmt = WeightFormat(
             **{
                 name: type(getattr(_FORMAT_ZERO, name))(v)
@@ -115,7 +117,8 @@ def _unpack(a: dict[str, np.ndarray]) -> Derived:
             }
         )
         shape = tuple(int(s) for s in shape if s >= 0)
-        derived.weights[stream.tobytes(), fmt] = value.astype(np.float64).reshape(shape)
+        dtype = np.float32 if single else np.float64
+        derived.weights[stream.tobytes(), fmt] = value.astype(dtype).reshape(shape)
     raws = _pieces(a["s_raw"], a["s_raw_ends"])
     for raw, (channels, rounding) in zip(raws, a["s_params"].tolist()):
         derived.scales.append((raw.tobytes(), channels, rounding))
@@ -153,6 +156,7 @@ def save(path: Path, derived: Derived) -> None:
             [[int(getattr(f, n)) for n in _FORMAT_FIELDS] for (_, f), _ in weights], np.int64
         ).reshape(-1, len(_FORMAT_FIELDS)),
         "w_shapes": np.array(shapes, np.int64).reshape(-1, 3),
+        "w_float32": np.array([m.dtype == np.float32 for _, m in weights], np.bool_),
         "s_raw": np.concatenate(raws) if raws else np.zeros(0, np.uint8),
         "s_raw_ends": _ends(raws),
         "s_params": np.array([[c, r] for _, c, r in derived.scales], np.int64).reshape(-1, 2),

@@ -157,44 +157,61 @@ def _precision(
     return _SIZE_CODES[code], bool(value & 1), fmt == 1
 
 
-def ofm_map(regs: Registers) -> FeatureMap:
-    size, signed, brick = _precision(regs, "OFM_PRECISION", 1, 2)
+_FIELDS = (
+    "REGION",
+    "BASE0",
+    "BASE1",
+    "BASE2",
+    "BASE3",
+    "HEIGHT0_M1",
+    "HEIGHT1_M1",
+    "WIDTH0_M1",
+    "STRIDE_Y",
+    "STRIDE_X",
+    "STRIDE_C",
+    "ZERO_POINT",
+)
+# register names per feature map, made once (planning reads them for every operation)
+_NAMES = {prefix: tuple(f"{prefix}_{f}" for f in _FIELDS) for prefix in ("IFM", "IFM2", "OFM")}
+
+
+def _feature_map(
+    regs: Registers, name: str, size_shift: int, height: int, width: int, depth: int
+) -> FeatureMap:
+    size, signed, brick = _precision(regs, f"{name}_PRECISION", size_shift, 2)
+    region, b0, b1, b2, b3, h0, h1, w0, sy, sx, sc, zp = _NAMES[name]
+    get = regs.get
     return FeatureMap(
-        region=regs.get("OFM_REGION") & 0x7,
-        bases=tuple(regs.get(f"OFM_BASE{i}", 0) for i in range(4)),
-        height0=regs.get("OFM_HEIGHT0_M1") + 1,
-        height1=regs.get("OFM_HEIGHT1_M1") + 1,
-        width0=regs.get("OFM_WIDTH0_M1") + 1,
-        height=regs.get("OFM_HEIGHT_M1") + 1,
-        width=regs.get("OFM_WIDTH_M1") + 1,
-        depth=regs.get("OFM_DEPTH_M1") + 1,
-        stride_y=regs.get("OFM_STRIDE_Y"),
-        stride_x=regs.get("OFM_STRIDE_X"),
-        stride_c=regs.get("OFM_STRIDE_C"),
+        region=get(region) & 0x7,
+        bases=(get(b0, 0), get(b1, 0), get(b2, 0), get(b3, 0)),
+        height0=get(h0) + 1,
+        height1=get(h1) + 1,
+        width0=get(w0) + 1,
+        height=height,
+        width=width,
+        depth=depth,
+        stride_y=get(sy),
+        stride_x=get(sx),
+        stride_c=get(sc),
         elem_size=size,
         signed=signed,
         brick=brick,
-        zero_point=regs.s16("OFM_ZERO_POINT", 0),
+        zero_point=regs.s16(zp, 0),
+    )
+
+
+def ofm_map(regs: Registers) -> FeatureMap:
+    get = regs.get
+    return _feature_map(
+        regs,
+        "OFM",
+        1,
+        get("OFM_HEIGHT_M1") + 1,
+        get("OFM_WIDTH_M1") + 1,
+        get("OFM_DEPTH_M1") + 1,
     )
 
 
 def ifm_map(regs: Registers, height: int, width: int, depth: int, name: str = "IFM") -> FeatureMap:
     """The IFM, or with name="IFM2" the second elementwise operand."""
-    size, signed, brick = _precision(regs, f"{name}_PRECISION", 2, 2)
-    return FeatureMap(
-        region=regs.get(f"{name}_REGION") & 0x7,
-        bases=tuple(regs.get(f"{name}_BASE{i}", 0) for i in range(4)),
-        height0=regs.get(f"{name}_HEIGHT0_M1") + 1,
-        height1=regs.get(f"{name}_HEIGHT1_M1") + 1,
-        width0=regs.get(f"{name}_WIDTH0_M1") + 1,
-        height=height,
-        width=width,
-        depth=depth,
-        stride_y=regs.get(f"{name}_STRIDE_Y"),
-        stride_x=regs.get(f"{name}_STRIDE_X"),
-        stride_c=regs.get(f"{name}_STRIDE_C"),
-        elem_size=size,
-        signed=signed,
-        brick=brick,
-        zero_point=regs.s16(f"{name}_ZERO_POINT", 0),
-    )
+    return _feature_map(regs, name, 2, height, width, depth)

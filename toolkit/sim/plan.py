@@ -10,11 +10,12 @@ import dataclasses
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
 import numpy as np
 
 from . import derived_store
-from .commands import Command, decode
+from .commands import Command, operation_registers
 from .conv import prepare_conv
 from .decoded import DecodedStreams
 from .dma import prepare_dma
@@ -24,7 +25,7 @@ from .memory import Memory, shram_bytes
 from .payload import NpuProgram, load_npz
 from .pool import forget_tables, prepare_pool
 from .records import OpRecord, Step
-from .registers import RegisterFile, Registers
+from .registers import Registers
 from .weights import forget_formats
 
 _NO_OP = frozenset({"NPU_OP_DMA_WAIT", "NPU_OP_KERNEL_WAIT", "NPU_OP_PMU_MASK", "NPU_OP_IRQ"})
@@ -163,15 +164,12 @@ def _build(program: NpuProgram, accelerator: str) -> Plan:
 
 def _operations(program: NpuProgram) -> list[tuple[Command, Registers]]:
     """(command, registers) of every operation that does something, up to NPU_OP_STOP."""
-    registers = RegisterFile()
     operations: list[tuple[Command, Registers]] = []
-    for cmd in decode(program.command_stream):
-        if not cmd.is_operation:
-            registers.write(cmd)
-        elif cmd.name == "NPU_OP_STOP":
+    for cmd, values in operation_registers(program.command_stream, _NO_OP):
+        if cmd.name == "NPU_OP_STOP":
             return operations
-        elif cmd.name not in _NO_OP:
-            operations.append((cmd, registers.snapshot(cmd)))
+        if values is not None:
+            operations.append((cmd, Registers(MappingProxyType(values), cmd)))
     raise PayloadError(
         f"{program.source}: the command stream ends without NPU_OP_STOP (truncated?)"
     )

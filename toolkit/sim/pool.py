@@ -69,18 +69,21 @@ class ByteMap:
             return None
         src_lo, src_hi = src.byte_range(ifm.elem_size)
         dst_lo, dst_hi = dst.byte_range(ofm.elem_size)
+        ofms_apart = ofm_step >= dst_hi - dst_lo
         src_hi += (count - 1) * ifm_step
-        if ofm_step < dst_hi - dst_lo:
-            return None
         dst_hi += (count - 1) * ofm_step
-        if src_lo < dst_hi and dst_lo < src_hi:
-            return None
         for region, hi in ((ifm.region, src_hi), (ofm.region, dst_hi)):
             if region not in memory.regions or hi > len(memory.regions[region]):
                 return None  # planned one by one: the failing operation is named
         shape_in = (count, *src.shape[:2], self.depth)
         strides_in = (ifm_step, *src.strides)
         shape_out, strides_out = (count, *dst.shape), (ofm_step, *dst.strides)
+        apart = ofms_apart and not (src_lo < dst_hi and dst_lo < src_hi)
+        if not apart and not _disjoint(
+            (src.offset, shape_in, strides_in, ifm.elem_size),
+            (dst.offset, shape_out, strides_out, ofm.elem_size),
+        ):
+            return None
         table = self.table
 
         def run(mem: Memory) -> None:
@@ -93,6 +96,31 @@ class ByteMap:
             out[...] = x if table is _SAME else table[x.view(np.uint8)]
 
         return run
+
+
+_MAX_CHECKED_BYTES = 1 << 20
+
+
+def _addresses(offset: int, shape: tuple, strides: tuple, elem_size: int) -> np.ndarray:
+    """Every byte address a strided array covers (its elements' elem_size bytes each)."""
+    addresses = np.full((), offset, np.int64)
+    for n, stride in zip((*shape, elem_size), (*strides, 1)):
+        addresses = np.add.outer(addresses, np.arange(n, dtype=np.int64) * stride)
+    return addresses.reshape(-1)
+
+
+def _disjoint(read: tuple, written: tuple) -> bool:
+    """Whether a run that reads the bytes of `read` and writes those of `written` (each
+    (offset, shape, strides, element size)) writes no byte twice and none that it reads:
+    then reading all first and writing all after is running its operations in turn. Vela's
+    transposes interleave their OFMs (each writes every k-th byte of one span), which the
+    byte ranges alone would refuse. False for runs of more than a MiB (not checked)."""
+    sizes = [int(np.prod(shape)) * size for _, shape, _, size in (read, written)]
+    if max(sizes) > _MAX_CHECKED_BYTES:
+        return False
+    out = _addresses(*written)
+    unique = np.unique(out)
+    return len(unique) == len(out) and not np.isin(_addresses(*read), unique).any()
 
 
 def forget_tables() -> None:

@@ -23,8 +23,9 @@ class Registers:
     op: Command | None = None
 
     def get(self, name: str, default: int | None = None) -> int:
-        if name in self.values:
-            return self.values[name]
+        value = self.values.get(name)  # one lookup: planning asks some 60 times an operation
+        if value is not None:
+            return value
         if default is not None:
             return default
         where = f"{self.op.name} at command-stream offset {self.op.offset:#x}" if self.op else "?"

@@ -206,6 +206,20 @@ def decode_matrix(stream: bytes, fmt: WeightFormat) -> np.ndarray:
     return out.reshape(shape)
 
 
+_FLOAT32_EXACT = 1 << 24  # float32 holds every integer below this exactly
+
+
+def exact_in_float32(matrix: np.ndarray, fmt: WeightFormat) -> bool:
+    """Whether a convolution's products with these weights are exact in float32: every partial
+    sum of |ifm - zp| * |w| down a column stays below 2^24 when |ifm - zp| < 2^ifm_bits (an
+    IFM zero point inside the IFM's type; conv.py checks that). Then the BLAS product can run
+    in float32, half the bytes of float64. Depthwise weights multiply elementwise: never."""
+    if fmt.depthwise or matrix.size == 0:
+        return False
+    column_bound = float(np.abs(matrix).sum(axis=0).max())
+    return column_bound * ((1 << fmt.ifm_bits) - 1) < _FLOAT32_EXACT
+
+
 def forget_formats() -> None:
     """Drop the stream orders computed so far (a fresh start, for benchmarks)."""
     stream_order.cache_clear()
