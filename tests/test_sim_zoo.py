@@ -1,7 +1,9 @@
 """The simulator runs Vela's compiled zoo networks bit-exactly against the host reference.
 
 Every evaluation sample, fused and unfused. Where the two variants' command streams differ only in
-values that cannot change timing, the simulated cycles are identical too.
+values that cannot change an operation's timing, the simulated operation cycles are identical too.
+BLOCKDEP may differ as well (Vela chooses it per stream): it sets how far a kernel overlaps the one
+before, which moves the PMU total (sim/fvp_timing.py), not any operation's own cycles.
 """
 
 from __future__ import annotations
@@ -83,6 +85,6 @@ def test_zoo_bit_exact_fused_and_unfused(compiled, model):
                 assert g.dtype == w.dtype and np.array_equal(g, w), (
                     f"{model} {variant} sample {i}: {np.count_nonzero(g != w)}/{w.size} differ"
                 )
-    changed = _changed_registers(result)
+    changed = _changed_registers(result) - {"BLOCKDEP"}
     assert changed <= NON_TIMING, f"{model}: the variants differ in {sorted(changed - NON_TIMING)}"
     assert cycles["fused"] == cycles["unfused"] > 0
