@@ -1,13 +1,44 @@
-"""Shared fixtures: each shared model is compiled once per test session."""
+"""Shared fixtures: each shared model is compiled once per test session.
+
+The session sets ETK_CACHE_DIR (unless it is set already) to a fresh folder, so a program is
+compiled once for the whole run: by whichever xdist worker or etk subprocess needs it first.
+"""
 
 from __future__ import annotations
 
 import functools
+import os
+import shutil
+import tempfile
 
 import pytest
 
 from toolkit.job import Job
+from toolkit.lower.compile_cache import CACHE_DIR_ENV
 from toolkit.pipeline import run_job
+
+_SESSION_CACHE = pytest.StashKey[str]()
+
+
+def pytest_configure(config):
+    if hasattr(config, "workerinput") or os.environ.get(CACHE_DIR_ENV):
+        return  # an xdist worker inherits the controller's folder
+    folder = tempfile.mkdtemp(prefix="etk-test-compile-cache-")
+    os.environ[CACHE_DIR_ENV] = folder
+    config.stash[_SESSION_CACHE] = folder
+
+
+def pytest_unconfigure(config):
+    folder = config.stash.get(_SESSION_CACHE, None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+        os.environ.pop(CACHE_DIR_ENV, None)
+
+
+@pytest.fixture
+def no_shared_compile_cache(monkeypatch):
+    """For tests of compiling itself: nothing comes from the session's shared cache."""
+    monkeypatch.delenv(CACHE_DIR_ENV, raising=False)
 
 
 @pytest.fixture(scope="session")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 import toolkit.lower.build_variant as compile_module
 from toolkit.lower.build_variant import compile_variant
@@ -12,6 +13,8 @@ from toolkit.models.loader import load_model
 from toolkit.quantize.calibration import random_calibration
 from toolkit.runners.tosa_ref import TosaReferenceRunner
 from toolkit.targets import load_target
+
+pytestmark = pytest.mark.usefixtures("no_shared_compile_cache")  # these test compiling itself
 
 
 def test_program_is_reloaded_from_disk_and_runs_identically(tmp_path, monkeypatch):

@@ -3,8 +3,9 @@ LoadedModel + calibration + variant + NPU -> Program (files in OUT).
 
 Each delegate's payload and its estimate come from the same Vela run (vela_runs.py).
 Results are cached by content hash of model, calibration, options and tool versions: in-process
-(a program compiled earlier into another folder is copied from there), and on disk in
-OUT/VARIANT (program_store.py), which is written atomically: complete or absent.
+(a program compiled earlier into another folder is copied from there), on disk in OUT/VARIANT
+(program_store.py), which is written atomically: complete or absent, and, when ETK_CACHE_DIR is
+set, in a cache shared between processes (compile_cache.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ..npu import NpuConfig, vela_ini_path
 from ..quantize.quantizer import quantize
 from ..rewrites import DEFAULT_REWRITES
 from ..versions import tool_versions, toolkit_source_hash
+from .compile_cache import held_entry, publish
 from .executorch_lower import lower
 from .npu_ops import command_stream_operations, kernel_operation_count
 from .program_store import StoreDamaged, copy_stored_program, load_stored_program, save_program
@@ -69,8 +71,9 @@ def cache_key(
 
 
 def _copy_compiled(source: Path, final: Path, key: str) -> Program | None:
-    """The same program compiled earlier in this process into another folder, copied into final
-    (cheaper than compiling again); None if that folder is gone or changed."""
+    """The same program compiled earlier into another folder (by this process, or by another into
+    the shared cache), copied into final: cheaper than compiling again. None if that folder is
+    absent, gone or changed."""
     staging = new_staging(final)
     if not copy_stored_program(source, staging):
         shutil.rmtree(staging, ignore_errors=True)
@@ -112,6 +115,26 @@ def compile_variant(
         if stored is not None:
             _CACHE[key] = stored
             return stored
+    with held_entry(key) as shared:
+        if shared is not None and (copied := _copy_compiled(shared, final, key)) is not None:
+            return copied
+        program = _build(model, calibration, variant, npu, final, key, extra_vela, rewrites)
+        if shared is not None:
+            publish(final, shared)
+        return program
+
+
+def _build(
+    model: LoadedModel,
+    calibration: CalibrationSet,
+    variant: Variant,
+    npu: NpuConfig,
+    final: Path,
+    key: str,
+    extra_vela: tuple[str, ...],
+    rewrites: tuple[str, ...],
+) -> Program:
+    """Compile into a staging folder, store the program there and move it into final."""
     staging = new_staging(final)
     timings: dict[str, float] = {}
     with upstream_speedups():  # same bytes, less repeated upstream work

@@ -1,0 +1,76 @@
+"""ETK_CACHE_DIR: a program compiled by one process is copied, not compiled, by the next; a damaged
+entry is compiled again and replaced; one process at a time holds a key."""
+
+from __future__ import annotations
+
+import threading
+
+import toolkit.lower.build_variant as build_module
+from toolkit.lower.build_variant import cache_key, compile_variant
+from toolkit.lower.compile_cache import CACHE_DIR_ENV, held_entry
+from toolkit.models.loader import load_model
+from toolkit.quantize.calibration import random_calibration
+from toolkit.rewrites import DEFAULT_REWRITES
+from toolkit.targets import load_target
+
+
+def _refuse(*args, **kwargs):
+    raise AssertionError("compiled although the shared cache holds the program")
+
+
+def test_a_program_in_the_shared_cache_is_copied_and_a_damaged_entry_replaced(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "cache"))
+    model = load_model("zoo:conv2d_relu")
+    calibration = random_calibration(model.example_inputs, 4, 7)
+    npu = load_target("corstone-300").npu()
+    monkeypatch.setattr(build_module, "_CACHE", {})
+    first = compile_variant(model, calibration, "fused", npu, tmp_path / "a")
+    assert "lower" in first.timings
+    key = cache_key(model, calibration, "fused", npu, (), DEFAULT_REWRITES)
+    entry = tmp_path / "cache" / key
+    assert (entry / "delegate0.bin").read_bytes() == first.delegates[0].payload
+
+    monkeypatch.setattr(build_module, "_CACHE", {})  # as in another process
+    with monkeypatch.context() as patch:
+        patch.setattr(build_module, "quantize", _refuse)
+        second = compile_variant(model, calibration, "fused", npu, tmp_path / "b")
+    assert second.timings == {} and second.out_dir == tmp_path / "b" / "fused"
+    assert [(d.payload, d.estimate, d.command_ops) for d in second.delegates] == [
+        (d.payload, d.estimate, d.command_ops) for d in first.delegates
+    ]
+
+    damaged = bytearray(first.delegates[0].payload)
+    damaged[100] ^= 0xFF
+    (entry / "delegate0.bin").write_bytes(bytes(damaged))
+    monkeypatch.setattr(build_module, "_CACHE", {})
+    third = compile_variant(model, calibration, "fused", npu, tmp_path / "c")
+    assert "lower" in third.timings  # compiled: the entry failed its checksum
+    assert third.delegates[0].payload == first.delegates[0].payload
+    assert (entry / "delegate0.bin").read_bytes() == first.delegates[0].payload  # replaced
+
+
+def test_without_the_variable_nothing_is_shared(monkeypatch):
+    monkeypatch.delenv(CACHE_DIR_ENV, raising=False)
+    with held_entry("0123") as entry:
+        assert entry is None
+
+
+def test_one_holder_per_key_at_a_time(tmp_path, monkeypatch):
+    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path))
+    acquired = threading.Event()
+
+    def second_holder():
+        with held_entry("k1"):
+            acquired.set()
+
+    with held_entry("k1") as entry:
+        assert entry == tmp_path / "k1"
+        waiting = threading.Thread(target=second_holder)
+        waiting.start()
+        assert not acquired.wait(0.5)  # blocked while the first holds the key
+        with held_entry("k2") as other:  # another key is independent
+            assert other == tmp_path / "k2"
+    assert acquired.wait(5)
+    waiting.join()
