@@ -13,9 +13,13 @@ import tempfile
 
 import pytest
 
-from toolkit.job import Job
-from toolkit.lower.compile_cache import CACHE_DIR_ENV
-from toolkit.pipeline import run_job
+from toolkit.console_capture import quiet_torch_import
+
+quiet_torch_import()  # torchao's import-time chatter would end every run's output, as in etk
+
+from toolkit.job import Job  # noqa: E402
+from toolkit.lower.compile_cache import CACHE_DIR_ENV  # noqa: E402
+from toolkit.pipeline import run_job  # noqa: E402
 
 _SESSION_CACHE = pytest.StashKey[str]()
 
