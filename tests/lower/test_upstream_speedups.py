@@ -15,6 +15,7 @@ from torch.fx import traceback as fx_traceback
 
 from toolkit.lower import build_variant
 from toolkit.lower import upstream_speedups as speedups
+from toolkit.lower.compile_cache import CACHE_DIR_ENV
 from toolkit.models.loader import load_model
 from toolkit.quantize.calibration import random_calibration
 from toolkit.targets import load_target
@@ -128,6 +129,7 @@ def _compile_both_ways(spec, variant, tmp_path, monkeypatch):
         return real(self, table, custom)
 
     monkeypatch.setattr(ExportedProgram, "run_decompositions", counting)
+    monkeypatch.delenv(CACHE_DIR_ENV, raising=False)  # both compiles for real: same cache key
     monkeypatch.setattr(build_variant, "_CACHE", {})
     runs.append([])
     fast = build_variant.compile_variant(model, calibration, variant, npu, tmp_path / "on")
