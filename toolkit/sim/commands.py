@@ -84,11 +84,19 @@ def decode(stream: bytes) -> tuple[Command, ...]:
     return tuple(commands)
 
 
-# register names (without NPU_SET_) by opcode; a cmd1 register's parameter field is NAME.param
-_SET0 = {c: n.removeprefix("NPU_SET_") for c, n in _CMD0.items() if n not in OPERATIONS}
-_SET1 = {
-    c: (n.removeprefix("NPU_SET_"), n.removeprefix("NPU_SET_") + ".param") for c, n in _CMD1.items()
-}
+def register_name(command: str) -> str:
+    """The register a NPU_SET_* command writes; a cmd1 register's parameter field is NAME.param."""
+    return command.removeprefix("NPU_SET_")
+
+
+PARAM = ".param"
+_SET0 = {c: register_name(n) for c, n in _CMD0.items() if n not in OPERATIONS}
+_SET1 = {c: (register_name(n), register_name(n) + PARAM) for c, n in _CMD1.items()}
+
+# operations that only order or signal: no registers of their own, nothing to run or compare
+SYNC_OPERATIONS = frozenset(
+    {"NPU_OP_DMA_WAIT", "NPU_OP_KERNEL_WAIT", "NPU_OP_PMU_MASK", "NPU_OP_IRQ"}
+)
 
 
 def operation_registers(

@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
-from .commands import decode
+from .commands import SYNC_OPERATIONS, operation_registers
 from .payload import NpuProgram
-from .registers import RegisterFile
 
 # Registers that hold a byte address (Vela's cmd1_with_address for tensors, weights, scales and
 # DMA): where data lives rather than what the operation does. Not BLOCKDEP (how far the kernel
@@ -45,24 +44,12 @@ class OpDiff:
 
 def operations(program: NpuProgram) -> tuple[ProgramOp, ...]:
     """Every NPU operation with the registers it runs with (waits and STOP excluded)."""
-    regs = RegisterFile()
     ops = []
-    for cmd in decode(program.command_stream):
-        if not cmd.is_operation:
-            regs.write(cmd)
-        elif cmd.name not in (
-            "NPU_OP_STOP",
-            "NPU_OP_DMA_WAIT",
-            "NPU_OP_KERNEL_WAIT",
-            "NPU_OP_PMU_MASK",
-            "NPU_OP_IRQ",
-        ):
-            snap = regs.snapshot(cmd)
-            ops.append(
-                ProgramOp(
-                    len(ops), cmd.name, cmd.param, cmd.offset, tuple(sorted(snap.values.items()))
-                )
-            )
+    skip = SYNC_OPERATIONS | {"NPU_OP_STOP"}
+    for cmd, values in operation_registers(program.command_stream, skip):
+        if values is not None:
+            registers = tuple(sorted(values.items()))
+            ops.append(ProgramOp(len(ops), cmd.name, cmd.param, cmd.offset, registers))
     return tuple(ops)
 
 

@@ -15,7 +15,7 @@ from types import MappingProxyType
 import numpy as np
 
 from . import derived_store
-from .commands import Command, operation_registers
+from .commands import SYNC_OPERATIONS, Command, operation_registers
 from .conv import prepare_conv
 from .decoded import DecodedStreams
 from .dma import prepare_dma
@@ -28,7 +28,6 @@ from .records import OpRecord, Step
 from .registers import Registers
 from .weights import forget_formats
 
-_NO_OP = frozenset({"NPU_OP_DMA_WAIT", "NPU_OP_KERNEL_WAIT", "NPU_OP_PMU_MASK", "NPU_OP_IRQ"})
 _CACHE: OrderedDict[tuple, Plan] = OrderedDict()
 _CACHE_SIZE = 32
 
@@ -165,7 +164,7 @@ def _build(program: NpuProgram, accelerator: str) -> Plan:
 def _operations(program: NpuProgram) -> list[tuple[Command, Registers]]:
     """(command, registers) of every operation that does something, up to NPU_OP_STOP."""
     operations: list[tuple[Command, Registers]] = []
-    for cmd, values in operation_registers(program.command_stream, _NO_OP):
+    for cmd, values in operation_registers(program.command_stream, SYNC_OPERATIONS):
         if cmd.name == "NPU_OP_STOP":
             return operations
         if values is not None:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cache
 from types import MappingProxyType
 
-from .commands import Command
+from .commands import PARAM, Command, register_name
 from .errors import UnsupportedError
 
 
@@ -36,12 +35,7 @@ class Registers:
 
     def cmd1_param(self, name: str) -> int:
         """The 16-bit parameter field that some cmd1 registers carry (OFM_SCALE shift)."""
-        return self.values.get(name + ".param", 0)
-
-
-@cache
-def _register_name(command: str) -> str:
-    return command.removeprefix("NPU_SET_")
+        return self.values.get(name + PARAM, 0)
 
 
 class RegisterFile:
@@ -49,12 +43,12 @@ class RegisterFile:
         self._values: dict[str, int] = {}
 
     def write(self, cmd: Command) -> None:
-        name = _register_name(cmd.name)
+        name = register_name(cmd.name)
         if cmd.data is None:
             self._values[name] = cmd.param
         else:
             self._values[name] = cmd.data
-            self._values[name + ".param"] = cmd.param
+            self._values[name + PARAM] = cmd.param
 
     def snapshot(self, op: Command) -> Registers:
         return Registers(MappingProxyType(dict(self._values)), op)
