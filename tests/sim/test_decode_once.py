@@ -17,6 +17,7 @@ from toolkit.sim import plan as plan_module
 from toolkit.sim.commands import Command, operation_registers
 from toolkit.sim.commands import decode as decode_commands
 from toolkit.sim.errors import PayloadError
+from toolkit.sim.memory import Memory
 from toolkit.sim.registers import RegisterFile
 from toolkit.targets import load_target
 
@@ -285,3 +286,46 @@ def test_float32_products_give_the_float64_outputs(kws_npz, monkeypatch):
     assert seeded_outputs(load_payload(kws_npz), shape, 4, ACC) == expected
     plan = next(iter(plan_module._CACHE.values()))
     assert {m.dtype for m in plan.decoded._weights.values()} == {np.dtype(np.float64)}
+
+
+def test_later_runs_find_their_streams_without_a_lookup_by_content(kws_npz, monkeypatch):
+    """Each operation compares the bytes at its stream's address with the stream it last
+    decoded there: a run after the first hashes no stream (DMA'd ones included)."""
+    forget_programs()
+    program = load_payload(kws_npz)
+    plan = plan_module.plan_for(program, ACC)
+    assert plan.decoded.constant_regions == {0}  # scratch and fast scratch are written
+    shape, expected = EXPECTED[NAME]
+    assert seeded_outputs(program, shape, 1, ACC) == expected[:1]
+    by_content = []
+    lookup = decoded_module.DecodedStreams.weights
+    monkeypatch.setattr(
+        decoded_module.DecodedStreams,
+        "weights",
+        lambda self, stream, fmt: by_content.append(stream) or lookup(self, stream, fmt),
+    )
+    assert seeded_outputs(program, shape, 4, ACC) == expected
+    assert by_content == []
+    convs = [s.record for s in plan.steps if s.record.kind in ("conv", "depthwise")]
+    assert [r.register("WEIGHT_REGION") & 7 for r in convs] == [1] * 10 + [0]  # 10 DMA'd
+
+
+def test_a_stream_slot_decodes_again_when_the_bytes_there_change():
+    decoded = decoded_module.DecodedStreams()
+    memory = Memory({0: np.arange(8, dtype=np.uint8), 1: np.zeros(8, np.uint8)})
+    calls = []
+
+    def decode(stream, tag):
+        calls.append(stream)
+        return (tag, stream)
+
+    moving, fixed = decoded.slot(1, 2, 4), decoded.slot(0, 0, 2)
+    decoded.constant_regions = frozenset({0})
+    assert moving.get(memory, decode, "w") == ("w", bytes(4))
+    assert moving.get(memory, decode, "w") == ("w", bytes(4))
+    memory.regions[1][3] = 7  # another stream DMA'd into the same buffer
+    assert moving.get(memory, decode, "w") == ("w", bytes([0, 7, 0, 0]))
+    assert fixed.get(memory, decode, "w") == ("w", bytes([0, 1]))
+    memory.regions[0][0] = 9  # nothing in a program writes here: not read again
+    assert fixed.get(memory, decode, "w") == ("w", bytes([0, 1]))
+    assert calls == [bytes(4), bytes([0, 7, 0, 0]), bytes([0, 1])]

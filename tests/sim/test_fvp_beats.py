@@ -55,7 +55,7 @@ def _program(ifm_zero_point: int = 0):
         block=(2, 4, 16),
         ofm_brick=True,
         compute_cycles=1000,
-        registers=(("IFM_ZERO_POINT", ifm_zero_point),),
+        registers={"IFM_ZERO_POINT": ifm_zero_point},
     )
     return stream, (dma, conv)
 

@@ -117,14 +117,14 @@ def prepare_conv(
     type_min, type_max = outstage.limits(ifm.dtype)
     zp_in_type = type_min <= ifm.zero_point <= type_max
 
+    weight_slot = decoded.slot(w_region, w_base, w_len)
+    scale_slot = decoded.slot(s_region, s_base, s_len)
+    scales_where = f"{what} (scales)"
+
     def run(mem: Memory) -> None:
-        stream = mem.regions[w_region][w_base : w_base + w_len].tobytes()
-        w = decoded.weights(stream, fmt)
-        bias, rescale, bias_bound = decoded.scales(
-            mem.regions[s_region][s_base : s_base + s_len].tobytes(),
-            ofm.depth,
-            rounding,
-            f"{what} (scales)",
+        w = weight_slot.get(mem, decoded.weights, fmt)
+        bias, rescale, bias_bound = scale_slot.get(
+            mem, decoded.scales, ofm.depth, rounding, scales_where
         )
         x = k.upscaled(ifm.read(mem), ifm.zero_point, ofm.height, ofm.width)
         work = work_dtype

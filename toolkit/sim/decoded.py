@@ -2,16 +2,22 @@
 
 An operation reads its streams from memory as it runs (Vela DMAs them into scratch first, often
 into a buffer that the next operation's stream reuses), so they are looked up by content: the
-first run of a program decodes each stream, later runs find it here. What a program's store
-(derived_store.py) kept from an earlier process is put in first.
+first run of a program decodes each stream, later runs find it here. Each operation keeps the
+last stream it read (StreamSlot): a run compares the bytes with it, or in a region that no
+operation writes and no input is placed in takes it as it is. What a program's store (derived_store.py) kept from
+an earlier process is put in first.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from . import outstage
 from .derived_store import Derived
+from .memory import Memory
 from .weights import WeightFormat, decode_matrix, decode_scales, exact_in_float32
 
 
@@ -19,6 +25,11 @@ class DecodedStreams:
     def __init__(self) -> None:
         self._weights: dict[tuple[bytes, WeightFormat], np.ndarray] = {}
         self._scales: dict[tuple, tuple] = {}
+        self.constant_regions: frozenset[int] = frozenset()  # set by the plan
+
+    def slot(self, region: int, base: int, length: int) -> StreamSlot:
+        """Where one operation reads a stream."""
+        return StreamSlot(self, region, base, length)
 
     def add(self, stored: Derived) -> None:
         """Take what a program's store kept (decoded in an earlier process)."""
@@ -80,3 +91,24 @@ def decode_scale_streams(streams: list[tuple[bytes, int, int]]) -> list[tuple]:
         (bias[a:b], rescale, int(bound))
         for a, b, rescale, bound in zip(starts.tolist(), ends.tolist(), rescales, bounds)
     ]
+
+
+class StreamSlot:
+    """Where one operation reads a stream, with the last stream it read there and what that
+    decoded to: a run compares the bytes there with it instead of hashing them for a lookup by
+    content, and in a region that nothing writes does not even read them."""
+
+    def __init__(self, decoded: DecodedStreams, region: int, base: int, length: int):
+        self.decoded, self.region, self.base, self.length = decoded, region, base, length
+        self.stream: bytes | None = None
+        self.value: Any = None
+
+    def get(self, mem: Memory, decode: Callable[..., Any], *args: Any) -> Any:
+        """decode(stream, *args) of the stream there (the same args at every run)."""
+        if self.stream is not None and self.region in self.decoded.constant_regions:
+            return self.value
+        stream = mem.regions[self.region][self.base : self.base + self.length].tobytes()
+        if stream != self.stream:
+            self.value = decode(stream, *args)
+            self.stream = stream
+        return self.value

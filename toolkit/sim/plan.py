@@ -158,6 +158,12 @@ def _build(program: NpuProgram, accelerator: str) -> Plan:
         i += 1
         if step.byte_map is not None:
             i += _merge_run(steps, operations, i, memory)
+    written = {r for s in steps for r, _ in s.record.bytes_written}
+    written.update(t.region for t in program.inputs)
+    changing = {id(memory.regions[r]) for r in written if r in memory.regions}  # aliases too
+    decoded.constant_regions = frozenset(
+        r for r, buffer in memory.regions.items() if id(buffer) not in changing
+    )
     return Plan(tuple(steps), decoded)
 
 
@@ -176,8 +182,9 @@ def _operations(program: NpuProgram) -> list[tuple[Command, Registers]]:
 
 def _set_registers(step: Step, regs) -> None:
     # the record was just made for this step: set its registers in place (a
-    # dataclasses.replace of the 22 fields cost an eighth of the planning)
-    object.__setattr__(step.record, "registers", tuple(regs.values.items()))
+    # dataclasses.replace of the 22 fields cost an eighth of the planning); regs.values is
+    # the operation's own read-only mapping (operation_registers makes a fresh dict each)
+    object.__setattr__(step.record, "registers", regs.values)
 
 
 _MOVING = ("IFM_BASE0", "OFM_BASE0")

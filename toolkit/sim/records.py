@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -36,7 +37,8 @@ class OpRecord:
     operand_scale_32bit: bool = False  # elementwise ADD/SUB with a 32-bit operand scale
     cycles: int = 0  # total: the longest of compute and each memory's access cycles
     compute_cycles: int = 0  # the NPU's compute alone (Vela's "NPU cycles")
-    registers: tuple[tuple[str, int], ...] = ()  # every register the op ran with
+    # every register the op ran with (name without NPU_SET_ -> value)
+    registers: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def ifm_depth(self) -> int:
@@ -44,7 +46,7 @@ class OpRecord:
 
     def register(self, name: str, default: int = 0) -> int:
         """The value a register (without NPU_SET_) held when the operation ran."""
-        return next((value for key, value in self.registers if key == name), default)
+        return self.registers.get(name, default)
 
     def read_from(self, region: int) -> int:
         return sum(b for r, b in self.bytes_read if r == region)
