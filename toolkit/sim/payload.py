@@ -93,7 +93,20 @@ def load_payload(data: bytes | bytearray | str | Path) -> NpuProgram:
         if raw[:2] == b"PK":
             return load_npz(raw, str(path))
         return _load_bin_stream(raw, str(path))
-    return _load_bin_stream(bytes(data), "vela_bin_stream")
+    return _parsed_bin_stream(bytes(data))
+
+
+def forget_payloads() -> None:
+    """Drop the parsed payloads (a fresh start, for benchmarks)."""
+    _parsed_bin_stream.cache_clear()
+    load_npz.cache_clear()
+
+
+@lru_cache(maxsize=16)
+def _parsed_bin_stream(raw: bytes) -> NpuProgram:
+    """A delegate's payload is parsed once: runners pass the same bytes object at every run,
+    whose hash Python keeps (NpuProgram is immutable)."""
+    return _load_bin_stream(raw, "vela_bin_stream")
 
 
 def _load_bin_stream(raw: bytes, source: str) -> NpuProgram:

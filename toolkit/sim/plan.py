@@ -22,7 +22,7 @@ from .dma import prepare_dma
 from .elementwise import prepare_elementwise
 from .errors import PayloadError, UnsupportedError, at
 from .memory import Memory, shram_bytes
-from .payload import NpuProgram, load_npz
+from .payload import NpuProgram, forget_payloads
 from .pool import forget_tables, prepare_pool
 from .records import OpRecord, Step
 from .registers import Registers
@@ -53,9 +53,12 @@ class Plan:
         self.saved[:] = size
 
 
-def new_memory(program: NpuProgram, accelerator: str) -> Memory:
+def new_memory(program: NpuProgram, accelerator: str, plan: Plan | None = None) -> Memory:
+    """Memory for one run: the weights region copied, unless the plan says nothing writes it
+    (then read-only, shared by runs), and scratch zeroed."""
+    weights = np.frombuffer(program.weights, dtype=np.uint8)
     regions = {
-        0: np.frombuffer(program.weights, dtype=np.uint8).copy(),
+        0: weights if plan is not None and 0 in plan.decoded.constant_regions else weights.copy(),
         1: _zeroed(program.scratch_size),
     }
     if program.fast_scratch_aliases_scratch:
@@ -109,7 +112,7 @@ def plan_for(program: NpuProgram, accelerator: str, store_folder: Path | None = 
 def forget_programs() -> None:
     """Drop every planned program and what it decoded (a fresh start, for benchmarks)."""
     _CACHE.clear()
-    load_npz.cache_clear()
+    forget_payloads()
     forget_formats()
     forget_tables()
 

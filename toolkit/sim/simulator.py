@@ -148,7 +148,7 @@ def simulate(
     check_simulated_accelerator(program, accelerator)
     npu = npu_config(accelerator, system_config, memory_mode)
     plan = plan_for(program, accelerator, store)
-    memory = new_memory(program, accelerator)
+    memory = new_memory(program, accelerator, plan)
     _place_inputs(program, memory, inputs)
     ini_file = _ini_file(config_ini)
     with one_blas_thread():
@@ -175,7 +175,7 @@ def op_outputs(
     it stood right after the operation ran (DMA: none). For finding where a run goes wrong."""
     check_simulated_accelerator(program, accelerator)
     plan = plan_for(program, accelerator)
-    memory = new_memory(program, accelerator)
+    memory = new_memory(program, accelerator, plan)
     _place_inputs(program, memory, inputs)
     outputs = []
     for step in plan.steps:
