@@ -1,10 +1,13 @@
 """Simulator vs TOSA reference model (and TFLite's reference kernels): cold and warm time per
-inference on zoo networks and the MLPerf Tiny reference .tflite files.
+inference on zoo networks, the collection of real architectures (tests/collection, at the input
+shapes of its table nets.toml, which the collection sweep reads too) and the MLPerf Tiny reference
+.tflite files.
 
-Zoo networks are compiled through the project's own chain (toolkit.lower.build_variant.compile_variant,
-fused), so every delegate of the model runs. Both engines run the same delegates on the same int8
-inputs (captured from one end-to-end run), and the simulator's outputs are checked against the
-reference model's bit for bit, per delegate and end to end through the runners.
+Zoo and collection networks are compiled through the project's own chain
+(toolkit.lower.build_variant.compile_variant, fused), so every delegate of the model runs. Both
+engines run the same delegates on the same int8 inputs (captured from one end-to-end run), and the
+simulator's outputs are checked against the reference model's bit for bit, per delegate and end to
+end through the runners.
 
 cold: the first inference of a freshly loaded program (load_payload of its bytes) in a fresh
       state: the simulator's per-program state (its plan, decoded weights and scales) is
@@ -27,7 +30,7 @@ meets a tie: checked by hand on layer 2's one differing output, LiteRT gives acc
 rounded once (56), Vela's stream in TFL mode (the simulator) rounds twice, high multiply then
 divide (57), as TFLite's double-rounding MultiplyByQuantizedMultiplier does.
 Usage: python scripts/bench_sim.py [--accelerator ethos-u55-128] [--repeat 9] [--out DIR]
-                                   [--no-tflite] [zoo names...]
+                                   [--no-tflite] [--collection] [NAME | collection:NAME ...]
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ import statistics
 import sys
 import tempfile
 import time
+import tomllib
+import warnings
 from importlib.metadata import version
 from pathlib import Path
 
@@ -45,6 +50,10 @@ import numpy as np
 from toolkit.console_capture import quiet_torch_import
 
 quiet_torch_import()  # torchao's import-time chatter, as etk does; before the imports below
+# torch's pytree warns on every compile (from copyreg.py) about its own use of LeafSpec
+warnings.filterwarnings(
+    "ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated", category=FutureWarning
+)
 
 from toolkit.lower.build_variant import compile_variant  # noqa: E402
 from toolkit.lower.tflite import compile_tflite  # noqa: E402
@@ -58,6 +67,8 @@ from toolkit.runners.tosa_ref import TosaReferenceRunner, run_tosa_delegate  # n
 from toolkit.sim import forget_programs, load_payload, simulate  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
+COLLECTION = FIXTURES.parent / "collection"
+NETS_TABLE = COLLECTION / "nets.toml"
 MLPERF_TFLITE = ("pretrainedResnet_quant", "kws_ref_model", "vww_96_int8", "ad01_int8")
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 
@@ -115,6 +126,7 @@ def _delegate_calls(program, inputs):
 
 def _row(
     name: str,
+    width: int,
     sim: tuple[float, float],
     ref: tuple[float, float] | None,
     tfl: tuple[float, float] | None,
@@ -128,17 +140,50 @@ def _row(
 
     cells = ms(sim) + ms(ref) + ratio(ref) + ms(tfl) + ratio(tfl)
     verdict = "(no reference)" if exact is None else "yes" if exact else "NO"
-    return f"{name:<24}{cells}  {verdict}"
+    return f"{name:<{width}}{cells}  {verdict}"
 
 
-def bench_zoo(name: str, accelerator: str, timer: Timer, out_dir: Path):
-    model = load_model(f"zoo:{name}")
+def collection_nets() -> dict[str, list[str]]:
+    """name -> [MODEL spec inside tests/collection, input shape]: the collection sweep's table."""
+    return tomllib.loads(NETS_TABLE.read_text())
+
+
+def _benched(parser, names: list[str], collection: bool) -> dict[str, tuple[str, str | None]]:
+    """row name -> (MODEL spec, input shape) of every net to bench: the named ones (the whole zoo
+    when none is named), then with --collection every collection net."""
+    if collection or any(n.startswith("collection:") for n in names):
+        if not NETS_TABLE.is_file():
+            parser.error(f"collection nets are read from {NETS_TABLE}: run from a checkout")
+        nets = collection_nets()
+    else:
+        nets = {}
+    benched: dict[str, tuple[str, str | None]] = {}
+    for name in names or zoo_names():
+        kind, _, net = name.rpartition(":")
+        if kind in ("", "zoo") and net in zoo_names():
+            benched[f"zoo:{net}"] = (f"zoo:{net}", None)
+        elif kind == "collection" and net in nets:
+            benched[name] = (str(COLLECTION / nets[net][0]), nets[net][1])
+        elif kind == "collection":
+            parser.error(f"no net '{net}' in {NETS_TABLE}: it lists {', '.join(nets)}")
+        else:
+            parser.error(
+                f"no zoo net '{name}': name one of {', '.join(zoo_names())}, "
+                "or collection:NAME for a collection net"
+            )
+    for net, (spec, shape) in nets.items() if collection else ():
+        benched[f"collection:{net}"] = (str(COLLECTION / spec), shape)
+    return benched
+
+
+def bench_net(spec: str, shape: str | None, accelerator: str, timer: Timer, out_dir: Path):
+    model = load_model(spec, shape)
     program = compile_variant(
         model,
         random_calibration(model.example_inputs, samples=4),
         "fused",
         npu_config(accelerator),
-        out_dir / name,
+        out_dir,
     )
     inputs = [x.numpy() for x in model.example_inputs]
     calls = _delegate_calls(program, inputs)
@@ -210,8 +255,18 @@ def bench_tflite(stem: str, accelerator: str, timer: Timer, out_dir: Path, tflit
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("models", nargs="*", help="zoo names (default: the whole zoo)")
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
+    parser.add_argument(
+        "models",
+        nargs="*",
+        metavar="NAME",
+        help="zoo names (default: the whole zoo) and collection:NAME for a collection net",
+    )
+    parser.add_argument(
+        "--collection",
+        action="store_true",
+        help="also every net of the collection (tests/collection/nets.toml), at its input shape",
+    )
     parser.add_argument("--accelerator", default="ethos-u55-128")
     parser.add_argument("--repeat", type=int, default=9, help="warm runs (median)")
     parser.add_argument("--cold-repeat", type=int, default=3, help="fresh starts (median)")
@@ -227,6 +282,8 @@ def main() -> int:
         "--no-tflite", action="store_true", help="skip the MLPerf Tiny .tflite files"
     )
     args = parser.parse_args()
+    benched = _benched(parser, args.models, args.collection)
+    width = max(24, *(len(label) + 2 for label in benched))
     timer = Timer(args.clock, args.repeat, args.cold_repeat)
     tflite, tflite_about = _tflite_interpreter()  # the build used, or why there is none
     print(
@@ -234,11 +291,11 @@ def main() -> int:
         f"of {args.repeat}; ratios are simulator / reference (cold, warm)"
     )
     print(
-        f"{'':<24}{'simulator':^18}{'TOSA reference':^18}{'sim/TOSA':^14}"
+        f"{'':<{width}}{'simulator':^18}{'TOSA reference':^18}{'sim/TOSA':^14}"
         f"{'TFLite ref kernels':^18}{'sim/TFLite':^14}"
     )
     print(
-        f"{'model':<24}"
+        f"{'model':<{width}}"
         + f"{'cold':>9}{'warm':>9}" * 2
         + f"{'cold':>7}{'warm':>7}"
         + f"{'cold':>9}{'warm':>9}"
@@ -248,16 +305,17 @@ def main() -> int:
     tosa_ratios, tflite_ratios = [], []
     with tempfile.TemporaryDirectory() as tmp:
         out_dir = args.out or Path(tmp)
-        for name in args.models or zoo_names():
-            sim, ref, exact = bench_zoo(name, args.accelerator, timer, out_dir)
+        for label, (spec, shape) in benched.items():
+            folder = out_dir.joinpath(*label.split(":"))
+            sim, ref, exact = bench_net(spec, shape, args.accelerator, timer, folder)
             tosa_ratios.append((sim[0] / ref[0], sim[1] / ref[1]))
-            print(_row(f"zoo:{name}", sim, ref, None, exact), flush=True)
+            print(_row(label, width, sim, ref, None, exact), flush=True)
         if not args.no_tflite:
             for stem in MLPERF_TFLITE:
                 sim, ref, exact = bench_tflite(stem, args.accelerator, timer, out_dir, tflite)
                 if ref is not None:
                     tflite_ratios.append((sim[0] / ref[0], sim[1] / ref[1]))
-                print(_row(f"{stem}.tflite", sim, None, ref, exact), flush=True)
+                print(_row(f"{stem}.tflite", width, sim, None, ref, exact), flush=True)
     if tflite is None and not args.no_tflite:
         print(f"TFLite reference kernels: not timed ({tflite_about})")
     elif tflite_ratios:

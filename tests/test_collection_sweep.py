@@ -10,6 +10,7 @@ are xfail(strict=False) naming the bug: the sweep stays green and reports XPASS 
 from __future__ import annotations
 
 import functools
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -23,26 +24,8 @@ from toolkit.sim.errors import SimError
 
 COLLECTION = Path(__file__).parent / "collection"
 SAMPLES = 2
-# name -> (MODEL spec inside tests/collection, input shape)
-NETS = {
-    "mobilenet_v2_035": ("mobilenet.py:mobilenet_v2_035", "1,3,96,96"),
-    "mobilenet_v3_small": ("mobilenet.py:mobilenet_v3_small", "1,3,64,64"),
-    "mnasnet0_5": ("mnasnet.py:mnasnet0_5", "1,3,64,64"),
-    "shufflenet_v2_x0_5": ("shufflenet.py:shufflenet_v2_x0_5", "1,3,64,64"),
-    "squeezenet1_1": ("squeezenet.py:squeezenet1_1", "1,3,64,64"),
-    "resnet18": ("resnet.py:resnet18", "1,3,64,64"),
-    "efficientnet_b0": ("efficientnet.py:efficientnet_b0", "1,3,64,64"),
-    "lcnet_050": ("timm_mobilenetv3.py:lcnet_050", "1,3,64,64"),
-    "tf_mobilenetv3_small_minimal_100": (
-        "timm_mobilenetv3.py:tf_mobilenetv3_small_minimal_100",
-        "1,3,64,64",
-    ),
-    "leaky_conv_net": ("user_nets.py:leaky_conv_net", "1,3,32,32"),
-    "mean_head_net": ("user_nets.py:mean_head_net", "1,3,32,32"),
-    "kws_conv1d": ("user_nets.py:kws_conv1d", "1,40,49"),
-    "conv_transpose_decoder": ("user_nets.py:conv_transpose_decoder", "1,3,32,32"),
-    "upsample_net": ("user_nets.py:upsample_net", "1,3,32,32"),
-}
+# name -> [MODEL spec inside tests/collection, input shape], shared with scripts/bench_sim.py
+NETS = tomllib.loads((COLLECTION / "nets.toml").read_text())
 U65_NETS = ("mobilenet_v2_035", "shufflenet_v2_x0_5", "leaky_conv_net", "mean_head_net")
 # (net, variant or None for both) -> a known bug the net trips, marked xfail(strict=False) until
 # fixed. Empty: the STRIDE_C mean, ConvTranspose2d quantization and IFM_UPSCALE bugs this listed

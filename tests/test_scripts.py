@@ -1,10 +1,12 @@
-"""scripts/: output folders default to a temporary one, and torch loads without torchao's chatter."""
+"""scripts/: output folders default to a temporary one, torch loads without torchao's chatter,
+bad net names are refused in one line."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -45,3 +47,23 @@ def test_quiet_import_is_silent_and_shows_the_chatter_of_a_failed_one(tmp_path, 
     with pytest.raises(ImportError, match="^no kernels$"):
         quiet_torch_import("chatty_broken")
     assert capfd.readouterr().err == "Failed to load _C.so\n"
+
+
+def test_bench_sim_refuses_an_unknown_collection_net_naming_the_table_and_its_nets(tmp_path):
+    table = SCRIPTS.parent / "tests" / "collection" / "nets.toml"
+    nets = tomllib.loads(table.read_text())
+    env = {**os.environ, "PYTHONPATH": str(SCRIPTS.parent)}
+    run = subprocess.run(
+        [sys.executable, str(SCRIPTS / "bench_sim.py"), "--collection", "collection:nope"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert (run.returncode, run.stdout) == (2, "")
+    assert run.stderr.startswith("usage: bench_sim.py")  # nothing printed before argparse's usage
+    assert run.stderr.splitlines()[-1] == (
+        f"bench_sim.py: error: no net 'nope' in {table}: it lists {', '.join(nets)}"
+    )
+    assert list(tmp_path.iterdir()) == []
