@@ -4,8 +4,8 @@ An operation reads its streams from memory as it runs (Vela DMAs them into scrat
 into a buffer that the next operation's stream reuses), so they are looked up by content: the
 first run of a program decodes each stream, later runs find it here. Each operation keeps the
 last stream it read (StreamSlot): a run compares the bytes with it, or in a region that no
-operation writes and no input is placed in takes it as it is. What a program's store (derived_store.py) kept from
-an earlier process is put in first.
+operation writes and no input is placed in takes it as it is. What a program's store
+(derived_store.py) kept from an earlier process is put in first.
 """
 
 from __future__ import annotations
@@ -100,15 +100,14 @@ class StreamSlot:
 
     def __init__(self, decoded: DecodedStreams, region: int, base: int, length: int):
         self.decoded, self.region, self.base, self.length = decoded, region, base, length
-        self.stream: bytes | None = None
-        self.value: Any = None
+        self.last: tuple[bytes, Any] | None = None  # (stream, decoded), replaced as one
 
     def get(self, mem: Memory, decode: Callable[..., Any], *args: Any) -> Any:
         """decode(stream, *args) of the stream there (the same args at every run)."""
-        if self.stream is not None and self.region in self.decoded.constant_regions:
-            return self.value
+        last = self.last
+        if last is not None and self.region in self.decoded.constant_regions:
+            return last[1]
         stream = mem.regions[self.region][self.base : self.base + self.length].tobytes()
-        if stream != self.stream:
-            self.value = decode(stream, *args)
-            self.stream = stream
-        return self.value
+        if last is None or stream != last[0]:
+            last = self.last = (stream, decode(stream, *args))
+        return last[1]

@@ -24,6 +24,9 @@ class Rescale:
 
     def __init__(self, scale, shift, rounding: int):
         self.rounding = rounding
+        if isinstance(scale, int) and isinstance(shift, int):
+            self._scalar(scale, shift)  # most: planning makes one per elementwise operation
+            return
         shift = np.asarray(shift, dtype=np.int64)
         self.scale = np.asarray(scale, dtype=np.int64)
         self.scale_max = int(np.abs(self.scale).max(initial=0))
@@ -36,6 +39,17 @@ class Rescale:
         self.half = _half(self.shift)
         self.right_half = _half(self.right)
         self.has_right = bool(self.right.any())
+
+    def _scalar(self, scale: int, shift: int) -> None:
+        """The constants of one scale and shift, as numpy int64 scalars (numpy's calls on
+        0-d arrays cost ten times more)."""
+        right = max(shift - _HIGH_MUL_SHIFT, 0) if self.rounding == TFL else 0
+        shift -= right
+        self.scale, self.shift, self.right = np.int64(scale), np.int64(shift), np.int64(right)
+        self.scale_max = abs(scale)
+        self.half = np.int64(1 << (shift - 1) if shift > 0 else 0)
+        self.right_half = np.int64(1 << (right - 1) if right > 0 else 0)
+        self.has_right = right > 0
 
     def apply(self, acc: np.ndarray, bound: int) -> np.ndarray:
         """acc (..., C) int64 with |acc| <= bound."""
