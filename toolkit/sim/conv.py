@@ -50,6 +50,9 @@ def _accumulate(padded: np.ndarray, k: Kernel, ofm: FeatureMap, w: np.ndarray, d
         for (i, j), tap in zip(np.ndindex(k.height, k.width), k.taps(padded, oh, ow)):
             acc += np.multiply(tap[..., :oc], w[i, j], out=product)
         return acc
+    unit_steps = (k.stride_y, k.stride_x, k.dilation_y, k.dilation_x) == (1, 1, 1, 1)
+    if k.upscale == TRANSPOSE and unit_steps:
+        return _accumulate_transposed(padded, k, ofm, w)
     c = padded.shape[-1]
     if k.elements == 1:
         cols = k.tap(padded, 0, 0, oh, ow).reshape(oh * ow, c)
@@ -59,6 +62,32 @@ def _accumulate(padded: np.ndarray, k: Kernel, ofm: FeatureMap, w: np.ndarray, d
             cols[:, :, e] = tap
         cols = cols.reshape(oh * ow, -1)
     return (cols @ w).reshape(oh, ow, oc)
+
+
+def _accumulate_transposed(padded: np.ndarray, k: Kernel, ofm: FeatureMap, w: np.ndarray):
+    """A transposed convolution (IFM_UPSCALE TRANSPOSE: the IFM at the even rows and columns,
+    the zero point between, which the adjusted `padded` holds as 0): tap (i, j) meets a real
+    IFM element at output (y, x) only when y + i - pad_top and x + j - pad_left are even. Each
+    of the four output parities takes its own taps, a quarter of the products, all the others
+    being exact zeros."""
+    oh, ow, oc = ofm.shape
+    c = padded.shape[-1]
+    acc = np.zeros((oh, ow, oc), np.result_type(padded.dtype, w.dtype))
+    per_tap = w.reshape(k.height, k.width, c, oc)  # rows: tap by tap, channels within
+    for a in (0, 1):
+        for b in (0, 1):
+            rows, cols = len(range(a, oh, 2)), len(range(b, ow, 2))
+            ys = [i for i in range(k.height) if (a + i - k.pad_top) % 2 == 0]
+            xs = [j for j in range(k.width) if (b + j - k.pad_left) % 2 == 0]
+            if not (rows and cols and ys and xs):
+                continue
+            taps = np.empty((rows, cols, len(ys) * len(xs), c), padded.dtype)
+            for e, (i, j) in enumerate((i, j) for i in ys for j in xs):
+                y0, x0 = a + i, b + j
+                taps[:, :, e] = padded[y0 : y0 + 2 * rows - 1 : 2, x0 : x0 + 2 * cols - 1 : 2]
+            weights = per_tap[np.ix_(ys, xs)].reshape(-1, oc)
+            acc[a::2, b::2] = (taps.reshape(rows * cols, -1) @ weights).reshape(rows, cols, oc)
+    return acc
 
 
 def prepare_conv(
