@@ -7,6 +7,7 @@ the read-only weight region, scratch sizes and where the delegate's inputs and o
 from __future__ import annotations
 
 import io
+import math
 import struct
 import zipfile
 from dataclasses import dataclass
@@ -51,7 +52,7 @@ class IOTensor:
 
     @property
     def nbytes(self) -> int:
-        return int(np.prod(self.shape)) * self.elem_size
+        return math.prod(self.shape) * self.elem_size
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -51,7 +52,7 @@ def _place_inputs(program: NpuProgram, memory: Memory, inputs: Sequence[np.ndarr
         raise SimError(f"{program.source} takes {len(program.inputs)} inputs, got {len(inputs)}")
     for i, (tensor, value) in enumerate(zip(program.inputs, inputs)):
         value = np.asarray(value)
-        if value.size != int(np.prod(tensor.shape)):
+        if value.size != math.prod(tensor.shape):
             raise SimError(
                 f"input {i} has shape {value.shape} ({value.size} elements); the "
                 f"program expects {tensor.squeezed_shape}"
