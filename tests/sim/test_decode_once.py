@@ -329,3 +329,22 @@ def test_a_stream_slot_decodes_again_when_the_bytes_there_change():
     memory.regions[0][0] = 9  # nothing in a program writes here: not read again
     assert fixed.get(memory, decode, "w") == ("w", bytes([0, 1]))
     assert calls == [bytes(4), bytes([0, 7, 0, 0]), bytes([0, 1])]
+
+
+def test_a_run_zeroes_only_the_scratch_its_plan_checked(kws_npz):
+    """Planning bounds-checks every access, so a run's scratch regions are as large as the
+    highest byte checked (the .pte payload's 1 MiB fast scratch is mostly unused)."""
+    # as a .pte payload gives it: a fast scratch of 1 MiB, which this program never touches
+    program = dataclasses.replace(load_payload(kws_npz), scratch_fast_size=1 << 20)
+    plan = plan_module.plan_for(program, ACC)
+    memory = plan_module.new_memory(program, ACC, plan)
+    sizes = {r: len(memory.regions[r]) for r in (1, 2)}
+    assert sizes == {r: plan.extent.get(r, 0) for r in (1, 2)}
+    assert 0 < sizes[1] <= program.scratch_size and sizes[2] == 0
+    for tensor in (*program.inputs, *program.outputs):
+        assert tensor.offset + tensor.nbytes <= sizes[tensor.region]
+    full = plan_module.new_memory(program, ACC)  # without a plan: the sizes the payload gives
+    assert (len(full.regions[1]), len(full.regions[2])) == (
+        program.scratch_size,
+        program.scratch_fast_size,
+    )

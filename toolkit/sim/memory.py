@@ -34,6 +34,9 @@ class Memory:
     def __init__(self, regions: dict[int, np.ndarray], internal_size: int = 0):
         self.regions = regions
         self.internal = np.zeros(internal_size, dtype=np.uint8)  # the SHRAM
+        # per region, the end of the highest byte range checked: planning checks every access,
+        # so a run needs no more of a region than this
+        self.extent: dict[int, int] = {}
 
     @property
     def lut_base(self) -> int:
@@ -58,6 +61,8 @@ class Memory:
                 f"{what}: access to bytes [{lo:#x}, {hi:#x}) of region {region} "
                 f"({name}, {len(mem)} bytes) overflows the region"
             )
+        if hi > self.extent.get(region, 0):
+            self.extent[region] = hi
 
     def check_internal(self, lo: int, hi: int, what: str) -> None:
         """Raise unless SHRAM bytes [lo, hi) exist."""

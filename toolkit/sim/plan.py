@@ -36,6 +36,7 @@ _CACHE_SIZE = 32
 class Plan:
     steps: tuple[Step, ...]  # convolutions hold the plan's DecodedStreams: decoded on first use
     decoded: DecodedStreams
+    extent: dict[int, int]  # per region, the bytes the program uses (Memory.extent)
     timed: dict = field(default_factory=dict)  # (system config, memory mode, ini) -> records
     store: Path | None = None  # derived_store file kept next to the compiled program
     # what the store holds (timing keyed by memory system and ini content), and its size as
@@ -55,16 +56,21 @@ class Plan:
 
 def new_memory(program: NpuProgram, accelerator: str, plan: Plan | None = None) -> Memory:
     """Memory for one run: the weights region copied, unless the plan says nothing writes it
-    (then read-only, shared by runs), and scratch zeroed."""
+    (then read-only, shared by runs), and scratch zeroed, as much as the plan uses of it."""
     weights = np.frombuffer(program.weights, dtype=np.uint8)
+    scratch, fast = program.scratch_size, program.scratch_fast_size
+    if plan is not None:  # what the program uses: the 1 MiB fast scratch is mostly unused
+        scratch, fast = (min(size, plan.extent.get(r, 0)) for r, size in ((1, scratch), (2, fast)))
+        if program.fast_scratch_aliases_scratch:
+            scratch = max(scratch, fast)
     regions = {
         0: weights if plan is not None and 0 in plan.decoded.constant_regions else weights.copy(),
-        1: _zeroed(program.scratch_size),
+        1: _zeroed(scratch),
     }
     if program.fast_scratch_aliases_scratch:
         regions[2] = regions[1]
     elif program.scratch_fast_size:
-        regions[2] = _zeroed(program.scratch_fast_size)
+        regions[2] = _zeroed(fast)
     return Memory(regions, shram_bytes(accelerator))
 
 
@@ -161,13 +167,17 @@ def _build(program: NpuProgram, accelerator: str) -> Plan:
         i += 1
         if step.byte_map is not None:
             i += _merge_run(steps, operations, i, memory)
+    extent = dict(memory.extent)
+    for tensor in (*program.inputs, *program.outputs):
+        end = tensor.offset + tensor.nbytes
+        extent[tensor.region] = max(extent.get(tensor.region, 0), end)
     written = {r for s in steps for r, _ in s.record.bytes_written}
     written.update(t.region for t in program.inputs)
     changing = {id(memory.regions[r]) for r in written if r in memory.regions}  # aliases too
     decoded.constant_regions = frozenset(
         r for r, buffer in memory.regions.items() if id(buffer) not in changing
     )
-    return Plan(tuple(steps), decoded)
+    return Plan(tuple(steps), decoded, extent)
 
 
 def _operations(program: NpuProgram) -> list[tuple[Command, Registers]]:
