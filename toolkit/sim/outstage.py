@@ -22,6 +22,13 @@ _HIGH_MUL_SHIFT = 31  # the doubling high multiply of TFL mode
 class Rescale:
     """Per-channel (C,) or scalar scale and shift with one rounding mode, constants precomputed."""
 
+    # (C,) arrays, or numpy int64 scalars for one scale and shift
+    scale: np.ndarray | np.int64
+    shift: np.ndarray | np.int64
+    right: np.ndarray | np.int64
+    half: np.ndarray | np.int64
+    right_half: np.ndarray | np.int64
+
     def __init__(self, scale, shift, rounding: int):
         self.rounding = rounding
         if isinstance(scale, int) and isinstance(shift, int):
@@ -31,14 +38,16 @@ class Rescale:
         self.scale = np.asarray(scale, dtype=np.int64)
         self.scale_max = int(np.abs(self.scale).max(initial=0))
         if rounding == TFL:
-            self.shift = np.minimum(shift, _HIGH_MUL_SHIFT)
-            self.right = np.maximum(shift - _HIGH_MUL_SHIFT, 0)
+            shifts, right = (
+                np.minimum(shift, _HIGH_MUL_SHIFT),
+                np.maximum(shift - _HIGH_MUL_SHIFT, 0),
+            )
         else:
-            self.shift = shift
-            self.right = np.zeros_like(shift)
-        self.half = _half(self.shift)
-        self.right_half = _half(self.right)
-        self.has_right = bool(self.right.any())
+            shifts, right = shift, np.zeros_like(shift)
+        self.shift, self.right = shifts, right
+        self.half = _half(shifts)
+        self.right_half = _half(right)
+        self.has_right = bool(right.any())
 
     def _scalar(self, scale: int, shift: int) -> None:
         """The constants of one scale and shift, as numpy int64 scalars (numpy's calls on
