@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import pickle
 
 import numpy as np
 import pytest
@@ -348,3 +349,14 @@ def test_a_run_zeroes_only_the_scratch_its_plan_checked(kws_npz):
         program.scratch_size,
         program.scratch_fast_size,
     )
+
+
+def test_a_run_s_records_keep_their_registers_and_pickle(kws_npz):
+    """Records carry each operation's registers as a mapping (planning shares the operation's
+    own); a SimResult still crosses process boundaries (pickle) whole."""
+    shape, _ = EXPECTED[NAME]
+    result = simulate(load_payload(kws_npz), [np.zeros(shape, np.int8)], ACC)
+    first = next(op for op in result.operations if op.kind == "conv")
+    assert first.register("IFM_REGION") == first.registers["IFM_REGION"]
+    assert first.register("NOT_A_REGISTER", 7) == 7
+    assert pickle.loads(pickle.dumps(result.operations)) == result.operations

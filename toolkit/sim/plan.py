@@ -10,7 +10,6 @@ import dataclasses
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import MappingProxyType
 
 import numpy as np
 
@@ -187,7 +186,7 @@ def _operations(program: NpuProgram) -> list[tuple[Command, Registers]]:
         if cmd.name == "NPU_OP_STOP":
             return operations
         if values is not None:
-            operations.append((cmd, Registers(MappingProxyType(values), cmd)))
+            operations.append((cmd, Registers(values, cmd)))
     raise PayloadError(
         f"{program.source}: the command stream ends without NPU_OP_STOP (truncated?)"
     )
@@ -196,7 +195,7 @@ def _operations(program: NpuProgram) -> list[tuple[Command, Registers]]:
 def _set_registers(step: Step, regs) -> None:
     # the record was just made for this step: set its registers in place (a
     # dataclasses.replace of the 22 fields cost an eighth of the planning); regs.values is
-    # the operation's own read-only mapping (operation_registers makes a fresh dict each)
+    # the operation's own dict (operation_registers makes a fresh one each; nothing writes it)
     object.__setattr__(step.record, "registers", regs.values)
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -38,7 +37,7 @@ class OpRecord:
     cycles: int = 0  # total: the longest of compute and each memory's access cycles
     compute_cycles: int = 0  # the NPU's compute alone (Vela's "NPU cycles")
     # every register the op ran with (name without NPU_SET_ -> value)
-    registers: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    registers: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def ifm_depth(self) -> int:
