@@ -61,6 +61,10 @@ class Memory:
                 f"{what}: access to bytes [{lo:#x}, {hi:#x}) of region {region} "
                 f"({name}, {len(mem)} bytes) overflows the region"
             )
+        self.reach(region, hi)
+
+    def reach(self, region: int, hi: int) -> None:
+        """Count bytes up to hi of region in its extent (an access found in bounds)."""
         if hi > self.extent.get(region, 0):
             self.extent[region] = hi
 

@@ -166,17 +166,19 @@ def _build(program: NpuProgram, accelerator: str) -> Plan:
         i += 1
         if step.byte_map is not None:
             i += _merge_run(steps, operations, i, memory)
-    extent = dict(memory.extent)
     for tensor in (*program.inputs, *program.outputs):
-        end = tensor.offset + tensor.nbytes
-        extent[tensor.region] = max(extent.get(tensor.region, 0), end)
+        memory.reach(tensor.region, tensor.offset + tensor.nbytes)
+    decoded.constant_regions = _constant_regions(program, memory, steps)
+    return Plan(tuple(steps), decoded, dict(memory.extent))
+
+
+def _constant_regions(program: NpuProgram, memory: Memory, steps: list[Step]) -> frozenset[int]:
+    """The regions that no operation writes and no input is placed in (a region that aliases a
+    written one is written)."""
     written = {r for s in steps for r, _ in s.record.bytes_written}
     written.update(t.region for t in program.inputs)
-    changing = {id(memory.regions[r]) for r in written if r in memory.regions}  # aliases too
-    decoded.constant_regions = frozenset(
-        r for r, buffer in memory.regions.items() if id(buffer) not in changing
-    )
-    return Plan(tuple(steps), decoded, extent)
+    changing = {id(memory.regions[r]) for r in written if r in memory.regions}
+    return frozenset(r for r, buffer in memory.regions.items() if id(buffer) not in changing)
 
 
 def _operations(program: NpuProgram) -> list[tuple[Command, Registers]]:

@@ -75,7 +75,7 @@ class ByteMap:
         for region, hi in ((ifm.region, src_hi), (ofm.region, dst_hi)):
             if region not in memory.regions or hi > len(memory.regions[region]):
                 return None  # planned one by one: the failing operation is named
-            memory.check(region, 0, hi, "a merged run")  # in bounds: counts in the extent
+            memory.reach(region, hi)
         shape_in = (count, *src.shape[:2], self.depth)
         strides_in = (ifm_step, *src.strides)
         shape_out, strides_out = (count, *dst.shape), (ofm_step, *dst.strides)
