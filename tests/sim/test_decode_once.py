@@ -184,18 +184,32 @@ def test_stored_scale_streams_decode_together_as_each_alone():
         assert rescale.apply(x, 1 << 20).tolist() == want.apply(x, 1 << 20).tolist()
 
 
+_FORMAT = weights.WeightFormat(4, 1, 1, 3, 8, False, True, 8, 1, 1, 8, 8)
+
+
 @pytest.mark.parametrize("low, high, dtype", [(-128, 127, np.int8), (-255, 255, np.int16)])
 def test_stored_weights_keep_their_values_in_the_narrowest_type(tmp_path, low, high, dtype):
-    fmt = dataclasses.replace(derived_store._FORMAT_ZERO, ofm_depth=4, ifm_depth=3)
-    matrix = np.random.default_rng(2).integers(low, high + 1, (3, 4)).astype(np.float64)
+    rng = np.random.default_rng(2)
+    matrix = rng.integers(low, high + 1, (3, 4)).astype(np.float64)
     matrix[0, :2] = low, high
-    derived = derived_store.Derived(weights={(b"stream", fmt): matrix})
+    single_format = dataclasses.replace(_FORMAT, ofm_depth=2, depthwise=True)
+    single = rng.integers(-128, 128, (1, 1, 2)).astype(np.float32)  # exact in float32
+    derived = derived_store.Derived(
+        weights={(b"stream", _FORMAT): matrix, (b"other", single_format): single}
+    )
     path = tmp_path / "sim_test.bin"
     derived_store.save(path, derived)
     assert derived_store._arrays(path.read_bytes()[32:])["w_values"].dtype == dtype
-    ((key, back),) = derived_store.load(path).weights.items()
-    assert key == (b"stream", fmt) and back.dtype == np.float64
-    assert back.tolist() == matrix.tolist()
+    back = derived_store.load(path).weights
+    assert list(back) == [(b"stream", _FORMAT), (b"other", single_format)]
+    for key, want in derived.weights.items():
+        got = back[key]
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert got.tolist() == want.tolist()
+    for _, fmt in back:  # the bool fields come back as bools, the others as ints
+        assert [type(v) for v in dataclasses.astuple(fmt)] == [
+            type(v) for v in dataclasses.astuple(_FORMAT)
+        ]
 
 
 def _registers_in_turn(stream: bytes) -> list[tuple[Command, dict[str, int]]]:

@@ -33,6 +33,7 @@ from .weights import WeightFormat
 _VERSION = b"etk-sim-derived 2"
 _DIGEST = 32  # bytes of SHA-256 at the head of the file
 _FORMAT_FIELDS = tuple(f.name for f in dataclasses.fields(WeightFormat))
+_FORMAT_TYPES = tuple(bool if f.type == "bool" else int for f in dataclasses.fields(WeightFormat))
 
 
 @lru_cache(maxsize=1)
@@ -100,37 +101,39 @@ def _body(arrays: dict[str, np.ndarray]) -> bytes:
     return len(head).to_bytes(8, "little") + head + b"".join(chunks)
 
 
-def _pieces(flat: np.ndarray, ends: np.ndarray) -> list[np.ndarray]:
-    return np.split(flat, ends[:-1]) if len(ends) else []
+def _slices(ends: np.ndarray) -> list[tuple[int, int]]:
+    """(start, end) of each piece, from the pieces' ends."""
+    bounds = [0, *ends.tolist()]
+    return list(zip(bounds[:-1], bounds[1:]))
 
 
 def _unpack(a: dict[str, np.ndarray]) -> Derived:
+    """The Derived that save wrote. The weights are converted in one call and handed out as
+    views (a conversion per stream cost more than reading the file)."""
     derived = Derived()
-    streams = _pieces(a["w_streams"], a["w_stream_ends"])
-    values = _pieces(a["w_values"], a["w_value_ends"])
-    rows = zip(streams, a["w_formats"], a["w_shapes"], values, a["w_float32"].tolist())
-    for stream, fmt_row, shape, value, single in rows:
-        fmt = WeightFormat(
-            **{
-                name: type(getattr(_FORMAT_ZERO, name))(v)
-                for name, v in zip(_FORMAT_FIELDS, fmt_row.tolist())
-            }
-        )
-        shape = tuple(int(s) for s in shape if s >= 0)
-        dtype = np.float32 if single else np.float64
-        derived.weights[stream.tobytes(), fmt] = value.astype(dtype).reshape(shape)
-    raws = _pieces(a["s_raw"], a["s_raw_ends"])
-    for raw, (channels, rounding) in zip(raws, a["s_params"].tolist()):
-        derived.scales.append((raw.tobytes(), channels, rounding))
+    flat, singles = a["w_values"], a["w_float32"].tolist()
+    as_float32 = flat.astype(np.float32) if any(singles) else flat
+    streams = a["w_streams"].tobytes()
+    rows = zip(
+        _slices(a["w_stream_ends"]),
+        _slices(a["w_value_ends"]),
+        a["w_formats"].tolist(),
+        a["w_shapes"].tolist(),
+        singles,
+    )
+    for (s0, s1), (v0, v1), fmt_row, shape, single in rows:
+        fmt = WeightFormat(*(kind(v) for kind, v in zip(_FORMAT_TYPES, fmt_row)))
+        matrix = as_float32[v0:v1] if single else flat[v0:v1].astype(np.float64)
+        derived.weights[streams[s0:s1], fmt] = matrix.reshape([n for n in shape if n >= 0])
+    raws = a["s_raw"].tobytes()
+    for (r0, r1), (channels, rounding) in zip(_slices(a["s_raw_ends"]), a["s_params"].tolist()):
+        derived.scales.append((raws[r0:r1], channels, rounding))
     for name, cycles in a.items():
         if name.startswith("cycles:"):
             key = name.removeprefix("cycles:")
             pmu = a[f"pmu:{key}"]
             derived.timing[key] = (cycles, a[f"compute:{key}"], tuple(pmu.tolist()))
     return derived
-
-
-_FORMAT_ZERO = WeightFormat(*(0 for _ in _FORMAT_FIELDS))
 
 
 def _ends(pieces) -> np.ndarray:

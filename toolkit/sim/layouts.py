@@ -6,8 +6,7 @@ tile (BASE0-3) and, in NHCWB16, one for the whole 16-channel bricks and one for 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -18,6 +17,11 @@ from .registers import Registers
 # IFM_PRECISION / OFM_PRECISION: element size from the 2-bit size field.
 _SIZE_CODES = {0: 1, 1: 2, 2: 4}
 BRICK = 16  # channels per NHCWB16 brick
+_DTYPES = {
+    (signed, size): np.dtype(f"<{'i' if signed else 'u'}{size}")
+    for signed in (False, True)
+    for size in _SIZE_CODES.values()
+}
 
 
 @dataclass(frozen=True)
@@ -56,11 +60,14 @@ class FeatureMap:
     signed: bool
     brick: bool  # NHCWB16
     zero_point: int
+    # made with the map (planning reads both for every map; functools.cached_property's first
+    # access takes a lock, a tenth of planning a feature map)
+    dtype: np.dtype = field(init=False, compare=False, repr=False)
+    pieces: tuple[Piece, ...] = field(init=False, compare=False, repr=False)
 
-    @cached_property
-    def dtype(self) -> np.dtype:
-        kind = "i" if self.signed else "u"
-        return np.dtype(f"<{kind}{self.elem_size}")
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dtype", _DTYPES[self.signed, self.elem_size])
+        object.__setattr__(self, "pieces", self._pieces())
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -77,8 +84,7 @@ class FeatureMap:
             if y1 > y0 and x1 > x0
         ]
 
-    @cached_property
-    def pieces(self) -> tuple[Piece, ...]:
+    def _pieces(self) -> tuple[Piece, ...]:
         """NHWC: channels are contiguous and STRIDE_C is not used (Vela 5.1 leaves 4 there on an
         8-bit map that transposes a mean's int32 sums). NHCWB16: a brick row is 16 elements, so
         STRIDE_X is not used; STRIDE_C steps between bricks. As Vela's
