@@ -19,6 +19,7 @@ from toolkit.models.loader import load_model
 from toolkit.quantize.calibration import random_calibration
 from toolkit.targets import load_target
 
+
 def _graph_with_provenance():
     graph = torch.fx.symbolic_trace(torch.nn.Sequential(torch.nn.ReLU())).graph
     node = next(n for n in graph.nodes if n.op == "call_module")
