@@ -141,9 +141,7 @@ def _forget_dump_folder(edge: EdgeProgramManager) -> None:
     temporary folder it was lowered in."""
     for _name, module, _call in get_lowered_submodules(edge.exported_program().graph_module):
         module.compile_specs[:] = [
-            spec
-            for spec in module.compile_specs
-            if spec.key != ArmCompileSpec._DEBUG_ARTIFACT_KEY
+            spec for spec in module.compile_specs if spec.key != ArmCompileSpec._DEBUG_ARTIFACT_KEY
         ]
 
 
