@@ -41,7 +41,6 @@ import sys
 import tempfile
 import time
 import tomllib
-import warnings
 from importlib.metadata import version
 from pathlib import Path
 
@@ -50,10 +49,6 @@ import numpy as np
 from toolkit.console_capture import quiet_torch_import
 
 quiet_torch_import()  # torchao's import-time chatter, as etk does; before the imports below
-# torch's pytree warns on every compile (from copyreg.py) about its own use of LeafSpec
-warnings.filterwarnings(
-    "ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated", category=FutureWarning
-)
 
 from toolkit.lower.build_variant import compile_variant  # noqa: E402
 from toolkit.lower.tflite import compile_tflite  # noqa: E402

@@ -1,8 +1,9 @@
-"""ETK_CACHE_DIR: a program compiled by one process is copied, not compiled, by the next; a damaged
-entry is compiled again and replaced; one process at a time holds a key."""
+"""ETK_CACHE_DIR: a program compiled by one process is copied, not compiled, by the next (and the
+entry touched); a damaged entry is compiled again and replaced; one process at a time holds a key."""
 
 from __future__ import annotations
 
+import os
 import threading
 
 import toolkit.lower.build_variant as build_module
@@ -32,11 +33,13 @@ def test_a_program_in_the_shared_cache_is_copied_and_a_damaged_entry_replaced(
     entry = tmp_path / "cache" / key
     assert (entry / "delegate0.bin").read_bytes() == first.delegates[0].payload
 
+    os.utime(entry, (1, 1))  # long unused
     monkeypatch.setattr(build_module, "_CACHE", {})  # as in another process
     with monkeypatch.context() as patch:
         patch.setattr(build_module, "quantize", _refuse)
         second = compile_variant(model, calibration, "fused", npu, tmp_path / "b")
     assert second.timings == {} and second.out_dir == tmp_path / "b" / "fused"
+    assert entry.stat().st_mtime > 1  # the hit made it the most recently used
     assert [(d.payload, d.estimate, d.command_ops) for d in second.delegates] == [
         (d.payload, d.estimate, d.command_ops) for d in first.delegates
     ]

@@ -1,5 +1,5 @@
-"""scripts/: output folders default to a temporary one, torch loads without torchao's chatter,
-bad net names are refused in one line."""
+"""scripts/: output folders default to a temporary one, torch loads without torchao's chatter
+or pytree's LeafSpec warning, bad net names are refused in one line."""
 
 from __future__ import annotations
 
@@ -47,6 +47,33 @@ def test_quiet_import_is_silent_and_shows_the_chatter_of_a_failed_one(tmp_path, 
     with pytest.raises(ImportError, match="^no kernels$"):
         quiet_torch_import("chatty_broken")
     assert capfd.readouterr().err == "Failed to load _C.so\n"
+
+
+# copying a treespec makes torch's pytree warn about its own LeafSpec (as every compile does)
+COPY_TREESPEC = "import copy, torch.utils._pytree as p; copy.deepcopy(p.tree_flatten([1])[1])"
+LEAFSPEC_WARNING = (
+    "FutureWarning: `isinstance(treespec, LeafSpec)` is deprecated, use "
+    "`isinstance(treespec, TreeSpec) and treespec.is_leaf()` instead."
+)
+
+
+def test_quiet_import_hides_torchs_pytree_leafspec_warning():
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
+    env["PYTHONPATH"] = str(SCRIPTS.parent)
+    quiet = "from toolkit.console_capture import quiet_torch_import as q; q('torch.utils._pytree')"
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        for code in (COPY_TREESPEC, f"{quiet}; {COPY_TREESPEC}")
+    ]
+    assert [r.returncode for r in runs] == [0, 0]
+    assert LEAFSPEC_WARNING in runs[0].stderr  # torch still warns without it
+    assert runs[1].stderr == ""
 
 
 def test_bench_sim_refuses_an_unknown_collection_net_naming_the_table_and_its_nets(tmp_path):

@@ -7,6 +7,7 @@ import importlib
 import os
 import sys
 import tempfile
+import warnings
 
 
 class CapturedText:
@@ -36,13 +37,16 @@ def capture_fds(fds: tuple[int, ...] = (1, 2)):
 
 
 TORCH_SIDE = "toolkit.pipeline"  # imports torch, torchao and ExecuTorch's Arm backend
+PYTREE_LEAFSPEC_WARNING = r"`isinstance\(treespec, LeafSpec\)` is deprecated"
 
 
 def quiet_torch_import(module: str = TORCH_SIDE) -> None:
     """Import module with fd 2 captured: torchao's import-time chatter ("Failed to load
     ..._C_mxfp8...so" for its optional CUDA kernels, torch's pytree Enum warnings) is not for our
     users. Later imports of torch, torchao and ExecuTorch are silent; if the import fails, what it
-    printed is shown after all."""
+    printed is shown after all. Also hides torch's pytree FutureWarning about its own use of
+    LeafSpec (from copyreg.py, on every compile)."""
+    warnings.filterwarnings("ignore", message=PYTREE_LEAFSPEC_WARNING, category=FutureWarning)
     captured = CapturedText()
     try:
         with capture_fds((2,)) as captured:

@@ -17,6 +17,7 @@ from ..errors import ToolError, UserError
 
 VERB_MODULES = (
     "bench",
+    "cache",
     "compile",
     "deploy",
     "diff",
@@ -28,6 +29,8 @@ VERB_MODULES = (
 )
 # verbs that load torch and ExecuTorch (the others start in a fraction of a second)
 TORCH_VERBS = frozenset({"bench", "compile", "compare", "deploy", "import-weights"})
+# verbs that compile: an unusable ETK_CACHE_DIR is refused before they start
+COMPILING_VERBS = frozenset({"bench", "compile", "compare", "deploy"})
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,9 +62,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if not args.debug:
         quiet_third_party_warnings()
-    if args.verb in TORCH_VERBS and not args.debug:
-        quiet_torch_import()
     try:
+        if args.verb in COMPILING_VERBS:
+            from ..lower.compile_cache import usable_cache_root
+
+            usable_cache_root()
+        if args.verb in TORCH_VERBS and not args.debug:
+            quiet_torch_import()
         return int(args.func(args) or 0)
     except UserError as exc:
         if args.debug:

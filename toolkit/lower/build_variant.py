@@ -23,7 +23,7 @@ from ..npu import NpuConfig, vela_ini_path
 from ..quantize.quantizer import quantize
 from ..rewrites import DEFAULT_REWRITES
 from ..versions import tool_versions, toolkit_source_hash
-from .compile_cache import held_entry, publish
+from .compile_cache import held_entry, mark_used, publish
 from .executorch_lower import lower
 from .npu_ops import command_stream_operations, kernel_operation_count
 from .program_store import StoreDamaged, copy_stored_program, load_stored_program, save_program
@@ -117,6 +117,7 @@ def compile_variant(
             return stored
     with held_entry(key) as shared:
         if shared is not None and (copied := _copy_compiled(shared, final, key)) is not None:
+            mark_used(shared)
             return copied
         program = _build(model, calibration, variant, npu, final, key, extra_vela, rewrites)
         if shared is not None:

@@ -2,10 +2,12 @@
 cache key KEY (program_store's format), so another process (a second etk run, a bench worker, a
 test worker) copies it instead of compiling again.
 
-Off unless ETK_CACHE_DIR is set: every entry is a full compiled program and nothing is evicted.
-The key covers the model, calibration, options, tool versions and the toolkit's own sources, so
-an entry is never reused by code that would compile something else. One process compiles a key
-at a time (a lock file per key); the others wait for it and copy its result.
+Off unless ETK_CACHE_DIR is set; a folder that is set but cannot be used is an error, not a cache
+quietly left off. The key covers the model, calibration, options, tool versions and the
+toolkit's own sources, so an entry is never reused by code that would compile something else.
+One process compiles a key at a time (a lock file per key, KEY.lock, kept: removing it would let
+a process waiting on the old file and a newcomer hold the same key); the others wait for it and
+copy its result. A hit touches the entry, so `etk cache prune` removes the least recently used.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..errors import UserError
 from .program_store import copy_stored_program
 
 CACHE_DIR_ENV = "ETK_CACHE_DIR"
@@ -28,25 +31,65 @@ def cache_root() -> Path | None:
     return Path(value) if value else None
 
 
+def unusable_cache(root: Path, reason: str) -> UserError:
+    return UserError(
+        f"{CACHE_DIR_ENV}={root} cannot be used as the compile cache: {reason}; "
+        f"set {CACHE_DIR_ENV} to a writable folder or unset it"
+    )
+
+
+def usable_cache_root() -> Path | None:
+    """The cache folder (created if missing, checked writable), None when no cache is set.
+    UserError when it is set but cannot be used: checked before a command compiles anything."""
+    root = cache_root()
+    if root is None:
+        return None
+    if root.exists() and not root.is_dir():
+        raise unusable_cache(root, "it is not a folder")
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        probe, probe_path = tempfile.mkstemp(prefix=".etk-write-check-", dir=root)
+        os.close(probe)
+        os.unlink(probe_path)
+    except OSError as exc:
+        raise unusable_cache(root, exc.strerror or str(exc)) from exc
+    return root
+
+
+@contextmanager
+def key_lock(root: Path, key: str, wait: bool = True) -> Iterator[bool]:
+    """Hold key's lock while the block runs; with wait=False, yields False at once (holding
+    nothing) when another process holds it."""
+    try:
+        fd = os.open(root / f"{key}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise unusable_cache(root, exc.strerror or str(exc)) from exc
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
+
+
 @contextmanager
 def held_entry(key: str) -> Iterator[Path | None]:
     """The cache folder for key, with its lock held while the caller reads or fills it; None when
-    no cache is set or its folder cannot be used (then the caller simply compiles)."""
-    root = cache_root()
+    no cache is set (then the caller simply compiles)."""
+    root = usable_cache_root()
     if root is None:
         yield None
         return
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(root / f"{key}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError:
-        yield None
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    with key_lock(root, key):
         yield root / key
-    finally:
-        os.close(fd)
+
+
+def mark_used(entry: Path) -> None:
+    """A hit: the entry becomes the most recently used (its folder's mtime), the last to prune."""
+    os.utime(entry)
 
 
 def publish(folder: Path, entry: Path) -> None:
@@ -54,10 +97,10 @@ def publish(folder: Path, entry: Path) -> None:
     there: the caller compiled because that could not be used (damaged, or a partial copy)."""
     try:
         staging = Path(tempfile.mkdtemp(prefix=f".{entry.name}.partial-", dir=entry.parent))
-    except OSError:
-        return
+    except OSError as exc:
+        raise unusable_cache(entry.parent, exc.strerror or str(exc)) from exc
     if not copy_stored_program(folder, staging):
         shutil.rmtree(staging, ignore_errors=True)
-        return
+        raise unusable_cache(entry.parent, f"copying the compiled program into {staging} failed")
     shutil.rmtree(entry, ignore_errors=True)
     staging.rename(entry)

@@ -9,8 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from executorch.backends.arm.common.arm_compile_spec import ArmCompileSpec
 from executorch.backends.arm.util._factory import create_partitioner
-from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
+from executorch.exir import EdgeCompileConfig, EdgeProgramManager, to_edge_transform_and_lower
+from executorch.exir.lowered_backend_module import get_lowered_submodules
 
 from ..artifacts import CpuOp, QuantizedModel, RewriteRecord, TensorQuant, TensorSpec
 from ..console_capture import capture_fds
@@ -133,6 +135,16 @@ def _delegation_tag(lowered_module) -> str:
     return tags.pop()
 
 
+def _forget_dump_folder(edge: EdgeProgramManager) -> None:
+    """The .pte holds every delegate's compile specs, the dump folder's path among them (the
+    Ethos-U runtime does not read it): without it the same model gives the same bytes whatever
+    temporary folder it was lowered in."""
+    for _name, module, _call in get_lowered_submodules(edge.exported_program().graph_module):
+        module.compile_specs[:] = [
+            spec for spec in module.compile_specs if spec.key != ArmCompileSpec._DEBUG_ARTIFACT_KEY
+        ]
+
+
 def lower(
     quantized: QuantizedModel,
     npu: NpuConfig,
@@ -160,6 +172,7 @@ def lower(
                 partitioner=[create_partitioner(spec)],
                 compile_config=EdgeCompileConfig(_check_ir_validity=False),
             )
+            _forget_dump_folder(edge)
             graph = edge.exported_program().module()  # before to_executorch() rewrites it
             pte = edge.to_executorch().buffer
     except (Exception, SystemExit) as exc:  # many types, all meaning lowering failed; Vela's
