@@ -4,9 +4,13 @@ entry touched); a damaged entry is compiled again and replaced; one process at a
 from __future__ import annotations
 
 import os
+import re
 import threading
 
+import pytest
+
 import toolkit.lower.build_variant as build_module
+import toolkit.lower.compile_cache as compile_cache
 from toolkit.lower.build_variant import cache_key, compile_variant
 from toolkit.lower.compile_cache import CACHE_DIR_ENV, held_entry
 from toolkit.models.loader import load_model
@@ -77,3 +81,27 @@ def test_one_holder_per_key_at_a_time(tmp_path, monkeypatch):
             assert other == tmp_path / "k2"
     assert acquired.wait(5)
     waiting.join()
+
+
+def test_a_program_the_cache_cannot_take_is_kept_with_a_note(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "cache"))
+    monkeypatch.setattr(build_module, "_CACHE", {})
+    monkeypatch.setattr(build_module, "cache_key", lambda *args: "k1")
+    built = object()
+    monkeypatch.setattr(build_module, "_build", lambda *args: built)
+    monkeypatch.setattr(compile_cache, "copy_stored_program", lambda source, target: False)
+    assert compile_variant(None, None, "fused", None, tmp_path / "out") is built
+    err = capsys.readouterr().err
+    assert re.fullmatch(
+        r"etk: note: the compiled program was not kept in the compile cache: copying the "
+        rf"compiled program into {tmp_path}/cache/\.k1\.partial-\w+ failed\n",
+        err,
+    ), err
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["k1.lock"]  # no partial
+
+
+def test_publishing_where_no_folder_can_be_made_fails_naming_why(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(compile_cache.PublishFailed, match=r"^Not a directory$"):
+        compile_cache.publish(tmp_path, blocker / "k1")

@@ -23,7 +23,7 @@ from ..npu import NpuConfig, vela_ini_path
 from ..quantize.quantizer import quantize
 from ..rewrites import DEFAULT_REWRITES
 from ..versions import tool_versions, toolkit_source_hash
-from .compile_cache import held_entry, mark_used, publish
+from .compile_cache import PublishFailed, held_entry, mark_used, publish
 from .executorch_lower import lower
 from .npu_ops import command_stream_operations, kernel_operation_count
 from .program_store import StoreDamaged, copy_stored_program, load_stored_program, save_program
@@ -121,7 +121,10 @@ def compile_variant(
             return copied
         program = _build(model, calibration, variant, npu, final, key, extra_vela, rewrites)
         if shared is not None:
-            publish(final, shared)
+            try:
+                publish(final, shared)
+            except PublishFailed as failure:
+                note(f"note: the compiled program was not kept in the compile cache: {failure}")
         return program
 
 

@@ -92,15 +92,20 @@ def mark_used(entry: Path) -> None:
     os.utime(entry)
 
 
+class PublishFailed(Exception):
+    """The compiled program could not be copied into the cache (it is still in its folder)."""
+
+
 def publish(folder: Path, entry: Path) -> None:
     """Copy the program stored in folder into the cache entry (its lock held), replacing what is
-    there: the caller compiled because that could not be used (damaged, or a partial copy)."""
+    there: the caller compiled because that could not be used (damaged, or a partial copy).
+    PublishFailed when the cache cannot take it (a full disk): the caller's program is kept."""
     try:
         staging = Path(tempfile.mkdtemp(prefix=f".{entry.name}.partial-", dir=entry.parent))
     except OSError as exc:
-        raise unusable_cache(entry.parent, exc.strerror or str(exc)) from exc
+        raise PublishFailed(exc.strerror or str(exc)) from exc
     if not copy_stored_program(folder, staging):
         shutil.rmtree(staging, ignore_errors=True)
-        raise unusable_cache(entry.parent, f"copying the compiled program into {staging} failed")
+        raise PublishFailed(f"copying the compiled program into {staging} failed")
     shutil.rmtree(entry, ignore_errors=True)
     staging.rename(entry)
