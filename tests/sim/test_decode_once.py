@@ -192,7 +192,7 @@ def test_stored_weights_keep_their_values_in_the_narrowest_type(tmp_path, low, h
     rng = np.random.default_rng(2)
     matrix = rng.integers(low, high + 1, (3, 4)).astype(np.float64)
     matrix[0, :2] = low, high
-    single_format = dataclasses.replace(_FORMAT, ofm_depth=2, depthwise=True)
+    single_format = _FORMAT._replace(ofm_depth=2, depthwise=True)
     single = rng.integers(-128, 128, (1, 1, 2)).astype(np.float32)  # exact in float32
     derived = derived_store.Derived(
         weights={(b"stream", _FORMAT): matrix, (b"other", single_format): single}
@@ -207,9 +207,7 @@ def test_stored_weights_keep_their_values_in_the_narrowest_type(tmp_path, low, h
         assert got.dtype == want.dtype and got.shape == want.shape
         assert got.tolist() == want.tolist()
     for _, fmt in back:  # the bool fields come back as bools, the others as ints
-        assert [type(v) for v in dataclasses.astuple(fmt)] == [
-            type(v) for v in dataclasses.astuple(_FORMAT)
-        ]
+        assert [type(v) for v in fmt] == [type(v) for v in _FORMAT]
 
 
 def _registers_in_turn(stream: bytes) -> list[tuple[Command, dict[str, int]]]:

@@ -11,7 +11,7 @@ from .errors import UnsupportedError, at
 from .kernel import NEAREST, NO_UPSCALE, TRANSPOSE, Kernel, kernel_from
 from .layouts import FeatureMap, ifm_map, ofm_map
 from .memory import Memory
-from .records import OpRecord, Step, feature_map_fields
+from .records import Step, feature_map_fields, make_record
 from .registers import Registers
 from .weights import WeightFormat, ublock_depths
 
@@ -90,6 +90,16 @@ def _accumulate_transposed(padded: np.ndarray, k: Kernel, ofm: FeatureMap, w: np
     return acc
 
 
+_STREAMS = (
+    "WEIGHT_REGION",
+    "WEIGHT_BASE",
+    "WEIGHT_LENGTH",
+    "SCALE_REGION",
+    "SCALE_BASE",
+    "SCALE_LENGTH",
+)
+
+
 def prepare_conv(
     regs: Registers, memory: Memory, accelerator: str, depthwise: bool, decoded: DecodedStreams
 ) -> Step:
@@ -114,10 +124,8 @@ def prepare_conv(
         )
     ifm.check(memory, f"{what} (IFM)")
     ofm.check(memory, f"{what} (OFM)")
-    w_region = regs.get("WEIGHT_REGION") & 7
-    w_base, w_len = regs.get("WEIGHT_BASE"), regs.get("WEIGHT_LENGTH")
-    s_region = regs.get("SCALE_REGION") & 7
-    s_base, s_len = regs.get("SCALE_BASE"), regs.get("SCALE_LENGTH")
+    w_region, w_base, w_len, s_region, s_base, s_len = regs.required(_STREAMS)
+    w_region, s_region = w_region & 7, s_region & 7
     memory.check(w_region, w_base, w_base + w_len, f"{what} (weights)")
     memory.check(s_region, s_base, s_base + s_len, f"{what} (scales)")
     iu, ou = ublock_depths(accelerator)
@@ -168,7 +176,7 @@ def prepare_conv(
         ofm.write(mem, finish(rescale.apply(acc, product_bound + bias_bound), mem))
 
     macs = ofm.height * ofm.width * ofm.depth * k.elements * (1 if depthwise else ifm_depth)
-    record = OpRecord(
+    record = make_record(
         kind="depthwise" if depthwise else "conv",
         offset=op.offset,
         macs=int(macs),

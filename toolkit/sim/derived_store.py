@@ -16,7 +16,6 @@ atomically (temporary file, then rename).
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -24,6 +23,7 @@ import tempfile
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import get_type_hints
 
 import numpy as np
 
@@ -32,8 +32,8 @@ from .weights import WeightFormat
 
 _VERSION = b"etk-sim-derived 2"
 _DIGEST = 32  # bytes of SHA-256 at the head of the file
-_FORMAT_FIELDS = tuple(f.name for f in dataclasses.fields(WeightFormat))
-_FORMAT_TYPES = tuple(bool if f.type == "bool" else int for f in dataclasses.fields(WeightFormat))
+_FORMAT_FIELDS = WeightFormat._fields
+_FORMAT_TYPES = tuple(get_type_hints(WeightFormat)[name] for name in _FORMAT_FIELDS)  # int, bool
 
 
 @lru_cache(maxsize=1)

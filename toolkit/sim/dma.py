@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .errors import UnsupportedError, at
 from .memory import INTERNAL, Memory
-from .records import OpRecord, Step
+from .records import Step, make_record
 from .registers import Registers
 
 _INTERNAL_BIT = 1 << 8
@@ -45,7 +45,7 @@ def prepare_dma(regs: Registers, memory: Memory) -> Step:
                 src : src + length
             ].copy()
 
-    record = OpRecord(
+    record = make_record(
         kind="dma",
         offset=op.offset,
         macs=0,

@@ -48,7 +48,7 @@ from .conv import check_common
 from .errors import UnsupportedError, at
 from .layouts import FeatureMap, ifm_map, ofm_map
 from .memory import Memory
-from .records import OpRecord, Step, feature_map_fields
+from .records import Step, feature_map_fields, make_record
 from .registers import Registers, signed16
 
 MODES = {
@@ -222,7 +222,7 @@ def prepare_elementwise(regs: Registers, memory: Memory) -> Step:
         if ifm2 is None
         else ((ifm2.region, ifm2.height * ifm2.width * ifm2.depth * ifm2.elem_size),)
     )
-    record = OpRecord(
+    record = make_record(
         kind=f"elementwise.{mode}",
         offset=op.offset,
         macs=0,

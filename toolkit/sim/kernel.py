@@ -7,7 +7,7 @@ the top left of a 2x2 block filled with the zero point (transposed convolutions)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -16,8 +16,7 @@ from .registers import Registers
 NO_UPSCALE, NEAREST, TRANSPOSE = 0, 1, 2  # IFM_UPSCALE modes
 
 
-@dataclass(frozen=True)
-class Kernel:
+class Kernel(NamedTuple):  # a tuple, as layouts.FeatureMap says why
     height: int
     width: int
     stride_y: int
@@ -87,20 +86,24 @@ class Kernel:
 
 
 def kernel_from(regs: Registers) -> Kernel:
-    stride = regs.get("KERNEL_STRIDE")
+    stride, height_m1, width_m1 = regs.required(_KERNEL)
+    values = regs.values
     dil_x = ((stride >> 3) & 1) + 1
     dil_y = ((stride >> 4) & 1) + 1
     return Kernel(
-        height=regs.get("KERNEL_HEIGHT_M1") // dil_y + 1,
-        width=regs.get("KERNEL_WIDTH_M1") // dil_x + 1,
-        stride_x=((stride & 1) | (((stride >> 6) & 7) << 1)) + 1,
+        height=height_m1 // dil_y + 1,
+        width=width_m1 // dil_x + 1,
         stride_y=(((stride >> 1) & 1) | (((stride >> 9) & 7) << 1)) + 1,
+        stride_x=((stride & 1) | (((stride >> 6) & 7) << 1)) + 1,
         dilation_y=dil_y,
         dilation_x=dil_x,
-        pad_top=regs.get("IFM_PAD_TOP", 0),
-        pad_left=regs.get("IFM_PAD_LEFT", 0),
-        pad_bottom=regs.get("IFM_PAD_BOTTOM", 0),
-        pad_right=regs.get("IFM_PAD_RIGHT", 0),
+        pad_top=values.get("IFM_PAD_TOP", 0),
+        pad_left=values.get("IFM_PAD_LEFT", 0),
+        pad_bottom=values.get("IFM_PAD_BOTTOM", 0),
+        pad_right=values.get("IFM_PAD_RIGHT", 0),
         part_kernel_first=bool(stride & 4),
-        upscale=regs.get("IFM_UPSCALE", 0) & 3,
+        upscale=values.get("IFM_UPSCALE", 0) & 3,
     )
+
+
+_KERNEL = ("KERNEL_STRIDE", "KERNEL_HEIGHT_M1", "KERNEL_WIDTH_M1")

@@ -6,13 +6,13 @@ tile (BASE0-3) and, in NHCWB16, one for the whole 16-channel bricks and one for 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
 from .errors import UnsupportedError, at
 from .memory import Memory
-from .registers import Registers
+from .registers import Registers, signed16
 
 # IFM_PRECISION / OFM_PRECISION: element size from the 2-bit size field.
 _SIZE_CODES = {0: 1, 1: 2, 2: 4}
@@ -24,8 +24,7 @@ _DTYPES = {
 }
 
 
-@dataclass(frozen=True)
-class Piece:
+class Piece(NamedTuple):
     """A block of the feature map [ys, xs, cs] stored as a strided array at `offset`."""
 
     ys: slice
@@ -43,8 +42,12 @@ class Piece:
         return self.offset, self.offset + last + elem_size
 
 
-@dataclass(frozen=True)
-class FeatureMap:
+class FeatureMap(NamedTuple):
+    """A feature map as an operation's registers describe it, with its element type and the
+    pieces of memory it is stored in (ifm_map and ofm_map make it). A tuple, as Piece, Kernel and
+    WeightFormat are: planning makes several for every operation, and a frozen dataclass's
+    __init__ (an object.__setattr__ per field) cost a third of planning."""
+
     region: int
     bases: tuple[int, int, int, int]
     height0: int
@@ -60,69 +63,12 @@ class FeatureMap:
     signed: bool
     brick: bool  # NHCWB16
     zero_point: int
-    # made with the map (planning reads both for every map; functools.cached_property's first
-    # access takes a lock, a tenth of planning a feature map)
-    dtype: np.dtype = field(init=False, compare=False, repr=False)
-    pieces: tuple[Piece, ...] = field(init=False, compare=False, repr=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "dtype", _DTYPES[self.signed, self.elem_size])
-        object.__setattr__(self, "pieces", self._pieces())
+    dtype: np.dtype
+    pieces: tuple[Piece, ...]
 
     @property
     def shape(self) -> tuple[int, int, int]:
         return self.height, self.width, self.depth
-
-    def _tiles(self):
-        """(rows, columns, base) of the up to four tiles, in feature-map coordinates."""
-        h, w, w0 = self.height, self.width, min(self.width0, self.width)
-        h0, h1 = min(self.height0, h), min(self.height1, h)
-        tiles = ((0, h0, 0, w0, 0), (0, h1, w0, w, 1), (h0, h, 0, w0, 2), (h1, h, w0, w, 3))
-        return [
-            (slice(y0, y1), slice(x0, x1), self.bases[t])
-            for y0, y1, x0, x1, t in tiles
-            if y1 > y0 and x1 > x0
-        ]
-
-    def _pieces(self) -> tuple[Piece, ...]:
-        """NHWC: channels are contiguous and STRIDE_C is not used (Vela 5.1 leaves 4 there on an
-        8-bit map that transposes a mean's int32 sums). NHCWB16: a brick row is 16 elements, so
-        STRIDE_X is not used; STRIDE_C steps between bricks. As Vela's
-        register_command_stream_util.get_address and check_strides read the registers."""
-        pieces = []
-        e, c = self.elem_size, self.depth
-        for ys, xs, base in self._tiles():
-            th, tw = ys.stop - ys.start, xs.stop - xs.start
-            if not self.brick:
-                pieces.append(
-                    Piece(ys, xs, slice(0, c), base, (th, tw, c), (self.stride_y, self.stride_x, e))
-                )
-                continue
-            yx = (th, tw), (self.stride_y, BRICK * e)
-            full = c // BRICK
-            if full:
-                pieces.append(
-                    Piece(
-                        ys,
-                        xs,
-                        slice(0, BRICK * full),
-                        base,
-                        (*yx[0], full, BRICK),
-                        (*yx[1], self.stride_c, e),
-                    )
-                )
-            if c % BRICK:
-                pieces.append(
-                    Piece(
-                        ys,
-                        xs,
-                        slice(BRICK * full, c),
-                        base + full * self.stride_c,
-                        (*yx[0], c % BRICK),
-                        (*yx[1], e),
-                    )
-                )
-        return tuple(pieces)
 
     def check(self, memory: Memory, what: str) -> None:
         """Bounds of every element against its region (once, when the program is planned)."""
@@ -148,6 +94,39 @@ class FeatureMap:
             p.view(mem, self.dtype)[...] = values[p.ys, p.xs, p.cs].reshape(p.shape)
 
 
+def _tiles(bases, height0: int, height1: int, width0: int, h: int, w: int) -> list:
+    """(rows, columns, base) of the up to four tiles, in feature-map coordinates."""
+    w0, h0, h1 = min(width0, w), min(height0, h), min(height1, h)
+    tiles = ((0, h0, 0, w0, 0), (0, h1, w0, w, 1), (h0, h, 0, w0, 2), (h1, h, w0, w, 3))
+    return [
+        (slice(y0, y1), slice(x0, x1), bases[t])
+        for y0, y1, x0, x1, t in tiles
+        if y1 > y0 and x1 > x0
+    ]
+
+
+def _pieces(tiles: list, c: int, stride_y: int, stride_x: int, stride_c: int, e: int, brick: bool):
+    """NHWC: channels are contiguous and STRIDE_C is not used (Vela 5.1 leaves 4 there on an
+    8-bit map that transposes a mean's int32 sums). NHCWB16: a brick row is 16 elements, so
+    STRIDE_X is not used; STRIDE_C steps between bricks. As Vela's
+    register_command_stream_util.get_address and check_strides read the registers."""
+    pieces = []
+    full = c // BRICK
+    for ys, xs, base in tiles:
+        th, tw = ys.stop - ys.start, xs.stop - xs.start
+        if not brick:
+            pieces.append(Piece(ys, xs, slice(0, c), base, (th, tw, c), (stride_y, stride_x, e)))
+            continue
+        if full:
+            shape, strides = (th, tw, full, BRICK), (stride_y, BRICK * e, stride_c, e)
+            pieces.append(Piece(ys, xs, slice(0, BRICK * full), base, shape, strides))
+        if c % BRICK:
+            shape, strides = (th, tw, c % BRICK), (stride_y, BRICK * e, e)
+            rest = slice(BRICK * full, c)
+            pieces.append(Piece(ys, xs, rest, base + full * stride_c, shape, strides))
+    return tuple(pieces)
+
+
 def _precision(
     regs: Registers, name: str, size_shift: int, size_bits: int
 ) -> tuple[int, bool, bool]:
@@ -163,46 +142,47 @@ def _precision(
     return _SIZE_CODES[code], bool(value & 1), fmt == 1
 
 
-_FIELDS = (
-    "REGION",
-    "BASE0",
-    "BASE1",
-    "BASE2",
-    "BASE3",
-    "HEIGHT0_M1",
-    "HEIGHT1_M1",
-    "WIDTH0_M1",
-    "STRIDE_Y",
-    "STRIDE_X",
-    "STRIDE_C",
-    "ZERO_POINT",
-)
 # register names per feature map, made once (planning reads them for every operation)
-_NAMES = {prefix: tuple(f"{prefix}_{f}" for f in _FIELDS) for prefix in ("IFM", "IFM2", "OFM")}
+_REQUIRED = ("REGION", "HEIGHT0_M1", "HEIGHT1_M1", "WIDTH0_M1", "STRIDE_Y", "STRIDE_X", "STRIDE_C")
+_NAMES = {
+    prefix: (
+        tuple(f"{prefix}_{f}" for f in _REQUIRED),
+        tuple(f"{prefix}_BASE{i}" for i in range(4)),
+        f"{prefix}_ZERO_POINT",
+    )
+    for prefix in ("IFM", "IFM2", "OFM")
+}
 
 
 def _feature_map(
     regs: Registers, name: str, size_shift: int, height: int, width: int, depth: int
 ) -> FeatureMap:
     size, signed, brick = _precision(regs, f"{name}_PRECISION", size_shift, 2)
-    region, b0, b1, b2, b3, h0, h1, w0, sy, sx, sc, zp = _NAMES[name]
-    get = regs.get
+    required, base_names, zero_point = _NAMES[name]
+    region, h0, h1, w0, stride_y, stride_x, stride_c = regs.required(required)
+    values = regs.values
+    b0, b1, b2, b3 = (values.get(b, 0) for b in base_names)
+    bases = (b0, b1, b2, b3)
+    height0, height1, width0 = h0 + 1, h1 + 1, w0 + 1
+    tiles = _tiles(bases, height0, height1, width0, height, width)
     return FeatureMap(
-        region=get(region) & 0x7,
-        bases=(get(b0, 0), get(b1, 0), get(b2, 0), get(b3, 0)),
-        height0=get(h0) + 1,
-        height1=get(h1) + 1,
-        width0=get(w0) + 1,
+        region=region & 0x7,
+        bases=bases,
+        height0=height0,
+        height1=height1,
+        width0=width0,
         height=height,
         width=width,
         depth=depth,
-        stride_y=get(sy),
-        stride_x=get(sx),
-        stride_c=get(sc),
+        stride_y=stride_y,
+        stride_x=stride_x,
+        stride_c=stride_c,
         elem_size=size,
         signed=signed,
         brick=brick,
-        zero_point=regs.s16(zp, 0),
+        zero_point=signed16(values.get(zero_point, 0)),
+        dtype=_DTYPES[signed, size],
+        pieces=_pieces(tiles, depth, stride_y, stride_x, stride_c, size, brick),
     )
 
 

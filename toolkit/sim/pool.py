@@ -15,7 +15,7 @@ from .errors import UnsupportedError, at
 from .kernel import NEAREST, NO_UPSCALE, kernel_from
 from .layouts import FeatureMap, ifm_map, ofm_map
 from .memory import Memory
-from .records import OpRecord, Step, feature_map_fields
+from .records import Step, feature_map_fields, make_record
 from .registers import Registers
 
 MODES = {0: "max", 1: "average", 2: "reduce_sum"}
@@ -213,7 +213,7 @@ def prepare_pool(regs: Registers, memory: Memory) -> Step:
         ofm.write(mem, finish(acc, mem))
 
     byte_map = None if table is None else ByteMap(ifm, ofm, table, depth)
-    record = OpRecord(
+    record = make_record(
         kind=f"pool.{mode}",
         offset=op.offset,
         macs=int(oh * ow * depth * k.elements),

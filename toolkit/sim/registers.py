@@ -27,8 +27,19 @@ class Registers:
             return value
         if default is not None:
             return default
+        raise self._never_set(name)
+
+    def required(self, names: tuple[str, ...]) -> list[int]:
+        """get(name) of each name, in one call (planning reads some 50 registers an operation)."""
+        values = self.values
+        try:
+            return [values[name] for name in names]
+        except KeyError as missing:
+            raise self._never_set(missing.args[0]) from None
+
+    def _never_set(self, name: str) -> UnsupportedError:
         where = f"{self.op.name} at command-stream offset {self.op.offset:#x}" if self.op else "?"
-        raise UnsupportedError(f"{where} needs register {name}, which the stream never set")
+        return UnsupportedError(f"{where} needs register {name}, which the stream never set")
 
     def s16(self, name: str, default: int | None = None) -> int:
         return signed16(self.get(name, default))

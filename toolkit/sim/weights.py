@@ -9,8 +9,8 @@ matrix the convolution multiplies by.
 from __future__ import annotations
 
 import ctypes
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 from ethosu import mlw_codec
@@ -20,8 +20,7 @@ from .errors import PayloadError
 SUBKERNEL_MAX = 8
 
 
-@dataclass(frozen=True)
-class WeightFormat:
+class WeightFormat(NamedTuple):  # a tuple, as layouts.FeatureMap says why
     """Everything the stream order depends on."""
 
     ofm_depth: int
