@@ -111,7 +111,7 @@ def test_a_new_process_reads_what_the_first_derived(kws_npz, tmp_path, monkeypat
         assert [o.tolist() for o in result.outputs] == [o.tolist() for o in plain.outputs]
         assert result.operations == plain.operations  # cycle figures included
         assert result.pmu == plain.pmu
-    assert derived_store.load(stored) is not None
+    assert derived_store.load(stored, load_payload(kws_npz).weights) is not None
 
 
 def test_a_damaged_store_is_derived_again(kws_npz, tmp_path, monkeypatch):
@@ -122,14 +122,15 @@ def test_a_damaged_store_is_derived_again(kws_npz, tmp_path, monkeypatch):
     raw = bytearray(stored.read_bytes())
     raw[len(raw) // 2] ^= 0x01  # one bit in the decoded weights
     stored.write_bytes(bytes(raw))
-    assert derived_store.load(stored) is None
+    weights = load_payload(kws_npz).weights
+    assert derived_store.load(stored, weights) is None
     calls = _counting(monkeypatch)
     forget_programs()
     again = _run(kws_npz, shape, tmp_path)
     assert len(calls) == 11  # not trusted: decoded again
     assert [o.tolist() for o in again.outputs] == [o.tolist() for o in plain.outputs]
     assert again.operations == plain.operations
-    assert derived_store.load(stored) is not None  # and written again
+    assert derived_store.load(stored, weights) is not None  # and written again
     stored.write_bytes(b"")  # empty: the same
     forget_programs()
     assert [o.tolist() for o in _run(kws_npz, shape, tmp_path).outputs] == [
@@ -158,7 +159,7 @@ def test_a_program_planned_before_its_store_is_known_is_not_planned_again(kws_np
     assert plan_for(load_payload(kws_npz), ACC) is stored  # later runs find the stored plan
     _run(kws_npz, EXPECTED[NAME][0], tmp_path)
     (path,) = tmp_path.glob("sim_*.bin")
-    kept = derived_store.load(path)
+    kept = derived_store.load(path, program.weights)
     assert len(kept.weights) == 11 and len(kept.timing) == 1
 
 
@@ -198,9 +199,12 @@ def test_stored_weights_keep_their_values_in_the_narrowest_type(tmp_path, low, h
         weights={(b"stream", _FORMAT): matrix, (b"other", single_format): single}
     )
     path = tmp_path / "sim_test.bin"
-    derived_store.save(path, derived)
-    assert derived_store._arrays(path.read_bytes()[32:])["w_values"].dtype == dtype
-    back = derived_store.load(path).weights
+    program_weights = b"abcstreamxyz"  # holds the first stream, not the second
+    derived_store.save(path, derived, program_weights)
+    arrays = derived_store._arrays(path.read_bytes()[32:])
+    assert arrays["w_values"].dtype == dtype
+    assert arrays["w_starts"].tolist() == [3, -1] and arrays["w_inline"].tobytes() == b"other"
+    back = derived_store.load(path, program_weights).weights
     assert list(back) == [(b"stream", _FORMAT), (b"other", single_format)]
     for key, want in derived.weights.items():
         got = back[key]
@@ -208,6 +212,7 @@ def test_stored_weights_keep_their_values_in_the_narrowest_type(tmp_path, low, h
         assert got.tolist() == want.tolist()
     for _, fmt in back:  # the bool fields come back as bools, the others as ints
         assert [type(v) for v in fmt] == [type(v) for v in _FORMAT]
+    assert derived_store.load(path, program_weights[:8]) is None  # a stream beyond the weights
 
 
 def _registers_in_turn(stream: bytes) -> list[tuple[Command, dict[str, int]]]:

@@ -4,8 +4,9 @@ The first run of a program decodes its weight and scale streams and computes its
 a deploy in a new process would pay that again on its first inference. One file per program
 (sim_<key>.bin in the program's folder) keeps the decoded weights (as int16: every decoded
 weight fits; as int8 when all of a program's do; read back as float32 where they were exact so,
-weights.exact_in_float32), the scale streams and the per-operation cycle figures of each memory
-system.
+weights.exact_in_float32), the scale streams, and the per-operation cycle figures of each
+memory system. The streams, which lookups go by, are kept as where they lie in the program's
+weights.
 
 The key hashes the command stream, the weight region, the accelerator and the simulator's own
 source files, so an edited simulator never reads what an older one derived. The file starts
@@ -30,7 +31,7 @@ import numpy as np
 from .payload import NpuProgram
 from .weights import WeightFormat
 
-_VERSION = b"etk-sim-derived 2"
+_VERSION = b"etk-sim-derived 3"
 _DIGEST = 32  # bytes of SHA-256 at the head of the file
 _FORMAT_FIELDS = WeightFormat._fields
 _FORMAT_TYPES = tuple(get_type_hints(WeightFormat)[name] for name in _FORMAT_FIELDS)  # int, bool
@@ -62,8 +63,9 @@ class Derived:
     timing: dict[str, tuple[np.ndarray, np.ndarray, tuple[int, ...]]] = field(default_factory=dict)
 
 
-def load(path: Path) -> Derived | None:
-    """The derived state in path, or None when it is missing or cannot be trusted."""
+def load(path: Path, weights: bytes) -> Derived | None:
+    """The derived state in path for the program with these weights, or None when it is missing
+    or cannot be trusted."""
     try:
         raw = path.read_bytes()
     except OSError:
@@ -72,7 +74,7 @@ def load(path: Path) -> Derived | None:
     if len(raw) <= _DIGEST or hashlib.sha256(body).digest() != raw[:_DIGEST]:
         return None
     try:
-        return _unpack(_arrays(body))
+        return _unpack(_arrays(body), weights)
     except (ValueError, KeyError, IndexError, TypeError):
         return None
 
@@ -107,27 +109,52 @@ def _slices(ends: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(bounds[:-1], bounds[1:]))
 
 
-def _unpack(a: dict[str, np.ndarray]) -> Derived:
+def _located(streams: list[bytes], weights: bytes, prefix: str) -> dict[str, np.ndarray]:
+    """The streams as arrays for the file: where each starts in the program's weights (they
+    are the weights' bytes, and the file is keyed by them), or -1 and its bytes kept inline when
+    it is not there; keeping them only inline doubled the bytes to read and check."""
+    starts = [weights.find(stream) for stream in streams]
+    inline = [np.frombuffer(s, np.uint8) for s, at in zip(streams, starts) if at < 0]
+    return {
+        f"{prefix}starts": np.array(starts, np.int64),
+        f"{prefix}lengths": np.array([len(s) for s in streams], np.int64),
+        f"{prefix}inline": np.concatenate(inline) if inline else np.zeros(0, np.uint8),
+    }
+
+
+def _streams(a: dict[str, np.ndarray], prefix: str, weights: bytes) -> list[bytes]:
+    """The streams _located kept."""
+    inline, pos, streams = a[f"{prefix}inline"].tobytes(), 0, []
+    for start, length in zip(a[f"{prefix}starts"].tolist(), a[f"{prefix}lengths"].tolist()):
+        if start < 0:
+            streams.append(inline[pos : pos + length])
+            pos += length
+        else:
+            streams.append(weights[start : start + length])
+    if pos != len(inline) or any(len(s) != n for s, n in zip(streams, a[f"{prefix}lengths"])):
+        raise ValueError("streams outside the weights or the file")
+    return streams
+
+
+def _unpack(a: dict[str, np.ndarray], weights: bytes) -> Derived:
     """The Derived that save wrote. The weights are converted in one call and handed out as
     views (a conversion per stream cost more than reading the file)."""
     derived = Derived()
     flat, singles = a["w_values"], a["w_float32"].tolist()
     as_float32 = flat.astype(np.float32) if any(singles) else flat
-    streams = a["w_streams"].tobytes()
     rows = zip(
-        _slices(a["w_stream_ends"]),
+        _streams(a, "w_", weights),
         _slices(a["w_value_ends"]),
         a["w_formats"].tolist(),
         a["w_shapes"].tolist(),
         singles,
     )
-    for (s0, s1), (v0, v1), fmt_row, shape, single in rows:
+    for stream, (v0, v1), fmt_row, shape, single in rows:
         fmt = WeightFormat(*(kind(v) for kind, v in zip(_FORMAT_TYPES, fmt_row)))
         matrix = as_float32[v0:v1] if single else flat[v0:v1].astype(np.float64)
-        derived.weights[streams[s0:s1], fmt] = matrix.reshape([n for n in shape if n >= 0])
-    raws = a["s_raw"].tobytes()
-    for (r0, r1), (channels, rounding) in zip(_slices(a["s_raw_ends"]), a["s_params"].tolist()):
-        derived.scales.append((raws[r0:r1], channels, rounding))
+        derived.weights[stream, fmt] = matrix.reshape([n for n in shape if n >= 0])
+    for raw, (channels, rounding) in zip(_streams(a, "s_", weights), a["s_params"].tolist()):
+        derived.scales.append((raw, channels, rounding))
     for name, cycles in a.items():
         if name.startswith("cycles:"):
             key = name.removeprefix("cycles:")
@@ -140,19 +167,18 @@ def _ends(pieces) -> np.ndarray:
     return np.cumsum([len(p) for p in pieces], dtype=np.int64)
 
 
-def save(path: Path, derived: Derived) -> None:
-    """Write derived to path atomically; a folder that cannot be written is left as it is."""
+def save(path: Path, derived: Derived, program_weights: bytes) -> None:
+    """Write derived to path atomically; a folder that cannot be written is left as it is.
+    program_weights: the weights of the program the file is kept for."""
     weights = list(derived.weights.items())
-    streams = [np.frombuffer(s, np.uint8) for (s, _), _ in weights]
     values = [m.reshape(-1).astype(np.int16) for _, m in weights]
     shapes = [list(m.shape) + [-1] * (3 - m.ndim) for _, m in weights]
-    raws = [np.frombuffer(r, np.uint8) for r, _, _ in derived.scales]
     flat = np.concatenate(values) if values else np.zeros(0, np.int16)
     if flat.size and -128 <= flat.min() and flat.max() <= 127:
         flat = flat.astype(np.int8)  # most programs' weights: half the bytes to read and check
     arrays = {
-        "w_streams": np.concatenate(streams) if streams else np.zeros(0, np.uint8),
-        "w_stream_ends": _ends(streams),
+        **_located([s for (s, _), _ in weights], program_weights, "w_"),
+        **_located([r for r, _, _ in derived.scales], program_weights, "s_"),
         "w_values": flat,
         "w_value_ends": _ends(values),
         "w_formats": np.array(
@@ -160,8 +186,6 @@ def save(path: Path, derived: Derived) -> None:
         ).reshape(-1, len(_FORMAT_FIELDS)),
         "w_shapes": np.array(shapes, np.int64).reshape(-1, 3),
         "w_float32": np.array([m.dtype == np.float32 for _, m in weights], np.bool_),
-        "s_raw": np.concatenate(raws) if raws else np.zeros(0, np.uint8),
-        "s_raw_ends": _ends(raws),
         "s_params": np.array([[c, r] for _, c, r in derived.scales], np.int64).reshape(-1, 2),
     }
     for key, (cycles, compute, pmu) in derived.timing.items():

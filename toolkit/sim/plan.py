@@ -42,6 +42,7 @@ class Plan:
     # (decoded streams, timing entries) when it was last read or written
     stored: derived_store.Derived = field(default_factory=derived_store.Derived)
     saved: list = field(default_factory=lambda: [0, 0])
+    weights: bytes = b""  # the program's, where the store finds its streams (with store)
 
     def save_if_new(self) -> None:
         """Write what this process derived to the store, when it holds something new."""
@@ -49,7 +50,7 @@ class Plan:
         if self.store is None or size == self.saved:
             return
         self.decoded.export(self.stored)
-        derived_store.save(self.store, self.stored)
+        derived_store.save(self.store, self.stored, self.weights)
         self.saved[:] = size
 
 
@@ -125,13 +126,15 @@ def forget_programs() -> None:
 def _with_store(plan: Plan, program: NpuProgram, accelerator: str, folder: Path) -> Plan:
     """plan, reading and keeping what it derives in folder's store for the program."""
     store = derived_store.store_file(folder, program, accelerator)
-    stored = derived_store.load(store)
+    stored = derived_store.load(store, program.weights)
     # timed afresh: figures computed before the store was known go into it too
     if stored is None:
-        return dataclasses.replace(plan, timed={}, store=store)
+        return dataclasses.replace(plan, timed={}, store=store, weights=program.weights)
     plan.decoded.add(stored)  # the steps hold this DecodedStreams
     saved = [plan.decoded.size, len(stored.timing)]
-    return dataclasses.replace(plan, timed={}, store=store, stored=stored, saved=saved)
+    return dataclasses.replace(
+        plan, timed={}, store=store, stored=stored, saved=saved, weights=program.weights
+    )
 
 
 def _bounds(program: NpuProgram, accelerator: str) -> Memory:
