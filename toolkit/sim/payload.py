@@ -11,7 +11,7 @@ import math
 import struct
 import zipfile
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -36,21 +36,21 @@ class IOTensor:
     offset: int
     region: int
 
-    @property
+    @cached_property  # these three: read by every run
     def dtype(self) -> np.dtype:
         try:
             return np.dtype({1: np.int8, 2: np.int16, 4: np.int32}[self.elem_size])
         except KeyError:
             raise PayloadError(f"tensor element size {self.elem_size} is not 1, 2 or 4") from None
 
-    @property
+    @cached_property
     def squeezed_shape(self) -> tuple[int, ...]:
         shape = list(self.shape)
         while len(shape) > 1 and shape[0] == 1:
             shape.pop(0)
         return tuple(shape)
 
-    @property
+    @cached_property
     def nbytes(self) -> int:
         return math.prod(self.shape) * self.elem_size
 
