@@ -38,9 +38,8 @@ def unusable_cache(root: Path, reason: str) -> UserError:
     )
 
 
-def usable_cache_root() -> Path | None:
-    """The cache folder (created if missing, checked writable), None when no cache is set.
-    UserError when it is set but cannot be used: checked before a command compiles anything."""
+def _cache_folder() -> Path | None:
+    """The cache folder, made if missing; None when no cache is set."""
     root = cache_root()
     if root is None:
         return None
@@ -48,6 +47,19 @@ def usable_cache_root() -> Path | None:
         raise unusable_cache(root, "it is not a folder")
     try:
         root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise unusable_cache(root, exc.strerror or str(exc)) from exc
+    return root
+
+
+def usable_cache_root() -> Path | None:
+    """The cache folder (made if missing, checked writable), None when no cache is set.
+    UserError when it is set but cannot be used: checked before a command compiles anything
+    (a compile that meets an unwritable folder later fails the same way, on its key's lock)."""
+    root = _cache_folder()
+    if root is None:
+        return None
+    try:
         probe, probe_path = tempfile.mkstemp(prefix=".etk-write-check-", dir=root)
         os.close(probe)
         os.unlink(probe_path)
@@ -79,7 +91,7 @@ def key_lock(root: Path, key: str, wait: bool = True) -> Iterator[bool]:
 def held_entry(key: str) -> Iterator[Path | None]:
     """The cache folder for key, with its lock held while the caller reads or fills it; None when
     no cache is set (then the caller simply compiles)."""
-    root = usable_cache_root()
+    root = _cache_folder()
     if root is None:
         yield None
         return

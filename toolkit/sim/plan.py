@@ -23,7 +23,7 @@ from .errors import PayloadError, UnsupportedError, at
 from .memory import Memory, shram_bytes
 from .payload import NpuProgram, forget_payloads
 from .pool import forget_tables, prepare_pool
-from .records import OpRecord, Step
+from .records import Step, with_fields
 from .registers import Registers
 from .weights import forget_formats
 
@@ -42,15 +42,15 @@ class Plan:
     # (decoded streams, timing entries) when it was last read or written
     stored: derived_store.Derived = field(default_factory=derived_store.Derived)
     saved: list = field(default_factory=lambda: [0, 0])
-    weights: bytes = b""  # the program's, where the store finds its streams (with store)
 
-    def save_if_new(self) -> None:
-        """Write what this process derived to the store, when it holds something new."""
+    def save_if_new(self, program_weights: bytes) -> None:
+        """Write what this process derived to the store, when it holds something new
+        (program_weights: the planned program's, where the store finds its streams)."""
         size = [self.decoded.size, len(self.stored.timing)]
         if self.store is None or size == self.saved:
             return
         self.decoded.export(self.stored)
-        derived_store.save(self.store, self.stored, self.weights)
+        derived_store.save(self.store, self.stored, program_weights)
         self.saved[:] = size
 
 
@@ -129,12 +129,10 @@ def _with_store(plan: Plan, program: NpuProgram, accelerator: str, folder: Path)
     stored = derived_store.load(store, program.weights)
     # timed afresh: figures computed before the store was known go into it too
     if stored is None:
-        return dataclasses.replace(plan, timed={}, store=store, weights=program.weights)
+        return dataclasses.replace(plan, timed={}, store=store)
     plan.decoded.add(stored)  # the steps hold this DecodedStreams
     saved = [plan.decoded.size, len(stored.timing)]
-    return dataclasses.replace(
-        plan, timed={}, store=store, stored=stored, saved=saved, weights=program.weights
-    )
+    return dataclasses.replace(plan, timed={}, store=store, stored=stored, saved=saved)
 
 
 def _bounds(program: NpuProgram, accelerator: str) -> Memory:
@@ -236,9 +234,7 @@ def _merge_run(steps: list[Step], operations: list, start: int, memory: Memory) 
         return 0
     steps[-1] = Step(first.record, run, first.byte_map)
     for cmd, regs in operations[start : start + count - 1]:
-        record = object.__new__(OpRecord)
-        record.__dict__.update(first.record.__dict__, offset=cmd.offset)
-        step = Step(record, _merged)
+        step = Step(with_fields(first.record, offset=cmd.offset), _merged)
         _set_registers(step, regs)
         steps.append(step)
     return count - 1

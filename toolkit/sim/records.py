@@ -75,6 +75,15 @@ def make_record(**fields) -> OpRecord:
     return record
 
 
+def with_fields(record: OpRecord, **changes) -> OpRecord:
+    """A copy of record with these fields changed, as make_record skips __init__ (a
+    dataclasses.replace of the 22 fields cost an eighth of planning and 3 ms of a MobileNet's
+    first run)."""
+    copy = object.__new__(OpRecord)
+    copy.__dict__.update(record.__dict__, **changes)
+    return copy
+
+
 @dataclass(frozen=True)
 class Step:
     """One planned operation: its record, and what it does to memory when it runs."""

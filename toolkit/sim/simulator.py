@@ -21,7 +21,7 @@ from .layouts import ofm_map
 from .memory import Memory
 from .payload import NpuProgram
 from .plan import Plan, new_memory, plan_for, release_memory
-from .records import OpRecord
+from .records import OpRecord, with_fields
 from .registers import Registers
 
 ACCELERATORS = ("ethos-u55-32", "ethos-u55-64", "ethos-u55-128", "ethos-u55-256", "ethos-u65-256")
@@ -74,14 +74,6 @@ def _read_outputs(program: NpuProgram, memory: Memory) -> list[np.ndarray]:
     return outputs
 
 
-def _with_cycles(record: OpRecord, cycles: int, compute: int) -> OpRecord:
-    """A copy of record with its cycle figures (dataclasses.replace runs __init__ over all 22
-    fields: 3 ms of a MobileNet's first run)."""
-    timed = object.__new__(OpRecord)
-    timed.__dict__.update(record.__dict__, cycles=cycles, compute_cycles=compute)
-    return timed
-
-
 @lru_cache(maxsize=16)
 def _ini_file(config_ini: str) -> str:
     return str(vela_ini_path(config_ini))
@@ -115,7 +107,10 @@ def _timed(
         timings = [cycle_model.op_timing(s.record, accelerator, ports) for s in plan.steps]
         cycles, compute = [t.total for t in timings], [t.compute for t in timings]
         pmu = None
-    records = tuple(_with_cycles(s.record, c, cc) for s, c, cc in zip(plan.steps, cycles, compute))
+    records = tuple(
+        with_fields(s.record, cycles=c, compute_cycles=cc)
+        for s, c, cc in zip(plan.steps, cycles, compute)
+    )
     if pmu is None:
         pmu = predict_pmu(
             program.command_stream,
@@ -156,7 +151,7 @@ def simulate(
         for step in plan.steps:
             step.run(memory)
     records, pmu = _timed(plan, program, accelerator, npu.system_config, npu.memory_mode, ini_file)
-    plan.save_if_new()
+    plan.save_if_new(program.weights)
     outputs = _read_outputs(program, memory)  # copies
     release_memory(memory)
     return SimResult(
