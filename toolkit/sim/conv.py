@@ -11,6 +11,7 @@ from .errors import UnsupportedError, at
 from .kernel import NEAREST, NO_UPSCALE, TRANSPOSE, Kernel, kernel_from
 from .layouts import FeatureMap, ifm_map, ofm_map
 from .memory import Memory
+from .native.conv import conv_kernel
 from .records import Step, feature_map_fields, make_record
 from .registers import Registers
 from .weights import WeightFormat, ublock_depths
@@ -157,12 +158,16 @@ def prepare_conv(
     weight_slot = decoded.slot(w_region, w_base, w_len)
     scale_slot = decoded.slot(s_region, s_base, s_len)
     scales_where = f"{what} (scales)"
+    native = conv_kernel(ifm, ofm, k, depthwise, finish, rounding)
 
     def run(mem: Memory) -> None:
         w = weight_slot.get(mem, decoded.weights, fmt)
         bias, rescale, bias_bound = scale_slot.get(
             mem, decoded.scales, ofm.depth, rounding, scales_where
         )
+        if native is not None:
+            native(mem, w, bias, rescale)
+            return
         x = k.upscaled(ifm.read(mem), ifm.zero_point, ofm.height, ofm.width)
         work = work_dtype
         if w.dtype == np.float32:

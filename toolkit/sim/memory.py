@@ -37,6 +37,19 @@ class Memory:
         # per region, the end of the highest byte range checked: planning checks every access,
         # so a run needs no more of a region than this
         self.extent: dict[int, int] = {}
+        self._addresses: dict[int, int] = {}
+
+    def address(self, region: int) -> int:
+        """Where a region's bytes start (for the native kernels)."""
+        found = self._addresses.get(region)
+        if found is None:
+            buffer = self.internal if region == INTERNAL else self.regions[region]
+            found = self._addresses[region] = buffer.ctypes.data
+        return found
+
+    @property
+    def internal_address(self) -> int:
+        return self.address(INTERNAL)
 
     @property
     def lut_base(self) -> int:

@@ -1,0 +1,17 @@
+"""The simulator's native kernels (toolkit/sim/native/*.c); everything else is in
+pyproject.toml. optional: where no C compiler is found the package installs without them and
+the simulator runs its numpy path (`etk doctor` says which)."""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "toolkit.sim.native._kernels",
+            sources=["toolkit/sim/native/module.c", "toolkit/sim/native/conv.c"],
+            depends=["toolkit/sim/native/native.h"],
+            extra_compile_args=["-O3"],
+            optional=True,
+        )
+    ]
+)

@@ -1,0 +1,90 @@
+"""The simulator's native kernels (conv.c, ...), built when the package is installed.
+
+An operation with a native kernel runs in one call: its inputs from memory, the arithmetic, the
+output stage, its OFM into memory, the same integer arithmetic as the numpy path (conv.py, ...),
+which stays the reference, and the fallback where the kernels were not built or an operation
+has something they do not do. ETK_SIM_NATIVE=0 turns them off.
+
+The C side reads its descriptions as arrays of int64 words: fm_words and finish_words pack the
+structures native.h declares, field for field.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+from ..layouts import FeatureMap
+from ..outstage import Finish
+
+
+def _load() -> tuple[ctypes.CDLL | None, str]:
+    """The kernels' library, or None and why not."""
+    if os.environ.get("ETK_SIM_NATIVE", "1") == "0":
+        return None, "turned off (ETK_SIM_NATIVE=0)"
+    try:
+        from . import _kernels  # type: ignore[attr-defined]
+    except ImportError as exc:
+        return None, f"not built ({exc}); the numpy path runs instead"
+    return ctypes.CDLL(_kernels.__file__), "built"
+
+
+LIB, STATUS = _load()
+
+FM_WORDS = 18
+FINISH_WORDS = 8
+
+
+def fm_words(fm: FeatureMap) -> list[int]:
+    """native.h's fmap."""
+    return [
+        fm.region,
+        *fm.bases,
+        fm.height0,
+        fm.height1,
+        fm.width0,
+        fm.height,
+        fm.width,
+        fm.depth,
+        fm.stride_y,
+        fm.stride_x,
+        fm.stride_c,
+        fm.elem_size,
+        int(fm.signed),
+        int(fm.brick),
+        fm.zero_point,
+    ]
+
+
+def finish_words(finish: Finish, rounding: int) -> list[int]:
+    """native.h's finish_desc: the rescale's rounding mode, then outstage.Finish."""
+    lut = finish.lut
+    table = (
+        (lut.offset, lut.dtype.itemsize, int(lut.dtype.kind == "i"), lut.index_base)
+        if lut is not None
+        else (-1, 0, 0, 0)
+    )
+    return [rounding, finish.zero_point, finish.lo, finish.hi, *table]
+
+
+def function(name: str, words: int, argument_count: int):
+    """The kernel `name`, taking its description (`words` int64 words, which the library's
+    `name`_desc_words must confirm) and argument_count int64 arguments; None where the library
+    is not there or was built from other sources."""
+    if LIB is None:
+        return None
+    count = getattr(LIB, f"{name}_desc_words")
+    count.restype = ctypes.c_int64
+    if count() != words:
+        return None
+    kernel = getattr(LIB, name)
+    kernel.argtypes = [ctypes.c_void_p] + [ctypes.c_int64] * argument_count
+    kernel.restype = ctypes.c_int
+    return kernel
+
+
+def value_range(fm: FeatureMap) -> tuple[int, int]:
+    """The range of a feature map's values minus its zero point."""
+    bits = 8 * fm.elem_size
+    low, high = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if fm.signed else (0, (1 << bits) - 1)
+    return low - fm.zero_point, high - fm.zero_point

@@ -1,0 +1,103 @@
+"""A convolution or depthwise convolution in one native call (conv.c)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..kernel import Kernel
+from ..layouts import FeatureMap
+from ..memory import Memory
+from ..outstage import Finish, Rescale
+from . import FINISH_WORDS, FM_WORDS, finish_words, fm_words, function, value_range
+
+_GEOMETRY_WORDS = 11  # kernel size, strides, dilations, pads, upscale
+_NARROW = 2 * FM_WORDS + _GEOMETRY_WORDS + 1  # conv_desc.narrow
+_KERNEL = function("etk_conv", _NARROW + 1 + FINISH_WORDS, 8)
+_INT16 = (-(1 << 15), (1 << 15) - 1)
+_INT32_BOUND = 1 << 31
+
+
+class NativeConv:
+    """One planned convolution's native run. Its weights, bias and scales come from the plan's
+    decoded streams at each run (the same objects while the streams do not change), and are
+    converted for the kernel once per object."""
+
+    def __init__(
+        self,
+        ifm: FeatureMap,
+        ofm: FeatureMap,
+        k: Kernel,
+        depthwise: bool,
+        finish: Finish,
+        rounding: int,
+    ):
+        words = [
+            *fm_words(ifm),
+            *fm_words(ofm),
+            *k[:10],  # height, width, strides, dilations, pads
+            k.upscale,
+            int(depthwise),
+            0,  # narrow: set with the weights
+            *finish_words(finish, rounding),
+        ]
+        self.desc = np.array(words, np.int64)
+        self._desc_address = self.desc.ctypes.data
+        self.ifm_region, self.ofm_region = ifm.region, ofm.region
+        self.depthwise = depthwise
+        low, high = value_range(ifm)
+        self._ifm_bound = max(abs(low), abs(high))  # of |IFM - zero point|
+        self._ifm_in_int16 = ifm.elem_size == 1 and _INT16[0] <= low and high <= _INT16[1]
+        self._weights: tuple = (None, None, 0)  # (decoded matrix, int16 copy, address)
+        self._scales: tuple = (None, None, None, ())  # (bias, rescale, arrays, addresses)
+
+    def __call__(self, mem: Memory, w: np.ndarray, bias: np.ndarray, rescale: Rescale) -> None:
+        if w is not self._weights[0]:
+            self._set_weights(w)
+        if bias is not self._scales[0] or rescale is not self._scales[1]:
+            self._set_scales(bias, rescale)
+        status = _KERNEL(  # type: ignore[misc]
+            self._desc_address,
+            mem.address(self.ifm_region),
+            mem.address(self.ofm_region),
+            self._weights[2],
+            *self._scales[3],
+            mem.internal_address,
+        )
+        if status:
+            raise MemoryError("the native convolution could not allocate its buffers")
+
+    def _set_weights(self, w: np.ndarray) -> None:
+        """The decoded matrix as conv.c reads it: (OC, K) for a convolution, (KH, KW, OC) for
+        depthwise, int16 (the NPU's weights are 9-bit)."""
+        matrix = w if self.depthwise else w.T
+        weights = np.ascontiguousarray(matrix, dtype=np.int16)
+        if not np.array_equal(weights, matrix):
+            raise ValueError("a decoded weight does not fit int16")
+        # narrow: every |IFM - zp| fits int16 and every sum of products fits int32
+        magnitudes = np.abs(weights.astype(np.int64))
+        sums = (
+            magnitudes.reshape(-1, weights.shape[-1]).sum(axis=0)
+            if self.depthwise
+            else magnitudes.sum(axis=1)
+        )
+        largest = int(sums.max(initial=0))
+        self.desc[_NARROW] = int(self._ifm_in_int16 and largest * self._ifm_bound < _INT32_BOUND)
+        self._weights = (w, weights, weights.ctypes.data)
+
+    def _set_scales(self, bias: np.ndarray, rescale: Rescale) -> None:
+        depth = len(bias)
+        arrays = [np.ascontiguousarray(bias, dtype=np.int64)] + [
+            np.ascontiguousarray(np.broadcast_to(v, (depth,)), dtype=np.int64)
+            for v in (rescale.scale, rescale.shift, rescale.right)
+        ]
+        self._scales = (bias, rescale, arrays, tuple(a.ctypes.data for a in arrays))
+
+
+def conv_kernel(
+    ifm: FeatureMap, ofm: FeatureMap, k: Kernel, depthwise: bool, finish: Finish, rounding: int
+) -> NativeConv | None:
+    """The native run of a planned convolution, or None where the numpy path runs it: kernels
+    not built or turned off, or a 32-bit IFM (its values minus the zero point need 33 bits)."""
+    if _KERNEL is None or ifm.elem_size == 4:
+        return None
+    return NativeConv(ifm, ofm, k, depthwise, finish, rounding)

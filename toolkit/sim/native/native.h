@@ -1,0 +1,125 @@
+/* What the simulator's native kernels share: feature maps in memory (layouts.py) and the output
+ * stage (outstage.py, activation.py), exactly as the Python simulator does them. Every
+ * structure is an array of int64 that Python packs (toolkit/sim/native/__init__.py). */
+#ifndef ETK_NATIVE_H
+#define ETK_NATIVE_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+/* the hot loops in an AVX2 build too, picked at load time on a CPU that has it */
+#define HOT __attribute__((target_clones("avx2", "default")))
+#else
+#define HOT
+#endif
+
+typedef struct { /* layouts.FeatureMap, as fm_words() packs it */
+    int64_t region, base[4], height0, height1, width0, height, width, depth;
+    int64_t stride_y, stride_x, stride_c, elem_size, is_signed, brick, zero_point;
+} fmap;
+
+typedef struct { /* the output stage after the scale: finish_words() packs it */
+    int64_t rounding, zero_point, lo, hi;
+    int64_t lut_offset, lut_elem_size, lut_signed, lut_index_base; /* lut_offset < 0: none */
+} finish_desc;
+
+enum { TFL = 0, TRUNCATE = 1, NATURAL = 2 }; /* rounding modes (outstage.py) */
+#define LIMIT31 ((int64_t)1 << 31)
+
+static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* Byte offset of element (y, x, c) in its region: tile by (y, x), then NHWC or NHCWB16
+ * (layouts._tiles and _pieces). */
+static inline int64_t fm_offset(const fmap *f, int64_t y, int64_t x, int64_t c) {
+    int64_t w0 = min64(f->width0, f->width);
+    int t, ty = y, tx = x;
+    if (x < w0) {
+        int64_t h0 = min64(f->height0, f->height);
+        t = y < h0 ? 0 : 2;
+        if (t == 2) ty = y - h0;
+    } else {
+        int64_t h1 = min64(f->height1, f->height);
+        t = y < h1 ? 1 : 3;
+        if (t == 3) ty = y - h1;
+        tx = x - w0;
+    }
+    int64_t e = f->elem_size, off = f->base[t] + ty * f->stride_y;
+    if (f->brick) return off + tx * 16 * e + (c / 16) * f->stride_c + (c % 16) * e;
+    return off + tx * f->stride_x + c * e;
+}
+
+static inline int64_t load(const uint8_t *p, int64_t size, int64_t is_signed) {
+    switch (size) {
+    case 1: return is_signed ? (int64_t)*(const int8_t *)p : (int64_t)*p;
+    case 2: {
+        uint16_t v; memcpy(&v, p, 2);
+        return is_signed ? (int64_t)(int16_t)v : (int64_t)v;
+    }
+    default: {
+        uint32_t v; memcpy(&v, p, 4);
+        return is_signed ? (int64_t)(int32_t)v : (int64_t)v;
+    }
+    }
+}
+
+static inline void store(uint8_t *p, int64_t size, int64_t v) {
+    switch (size) {
+    case 1: *p = (uint8_t)v; break;
+    case 2: { uint16_t u = (uint16_t)v; memcpy(p, &u, 2); break; }
+    default: { uint32_t u = (uint32_t)v; memcpy(p, &u, 4); break; }
+    }
+}
+
+/* Channels [0, n) of pixel (y, x) minus the zero point, as int32. */
+static void read_pixel(const uint8_t *mem, const fmap *f, int64_t y, int64_t x, int64_t n,
+                       int32_t *out) {
+    int64_t e = f->elem_size, zp = f->zero_point;
+    if (!f->brick && e == 1) {
+        const uint8_t *p = mem + fm_offset(f, y, x, 0);
+        if (f->is_signed)
+            for (int64_t c = 0; c < n; c++) out[c] = (int32_t)((const int8_t *)p)[c] - (int32_t)zp;
+        else
+            for (int64_t c = 0; c < n; c++) out[c] = (int32_t)p[c] - (int32_t)zp;
+        return;
+    }
+    for (int64_t c = 0; c < n; c++)
+        out[c] = (int32_t)(load(mem + fm_offset(f, y, x, c), e, f->is_signed) - zp);
+}
+
+/* outstage.Rescale.apply of one value (shift and right as Rescale splits them), exact */
+static inline int64_t rescale_value(int64_t acc, int64_t m, int64_t s, int64_t r, int64_t rounding) {
+    if (acc > -LIMIT31 && acc < LIMIT31 && m > -LIMIT31 && m < LIMIT31 && s < 62 &&
+        rounding != TRUNCATE && r == 0) {
+        /* |acc * scale| < 2^62 and half <= 2^60: exact in 64 bits (the common case) */
+        int64_t half = s > 0 ? (int64_t)1 << (s - 1) : 0;
+        return (acc * m + half) >> s;
+    }
+    __int128 v = (__int128)acc * m, out;
+    if (rounding == TRUNCATE) {
+        __int128 mag = (v < 0 ? -v : v) >> s;
+        out = v < 0 ? -mag : mag;
+    } else {
+        __int128 half = s > 0 ? (__int128)1 << (s - 1) : 0;
+        out = (v + half) >> s;
+        if (r > 0) { /* TFL: a second rounding divide, ties away from zero */
+            __int128 rhalf = (__int128)1 << (r - 1);
+            out = (out + rhalf - (out < 0 ? 1 : 0)) >> r;
+        }
+    }
+    return (int64_t)out;
+}
+
+/* outstage.Finish of one rescaled value: zero point, clip, LUT (in lut_mem, the SHRAM) */
+static inline int64_t finish_value(const finish_desc *f, int64_t value, const uint8_t *lut_mem) {
+    value += f->zero_point;
+    if (value < f->lo) value = f->lo;
+    if (value > f->hi) value = f->hi;
+    if (f->lut_offset >= 0)
+        value = load(lut_mem + f->lut_offset + (value - f->lut_index_base) * f->lut_elem_size,
+                     f->lut_elem_size, f->lut_signed);
+    return value;
+}
+
+#endif
