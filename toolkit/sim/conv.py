@@ -91,6 +91,38 @@ def _accumulate_transposed(padded: np.ndarray, k: Kernel, ofm: FeatureMap, w: np
     return acc
 
 
+class NumpyConv:
+    """A planned convolution run through numpy: the reference for the native kernel (native/),
+    and what runs where it is not built. Called as the native one is, with the decoded weights
+    (float64, or float32 where weights.exact_in_float32), bias, rescale and max |bias|."""
+
+    def __init__(self, ifm: FeatureMap, ofm: FeatureMap, k: Kernel, depthwise: bool, finish):
+        self.ifm, self.ofm, self.k, self.depthwise, self.finish = ifm, ofm, k, depthwise, finish
+        terms = k.elements * (1 if depthwise else ifm.depth)
+        self.product_bound = terms << (8 * ifm.elem_size + 9)  # |ifm - zp| * |weight| summed
+        # depthwise runs elementwise, where int32 is faster; convolutions are BLAS products, in
+        # float32 when the weights are exact so (decoded.py) and the IFM zero point inside the
+        # IFM's type, as weights.exact_in_float32 assumes
+        self.work_dtype = np.int32 if depthwise and self.product_bound < 1 << 31 else np.float64
+        type_min, type_max = outstage.limits(ifm.dtype)
+        self.zp_in_type = type_min <= ifm.zero_point <= type_max
+
+    def __call__(self, mem: Memory, w: np.ndarray, bias, rescale, bias_bound: int) -> None:
+        ifm, ofm, k = self.ifm, self.ofm, self.k
+        x = k.upscaled(ifm.read(mem), ifm.zero_point, ofm.height, ofm.width)
+        work = self.work_dtype
+        if w.dtype == np.float32:
+            if self.zp_in_type:
+                work = np.float32
+            else:
+                w = w.astype(np.float64)
+        padded = k.padded(x, ifm.zero_point, work)
+        padded -= ifm.zero_point  # padding reads as the zero point, so it adds nothing
+        acc = _accumulate(padded, k, ofm, w, self.depthwise).astype(np.int64) + bias
+        bound = self.product_bound + bias_bound
+        ofm.write(mem, self.finish(rescale.apply(acc, bound), mem))
+
+
 _STREAMS = (
     "WEIGHT_REGION",
     "WEIGHT_BASE",
@@ -146,39 +178,19 @@ def prepare_conv(
     )
     rounding = regs.get("OFM_PRECISION") >> 14
     finish = output_finish(regs, ofm, memory)
-    terms = k.elements * (1 if depthwise else ifm_depth)
-    product_bound = terms << (8 * ifm.elem_size + 9)  # |ifm - zp| * |weight| summed
-    # depthwise runs elementwise, where int32 is faster; convolutions are BLAS products, in
-    # float32 when the weights are exact so (decoded.py) and the IFM zero point inside the
-    # IFM's type, as weights.exact_in_float32 assumes
-    work_dtype = np.int32 if depthwise and product_bound < 1 << 31 else np.float64
-    type_min, type_max = outstage.limits(ifm.dtype)
-    zp_in_type = type_min <= ifm.zero_point <= type_max
-
+    engine = conv_kernel(ifm, ofm, k, depthwise, finish, rounding) or NumpyConv(
+        ifm, ofm, k, depthwise, finish
+    )
     weight_slot = decoded.slot(w_region, w_base, w_len)
     scale_slot = decoded.slot(s_region, s_base, s_len)
     scales_where = f"{what} (scales)"
-    native = conv_kernel(ifm, ofm, k, depthwise, finish, rounding)
 
     def run(mem: Memory) -> None:
-        w = weight_slot.get(mem, decoded.weights, fmt)
-        bias, rescale, bias_bound = scale_slot.get(
-            mem, decoded.scales, ofm.depth, rounding, scales_where
+        engine(
+            mem,
+            weight_slot.get(mem, decoded.weights, fmt),
+            *scale_slot.get(mem, decoded.scales, ofm.depth, rounding, scales_where),
         )
-        if native is not None:
-            native(mem, w, bias, rescale)
-            return
-        x = k.upscaled(ifm.read(mem), ifm.zero_point, ofm.height, ofm.width)
-        work = work_dtype
-        if w.dtype == np.float32:
-            if zp_in_type:
-                work = np.float32
-            else:
-                w = w.astype(np.float64)
-        padded = k.padded(x, ifm.zero_point, work)
-        padded -= ifm.zero_point  # padding reads as the zero point, so it adds nothing
-        acc = _accumulate(padded, k, ofm, w, depthwise).astype(np.int64) + bias
-        ofm.write(mem, finish(rescale.apply(acc, product_bound + bias_bound), mem))
 
     macs = ofm.height * ofm.width * ofm.depth * k.elements * (1 if depthwise else ifm_depth)
     record = make_record(
@@ -196,4 +208,4 @@ def prepare_conv(
         acc_40bit=regs.get("ACC_FORMAT", 0) == 1,
         part_kernel_first=fmt.part_kernel_first,
     )
-    return Step(record, run)
+    return Step(record, run, blas=isinstance(engine, NumpyConv))

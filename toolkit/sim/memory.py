@@ -33,7 +33,8 @@ def shram_bytes(accelerator: str) -> int:
 class Memory:
     def __init__(self, regions: dict[int, np.ndarray], internal_size: int = 0):
         self.regions = regions
-        self.internal = np.zeros(internal_size, dtype=np.uint8)  # the SHRAM
+        self.internal_size = internal_size
+        self._internal: np.ndarray | None = None
         # per region, the end of the highest byte range checked: planning checks every access,
         # so a run needs no more of a region than this
         self.extent: dict[int, int] = {}
@@ -52,9 +53,16 @@ class Memory:
         return self.address(INTERNAL)
 
     @property
+    def internal(self) -> np.ndarray:
+        """The SHRAM, zeroed when a run first uses it (most programs never do)."""
+        if self._internal is None:
+            self._internal = np.zeros(self.internal_size, dtype=np.uint8)
+        return self._internal
+
+    @property
     def lut_base(self) -> int:
         """SHRAM address of LUT slot 0."""
-        return len(self.internal) - LUT_BYTES
+        return self.internal_size - LUT_BYTES
 
     def region(self, region: int, what: str) -> np.ndarray:
         try:
@@ -83,10 +91,10 @@ class Memory:
 
     def check_internal(self, lo: int, hi: int, what: str) -> None:
         """Raise unless SHRAM bytes [lo, hi) exist."""
-        if lo < 0 or hi > len(self.internal):
+        if lo < 0 or hi > self.internal_size:
             raise RegionError(
                 f"{what}: access to bytes [{lo:#x}, {hi:#x}) of internal memory "
-                f"(SHRAM, {len(self.internal)} bytes) overflows it"
+                f"(SHRAM, {self.internal_size} bytes) overflows it"
             )
 
     def read_bytes(self, region: int, start: int, length: int, what: str) -> np.ndarray:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +43,11 @@ class Plan:
     # (decoded streams, timing entries) when it was last read or written
     stored: derived_store.Derived = field(default_factory=derived_store.Derived)
     saved: list = field(default_factory=lambda: [0, 0])
+
+    @cached_property
+    def blas(self) -> bool:
+        """Whether a run makes BLAS products (numpy convolutions, where no native kernel runs)."""
+        return any(step.blas for step in self.steps)
 
     def save_if_new(self, program_weights: bytes) -> None:
         """Write what this process derived to the store, when it holds something new

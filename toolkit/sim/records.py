@@ -93,6 +93,7 @@ class Step:
     # set when the operation writes a function of each IFM byte to the OFM (pool.ByteMap):
     # plan.py merges runs of them that differ only in their feature maps' addresses
     byte_map: ByteMap | None = None
+    blas: bool = False  # runs numpy BLAS products (the simulator holds BLAS to one thread)
 
 
 def block_of(regs: Registers) -> tuple[int, int, int]:

@@ -6,6 +6,7 @@ import dataclasses
 import hashlib
 import math
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -72,6 +73,9 @@ def _read_outputs(program: NpuProgram, memory: Memory) -> list[np.ndarray]:
         raw = memory.read_bytes(tensor.region, tensor.offset, tensor.nbytes, f"output {i}")
         outputs.append(raw.copy().view(tensor.dtype).reshape(tensor.squeezed_shape))
     return outputs
+
+
+_npu_config = lru_cache(maxsize=16)(npu_config)
 
 
 @lru_cache(maxsize=16)
@@ -142,12 +146,12 @@ def simulate(
     program's folder, where what the simulator derives from the program is kept for the first
     run in another process (derived_store.py)."""
     check_simulated_accelerator(program, accelerator)
-    npu = npu_config(accelerator, system_config, memory_mode)
+    npu = _npu_config(accelerator, system_config, memory_mode)
     plan = plan_for(program, accelerator, store)
     memory = new_memory(program, accelerator, plan)
     _place_inputs(program, memory, inputs)
     ini_file = _ini_file(config_ini)
-    with one_blas_thread():
+    with one_blas_thread() if plan.blas else nullcontext():
         for step in plan.steps:
             step.run(memory)
     records, pmu = _timed(plan, program, accelerator, npu.system_config, npu.memory_mode, ini_file)

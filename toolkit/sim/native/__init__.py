@@ -11,25 +11,26 @@ structures native.h declares, field for field.
 
 from __future__ import annotations
 
-import ctypes
 import os
+from collections.abc import Callable
+from types import ModuleType
 
 from ..layouts import FeatureMap
 from ..outstage import Finish
 
 
-def _load() -> tuple[ctypes.CDLL | None, str]:
-    """The kernels' library, or None and why not."""
+def _load() -> tuple[ModuleType | None, str]:
+    """The kernels' module, or None and why not."""
     if os.environ.get("ETK_SIM_NATIVE", "1") == "0":
         return None, "turned off (ETK_SIM_NATIVE=0)"
     try:
         from . import _kernels  # type: ignore[attr-defined]
     except ImportError as exc:
         return None, f"not built ({exc}); the numpy path runs instead"
-    return ctypes.CDLL(_kernels.__file__), "built"
+    return _kernels, "built"
 
 
-LIB, STATUS = _load()
+KERNELS, STATUS = _load()
 
 FM_WORDS = 18
 FINISH_WORDS = 8
@@ -67,20 +68,12 @@ def finish_words(finish: Finish, rounding: int) -> list[int]:
     return [rounding, finish.zero_point, finish.lo, finish.hi, *table]
 
 
-def function(name: str, words: int, argument_count: int):
-    """The kernel `name`, taking its description (`words` int64 words, which the library's
-    `name`_desc_words must confirm) and argument_count int64 arguments; None where the library
-    is not there or was built from other sources."""
-    if LIB is None:
+def function(name: str, words: int) -> Callable[..., None] | None:
+    """The kernel `name`, whose description has `words` int64 words (the module's DESC_WORDS
+    must say the same); None where the module is not there or was built from other sources."""
+    if KERNELS is None or KERNELS.DESC_WORDS.get(name) != words:
         return None
-    count = getattr(LIB, f"{name}_desc_words")
-    count.restype = ctypes.c_int64
-    if count() != words:
-        return None
-    kernel = getattr(LIB, name)
-    kernel.argtypes = [ctypes.c_void_p] + [ctypes.c_int64] * argument_count
-    kernel.restype = ctypes.c_int
-    return kernel
+    return getattr(KERNELS, name)
 
 
 def value_range(fm: FeatureMap) -> tuple[int, int]:

@@ -171,10 +171,10 @@ done:
 }
 
 /* ptrs as arguments, not a shared array: runs of one plan in two threads stay apart */
-int etk_conv(const conv_desc *d, int64_t ifm_mem, int64_t ofm_mem, int64_t weights, int64_t bias,
+int etk_conv(const void *desc, int64_t ifm_mem, int64_t ofm_mem, int64_t weights, int64_t bias,
              int64_t scale, int64_t shift, int64_t right, int64_t lut_mem) {
     conv_ptrs p = {ifm_mem, ofm_mem, weights, bias, scale, shift, right, lut_mem};
-    return conv(d, &p);
+    return conv((const conv_desc *)desc, &p);
 }
 
 /* How many int64 words each structure holds: the Python packer checks its layout against them. */

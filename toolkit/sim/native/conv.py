@@ -12,7 +12,7 @@ from . import FINISH_WORDS, FM_WORDS, finish_words, fm_words, function, value_ra
 
 _GEOMETRY_WORDS = 11  # kernel size, strides, dilations, pads, upscale
 _NARROW = 2 * FM_WORDS + _GEOMETRY_WORDS + 1  # conv_desc.narrow
-_KERNEL = function("etk_conv", _NARROW + 1 + FINISH_WORDS, 8)
+_KERNEL = function("conv", _NARROW + 1 + FINISH_WORDS)
 _INT16 = (-(1 << 15), (1 << 15) - 1)
 _INT32_BOUND = 1 << 31
 
@@ -20,7 +20,8 @@ _INT32_BOUND = 1 << 31
 class NativeConv:
     """One planned convolution's native run. Its weights, bias and scales come from the plan's
     decoded streams at each run (the same objects while the streams do not change), and are
-    converted for the kernel once per object."""
+    converted for the kernel once per object. Called as conv.NumpyConv is (bias_bound: exact
+    128-bit arithmetic needs no bound)."""
 
     def __init__(
         self,
@@ -43,6 +44,7 @@ class NativeConv:
         self.desc = np.array(words, np.int64)
         self._desc_address = self.desc.ctypes.data
         self.ifm_region, self.ofm_region = ifm.region, ofm.region
+        self.reads_lut = finish.lut is not None
         self.depthwise = depthwise
         low, high = value_range(ifm)
         self._ifm_bound = max(abs(low), abs(high))  # of |IFM - zero point|
@@ -50,7 +52,9 @@ class NativeConv:
         self._weights: tuple = (None, None, 0)  # (decoded matrix, int16 copy, address)
         self._scales: tuple = (None, None, None, ())  # (bias, rescale, arrays, addresses)
 
-    def __call__(self, mem: Memory, w: np.ndarray, bias: np.ndarray, rescale: Rescale) -> None:
+    def __call__(
+        self, mem: Memory, w: np.ndarray, bias: np.ndarray, rescale: Rescale, bias_bound: int
+    ) -> None:
         if w is not self._weights[0]:
             self._set_weights(w)
         if bias is not self._scales[0] or rescale is not self._scales[1]:
@@ -61,7 +65,7 @@ class NativeConv:
             mem.address(self.ofm_region),
             self._weights[2],
             *self._scales[3],
-            mem.internal_address,
+            mem.internal_address if self.reads_lut else 0,
         )
         if status:
             raise MemoryError("the native convolution could not allocate its buffers")
