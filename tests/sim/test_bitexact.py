@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from toolkit.sim import load_payload, simulate
+from toolkit.sim import forget_programs, load_payload, simulate
 from toolkit.sim.diff import operations
+from toolkit.sim.native import conv as native_conv
+from toolkit.sim.plan import plan_for
 
 from .conftest import ACCELERATORS, DEFAULT_CASES, FULL_SWEEP
 
@@ -27,6 +29,22 @@ def _check(cases, name: str, accelerator: str):
 @pytest.mark.parametrize("name", DEFAULT_CASES)
 def test_single_op_bit_exact(cases, name, accelerator):
     _check(cases, name, accelerator)
+
+
+@pytest.mark.parametrize("name", DEFAULT_CASES)
+def test_single_op_bit_exact_on_the_numpy_path(cases, name, monkeypatch):
+    """The numpy convolution (what runs where the native kernels are not built) is bit-exact
+    too, not only the native kernel that runs by default."""
+    monkeypatch.setattr(native_conv, "_KERNEL", None)
+    forget_programs()
+    try:
+        result = _check(cases, name, "ethos-u55-128")
+        program = load_payload(cases.get(name).npz["ethos-u55-128"])
+        numpy_convolutions = plan_for(program, "ethos-u55-128").blas
+    finally:
+        forget_programs()  # plans made without the kernel are not kept for other tests
+    if any(r.kind in ("conv", "depthwise") for r in result.operations):
+        assert numpy_convolutions
 
 
 @pytest.mark.slow

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from ethosu.vela.ethos_u55_regs.ethos_u55_regs import cmd1
 from tflite_edit import without_final_softmax
 
 from toolkit.lower.tflite import compile_tflite
+from toolkit.sim import conv as conv_module
 from toolkit.sim import decoded as decoded_module
 from toolkit.sim import derived_store, forget_programs, load_payload, simulate, weights
 from toolkit.sim import plan as plan_module
@@ -19,6 +21,7 @@ from toolkit.sim.commands import Command, operation_registers
 from toolkit.sim.commands import decode as decode_commands
 from toolkit.sim.errors import PayloadError
 from toolkit.sim.memory import Memory
+from toolkit.sim.native import conv as native_conv
 from toolkit.sim.registers import RegisterFile
 from toolkit.targets import load_target
 
@@ -191,10 +194,10 @@ _FORMAT = weights.WeightFormat(4, 1, 1, 3, 8, False, True, 8, 1, 1, 8, 8)
 @pytest.mark.parametrize("low, high, dtype", [(-128, 127, np.int8), (-255, 255, np.int16)])
 def test_stored_weights_keep_their_values_in_the_narrowest_type(tmp_path, low, high, dtype):
     rng = np.random.default_rng(2)
-    matrix = rng.integers(low, high + 1, (3, 4)).astype(np.float64)
+    matrix = rng.integers(low, high + 1, (3, 4)).astype(np.int16)
     matrix[0, :2] = low, high
     single_format = _FORMAT._replace(ofm_depth=2, depthwise=True)
-    single = rng.integers(-128, 128, (1, 1, 2)).astype(np.float32)  # exact in float32
+    single = rng.integers(-128, 128, (1, 1, 2)).astype(np.int16)
     derived = derived_store.Derived(
         weights={(b"stream", _FORMAT): matrix, (b"other", single_format): single}
     )
@@ -280,30 +283,36 @@ def _format(depthwise: bool = False, ifm_bits: int = 8) -> weights.WeightFormat:
 def test_float32_products_only_where_every_partial_sum_is_below_2_24():
     # a column's |weights| summing to S bounds its partial sums by 255 * S for 8-bit IFMs
     largest = (2**24 - 1) // 255  # 65793: 255 * 65793 = 2^24 - 1
-    column = np.array([[largest - 2, 5], [1, -5], [-1, 5]], np.float64)
-    assert weights.exact_in_float32(column, _format())
+    column = np.array([[largest - 2, 5], [1, -5], [-1, 5]], np.int64)
+    assert weights.exact_in_float32(column, 8)
     column[0, 0] += 1  # one more: 255 * 65794 >= 2^24
-    assert not weights.exact_in_float32(column, _format())
-    assert not weights.exact_in_float32(np.ones((3, 2)), _format(depthwise=True))  # elementwise
-    assert weights.exact_in_float32(np.full((3, 2), 85.0), _format(ifm_bits=16))  # 65535 * 255
-    assert not weights.exact_in_float32(np.full((3, 2), 86.0), _format(ifm_bits=16))
+    assert not weights.exact_in_float32(column, 8)
+    assert weights.exact_in_float32(np.full((3, 2), 85, np.int16), 16)  # 3 * 85 * 65535 < 2^24
+    assert not weights.exact_in_float32(np.full((3, 2), 86, np.int16), 16)
 
 
 def test_float32_products_give_the_float64_outputs(kws_npz, monkeypatch):
+    """On the numpy path (where the native kernels are not built) convolutions whose products
+    are exact in float32 multiply so, with the outputs of float64 products."""
     shape, expected = EXPECTED[NAME]
+    monkeypatch.setattr(native_conv, "_KERNEL", None)
+    exact = []
+
+    def recorded(matrix, ifm_bits):
+        exact.append(weights.exact_in_float32(matrix, ifm_bits))
+        return exact[-1]
+
+    monkeypatch.setattr(conv_module, "exact_in_float32", recorded)
     forget_programs()
-    assert seeded_outputs(load_payload(kws_npz), shape, 4, ACC) == expected
-    plan = next(iter(plan_module._CACHE.values()))
-    dtypes = [m.dtype for m in plan.decoded._weights.values()]
-    # the DS-CNN's first convolution (two streams), pointwise convolutions and FC in float32,
-    # its depthwise convolutions in float64
-    assert dtypes.count(np.float32) == 7
-    assert dtypes.count(np.float64) == 4
-    monkeypatch.setattr(decoded_module, "exact_in_float32", lambda matrix, fmt: False)
-    forget_programs()
-    assert seeded_outputs(load_payload(kws_npz), shape, 4, ACC) == expected
-    plan = next(iter(plan_module._CACHE.values()))
-    assert {m.dtype for m in plan.decoded._weights.values()} == {np.dtype(np.float64)}
+    try:
+        assert seeded_outputs(load_payload(kws_npz), shape, 4, ACC) == expected
+        # the DS-CNN's first convolution (two streams), pointwise convolutions and FC
+        assert exact == [True] * 7
+        monkeypatch.setattr(conv_module, "exact_in_float32", lambda matrix, ifm_bits: False)
+        forget_programs()
+        assert seeded_outputs(load_payload(kws_npz), shape, 4, ACC) == expected
+    finally:
+        forget_programs()
 
 
 def test_later_runs_find_their_streams_without_a_lookup_by_content(kws_npz, monkeypatch):
@@ -377,3 +386,15 @@ def test_a_run_s_records_keep_their_registers_and_pickle(kws_npz):
     assert first.register("IFM_REGION") == first.registers["IFM_REGION"]
     assert first.register("NOT_A_REGISTER", 7) == 7
     assert pickle.loads(pickle.dumps(result.operations)) == result.operations
+
+
+def test_a_program_file_is_read_again_only_when_it_changes(kws_npz, tmp_path):
+    """A .tflite program's runs each load its .npz by path: read and parsed once while the file
+    (its size, time and inode) stays the same."""
+    path = tmp_path / "program.npz"
+    path.write_bytes(Path(kws_npz).read_bytes())
+    first = load_payload(path)
+    assert load_payload(str(path)) is first
+    path.write_bytes(b"not a payload")
+    with pytest.raises(PayloadError):
+        load_payload(path)

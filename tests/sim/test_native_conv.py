@@ -190,7 +190,9 @@ def _setup(case: Case, seed: int):
         memory.internal[lut.offset : lut.offset + 256] = rng.integers(0, 256, 256, np.uint8)
     k, depth, oc = case.kernel, case.ifm.depth, case.ofm.depth
     shape = (k.height, k.width, oc) if case.depthwise else (k.height * k.width * depth, oc)
-    weights = rng.integers(-255, 256, shape).astype(np.float64)
+    weights = rng.integers(-255, 256, shape).astype(np.int16)
+    if not case.depthwise:
+        weights = np.ascontiguousarray(weights.T)  # (O, K), as weights.decode_matrix lays it out
     bias = rng.integers(-(1 << case.bias_bits), 1 << case.bias_bits, oc, dtype=np.int64)
     shift = rng.integers(case.shifts[0], case.shifts[1] + 1, oc)
     # scales that bring a typical accumulator to a sixth of the OFM's clip range
@@ -233,16 +235,9 @@ def test_native_conv_takes_the_wide_path_where_sums_leave_int32():
     _, engine, memory, weights, bias, rescale, bound = _setup(CASES["conv3x3_nhwc"], 0)
     engine(memory, weights, bias, rescale, bound)
     assert engine.desc[engine.desc.size - 9] == 1  # conv_desc.narrow, before the finish words
-    big = np.full_like(weights, 255.0)
-    big = np.repeat(big, 2000, axis=0)  # 2000 * 45 terms * 255 * 130 > 2^31
+    big = np.full((6, 45 * 2000), 255, np.int16)  # 2000 * 45 terms * 255 * 130 > 2^31
     engine._set_weights(big)
     assert engine.desc[engine.desc.size - 9] == 0
     _, wide, *_ = _setup(CASES["conv_int16_ifm_wide"], 0)
-    wide._set_weights(np.ones((9 * 7, 3)))
+    wide._set_weights(np.ones((3, 9 * 7), np.int16))
     assert wide.desc[wide.desc.size - 9] == 0
-
-
-def test_native_conv_refuses_weights_beyond_int16():
-    _, engine, *_ = _setup(CASES["conv3x3_nhwc"], 0)
-    with pytest.raises(ValueError, match="does not fit int16"):
-        engine._set_weights(np.full((45, 6), 40000.0))

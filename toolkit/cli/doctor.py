@@ -9,6 +9,7 @@ from importlib import metadata
 from pathlib import Path
 
 from ..runners.fvp import find_fvp, find_runner_elf, how_to_build_runner, how_to_get_fvp
+from ..sim import native as native_kernels
 from ..targets import list_targets
 from .console import plain_console
 
@@ -42,6 +43,7 @@ def _version(distribution: str) -> str:
 def run_doctor(args: argparse.Namespace) -> int:
     lines = [f"{'python':<14}{sys.version.split()[0]}"]
     lines += [f"{label:<14}{_version(dist)}" for label, dist in DISTRIBUTIONS]
+    lines.append(f"{'sim kernels':<14}{native_kernels.STATUS}")
     targets = list_targets()
     lines.append("FVP binaries (searched in ETK_FVP_PATH, then PATH):")
     binaries = sorted({b for t in targets if t.fvp for b in t.fvp.binaries.values()})

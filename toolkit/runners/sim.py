@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..artifacts import CycleFigures, Delegate, Program, RunResult
+from ..sim import native as native_kernels
 from ..targets import Target
 from . import sim_check
 from .base import Availability
@@ -161,7 +162,10 @@ class SimulatorRunner:
             "beats predict its AXI beat counters",
             beats=beats,
         )
-        details: dict[str, object] = {"operations": sum(len(r.operations) for r in per_delegate)}
+        details: dict[str, object] = {
+            "operations": sum(len(r.operations) for r in per_delegate),
+            "kernels": native_kernels.STATUS,
+        }
         if disagreements:
             details["self_check"] = "; ".join(disagreements)
         elif check:

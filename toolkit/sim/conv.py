@@ -14,7 +14,7 @@ from .memory import Memory
 from .native.conv import conv_kernel
 from .records import Step, feature_map_fields, make_record
 from .registers import Registers
-from .weights import WeightFormat, ublock_depths
+from .weights import WeightFormat, exact_in_float32, ublock_depths
 
 
 def check_common(regs: Registers, upscales: tuple[int, ...] = (NO_UPSCALE,)) -> None:
@@ -42,7 +42,7 @@ def check_common(regs: Registers, upscales: tuple[int, ...] = (NO_UPSCALE,)) -> 
 def _accumulate(padded: np.ndarray, k: Kernel, ofm: FeatureMap, w: np.ndarray, depthwise: bool):
     """Exact in float64: |sum| < 2^53 for 16-bit activations, 9-bit weights, any NPU kernel;
     in float32 where the weights allow it (weights.exact_in_float32); depthwise sums also in
-    int32 when they stay below 2^31 (work_dtype)."""
+    int32 when they stay below 2^31 (NumpyConv.work_dtype)."""
     oh, ow, oc = ofm.shape
     if depthwise:
         w = w.astype(padded.dtype, copy=False)
@@ -94,31 +94,41 @@ def _accumulate_transposed(padded: np.ndarray, k: Kernel, ofm: FeatureMap, w: np
 class NumpyConv:
     """A planned convolution run through numpy: the reference for the native kernel (native/),
     and what runs where it is not built. Called as the native one is, with the decoded weights
-    (float64, or float32 where weights.exact_in_float32), bias, rescale and max |bias|."""
+    (int16, as weights.decode_matrix lays them out), bias, rescale and max |bias|."""
 
     def __init__(self, ifm: FeatureMap, ofm: FeatureMap, k: Kernel, depthwise: bool, finish):
         self.ifm, self.ofm, self.k, self.depthwise, self.finish = ifm, ofm, k, depthwise, finish
         terms = k.elements * (1 if depthwise else ifm.depth)
         self.product_bound = terms << (8 * ifm.elem_size + 9)  # |ifm - zp| * |weight| summed
         # depthwise runs elementwise, where int32 is faster; convolutions are BLAS products, in
-        # float32 when the weights are exact so (decoded.py) and the IFM zero point inside the
-        # IFM's type, as weights.exact_in_float32 assumes
+        # float32 when the weights are exact so and the IFM zero point inside the IFM's type,
+        # as weights.exact_in_float32 assumes
         self.work_dtype = np.int32 if depthwise and self.product_bound < 1 << 31 else np.float64
         type_min, type_max = outstage.limits(ifm.dtype)
         self.zp_in_type = type_min <= ifm.zero_point <= type_max
+        self._weights: tuple = (None, None)  # (decoded weights, the matrix this multiplies by)
+
+    def matrix(self, w: np.ndarray) -> np.ndarray:
+        """The weights as _accumulate multiplies by them: (K, O) in float32 where the products
+        are exact so, else float64; depthwise (KH, KW, O) as decoded. Made once per array."""
+        if w is not self._weights[0]:
+            if self.depthwise:
+                matrix = w
+            else:
+                columns = w.T
+                exact = self.zp_in_type and exact_in_float32(columns, 8 * self.ifm.elem_size)
+                matrix = columns.astype(np.float32 if exact else np.float64)
+            self._weights = (w, matrix)
+        return self._weights[1]
 
     def __call__(self, mem: Memory, w: np.ndarray, bias, rescale, bias_bound: int) -> None:
         ifm, ofm, k = self.ifm, self.ofm, self.k
         x = k.upscaled(ifm.read(mem), ifm.zero_point, ofm.height, ofm.width)
-        work = self.work_dtype
-        if w.dtype == np.float32:
-            if self.zp_in_type:
-                work = np.float32
-            else:
-                w = w.astype(np.float64)
+        matrix = self.matrix(w)
+        work = np.float32 if matrix.dtype == np.float32 else self.work_dtype
         padded = k.padded(x, ifm.zero_point, work)
         padded -= ifm.zero_point  # padding reads as the zero point, so it adds nothing
-        acc = _accumulate(padded, k, ofm, w, self.depthwise).astype(np.int64) + bias
+        acc = _accumulate(padded, k, ofm, matrix, self.depthwise).astype(np.int64) + bias
         bound = self.product_bound + bias_bound
         ofm.write(mem, self.finish(rescale.apply(acc, bound), mem))
 

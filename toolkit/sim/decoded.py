@@ -18,7 +18,7 @@ import numpy as np
 from . import outstage
 from .derived_store import Derived
 from .memory import Memory
-from .weights import WeightFormat, decode_matrix, decode_scales, exact_in_float32
+from .weights import WeightFormat, decode_matrix, decode_scales
 
 
 class DecodedStreams:
@@ -41,14 +41,11 @@ class DecodedStreams:
             self.scales(raw, channels, rounding, "stored scale stream")
 
     def weights(self, stream: bytes, fmt: WeightFormat) -> np.ndarray:
-        """weights.decode_matrix of the stream, as float32 where weights.exact_in_float32."""
+        """weights.decode_matrix of the stream (int16, as the kernels read it)."""
         key = (stream, fmt)
         matrix = self._weights.get(key)
         if matrix is None:
-            matrix = decode_matrix(stream, fmt)
-            if exact_in_float32(matrix, fmt):
-                matrix = matrix.astype(np.float32)
-            self._weights[key] = matrix
+            matrix = self._weights[key] = decode_matrix(stream, fmt)
         return matrix
 
     def scales(self, raw: bytes, channels: int, rounding: int, where: str):

@@ -2,9 +2,8 @@
 
 The first run of a program decodes its weight and scale streams and computes its cycle figures;
 a deploy in a new process would pay that again on its first inference. One file per program
-(sim_<key>.bin in the program's folder) keeps the decoded weights (as int16: every decoded
-weight fits; as int8 when all of a program's do; read back as float32 where they were exact so,
-weights.exact_in_float32), the scale streams, and the per-operation cycle figures of each
+(sim_<key>.bin in the program's folder) keeps the decoded weights (int16, as the kernels read
+them; as int8 when all of a program's fit), the scale streams, and the per-operation cycle figures of each
 memory system. The streams, which lookups go by, are kept as where they lie in the program's
 weights.
 
@@ -31,7 +30,7 @@ import numpy as np
 from .payload import NpuProgram
 from .weights import WeightFormat
 
-_VERSION = b"etk-sim-derived 3"
+_VERSION = b"etk-sim-derived 4"
 _DIGEST = 32  # bytes of SHA-256 at the head of the file
 _FORMAT_FIELDS = WeightFormat._fields
 _FORMAT_TYPES = tuple(get_type_hints(WeightFormat)[name] for name in _FORMAT_FIELDS)  # int, bool
@@ -137,22 +136,19 @@ def _streams(a: dict[str, np.ndarray], prefix: str, weights: bytes) -> list[byte
 
 
 def _unpack(a: dict[str, np.ndarray], weights: bytes) -> Derived:
-    """The Derived that save wrote. The weights are converted in one call and handed out as
-    views (a conversion per stream cost more than reading the file)."""
+    """The Derived that save wrote. The weights are widened to int16 in one call and handed
+    out as views (a conversion per stream cost more than reading the file)."""
     derived = Derived()
-    flat, singles = a["w_values"], a["w_float32"].tolist()
-    as_float32 = flat.astype(np.float32) if any(singles) else flat
+    flat = a["w_values"].astype(np.int16)
     rows = zip(
         _streams(a, "w_", weights),
         _slices(a["w_value_ends"]),
         a["w_formats"].tolist(),
         a["w_shapes"].tolist(),
-        singles,
     )
-    for stream, (v0, v1), fmt_row, shape, single in rows:
+    for stream, (v0, v1), fmt_row, shape in rows:
         fmt = WeightFormat(*(kind(v) for kind, v in zip(_FORMAT_TYPES, fmt_row)))
-        matrix = as_float32[v0:v1] if single else flat[v0:v1].astype(np.float64)
-        derived.weights[stream, fmt] = matrix.reshape([n for n in shape if n >= 0])
+        derived.weights[stream, fmt] = flat[v0:v1].reshape([n for n in shape if n >= 0])
     for raw, (channels, rounding) in zip(_streams(a, "s_", weights), a["s_params"].tolist()):
         derived.scales.append((raw, channels, rounding))
     for name, cycles in a.items():
@@ -185,7 +181,6 @@ def save(path: Path, derived: Derived, program_weights: bytes) -> None:
             [[int(getattr(f, n)) for n in _FORMAT_FIELDS] for (_, f), _ in weights], np.int64
         ).reshape(-1, len(_FORMAT_FIELDS)),
         "w_shapes": np.array(shapes, np.int64).reshape(-1, 3),
-        "w_float32": np.array([m.dtype == np.float32 for _, m in weights], np.bool_),
         "s_params": np.array([[c, r] for _, c, r in derived.scales], np.int64).reshape(-1, 2),
     }
     for key, (cycles, compute, pmu) in derived.timing.items():

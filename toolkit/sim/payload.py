@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import math
+import os
 import struct
 import zipfile
 from dataclasses import dataclass
@@ -86,20 +87,32 @@ class NpuProgram:
 def load_payload(data: bytes | bytearray | str | Path) -> NpuProgram:
     """A vela_bin_stream (bytes, or a path to a file holding one) or a Vela raw _vela.npz path."""
     if isinstance(data, (str, Path)):
-        path = Path(data)
+        path = str(data)
         try:
-            raw = path.read_bytes()
+            stat = os.stat(path)
         except OSError as exc:
             raise PayloadError(f"cannot read {path}: {exc.strerror}") from None
-        if raw[:2] == b"PK":
-            return load_npz(raw, str(path))
-        return _load_bin_stream(raw, str(path))
+        return _loaded_file(path, stat.st_mtime_ns, stat.st_size, stat.st_ino)
     return _parsed_bin_stream(bytes(data))
+
+
+@lru_cache(maxsize=32)
+def _loaded_file(path: str, mtime_ns: int, size: int, inode: int) -> NpuProgram:
+    """The program in a file, read and parsed once while the file stays the same (a .tflite
+    program's runs each load its .npz: reading and hashing it cost more than a small run)."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise PayloadError(f"cannot read {path}: {exc.strerror}") from None
+    if raw[:2] == b"PK":
+        return load_npz(raw, path)
+    return _load_bin_stream(raw, path)
 
 
 def forget_payloads() -> None:
     """Drop the parsed payloads (a fresh start, for benchmarks)."""
     _parsed_bin_stream.cache_clear()
+    _loaded_file.cache_clear()
     load_npz.cache_clear()
 
 

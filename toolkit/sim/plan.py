@@ -28,7 +28,7 @@ from .records import Step, with_fields
 from .registers import Registers
 from .weights import forget_formats
 
-_CACHE: OrderedDict[tuple, Plan] = OrderedDict()
+_CACHE: OrderedDict[tuple[int, str], tuple[NpuProgram, Plan]] = OrderedDict()
 _CACHE_SIZE = 32
 
 
@@ -108,16 +108,22 @@ def release_memory(memory: Memory) -> None:
 def plan_for(program: NpuProgram, accelerator: str, store_folder: Path | None = None) -> Plan:
     """The program's plan; with store_folder (the compiled program's folder), what an earlier
     process derived from the program is read from there, and what this one derives is kept."""
-    key = (program, accelerator)
-    plan = _CACHE.get(key)
-    if plan is None:
+    # by the program object (kept alive in the entry, so its id is not reused): hashing the
+    # program's fields at each lookup cost more than the rest of a small run's bookkeeping
+    key = (id(program), accelerator)
+    entry = _CACHE.get(key)
+    if entry is not None and entry[0] is program:
+        plan = entry[1]
+        _CACHE.move_to_end(key)
+    else:
         plan = _build(program, accelerator)
     if store_folder is not None and plan.store is None:
         plan = _with_store(plan, program, accelerator, store_folder)
-    _CACHE[key] = plan
-    _CACHE.move_to_end(key)
-    if len(_CACHE) > _CACHE_SIZE:
-        _CACHE.popitem(last=False)
+    if entry is None or entry[1] is not plan:
+        _CACHE[key] = (program, plan)
+        _CACHE.move_to_end(key)
+        if len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
     return plan
 
 

@@ -189,8 +189,9 @@ def mlw_decode(stream: bytes) -> np.ndarray:
 
 
 def decode_matrix(stream: bytes, fmt: WeightFormat) -> np.ndarray:
-    """The weights one stream holds, as float64 laid out for the convolution's matrix product:
-    (KH * KW * I, O), or (KH, KW, O) for depthwise."""
+    """The weights one stream holds, as int16 (the NPU's weights are 9-bit) laid out as the
+    convolution kernels read them: (O, KH * KW * I), each output channel's weights contiguous,
+    or (KH, KW, O) for depthwise."""
     values = mlw_decode(stream)
     needed = len(stream_order(fmt))
     if len(values) < needed:
@@ -199,24 +200,25 @@ def decode_matrix(stream: bytes, fmt: WeightFormat) -> np.ndarray:
         )
     positions, target = _matrix_index(fmt)
     kh, kw, o = fmt.kernel_height, fmt.kernel_width, fmt.ofm_depth
-    shape = (kh, kw, o) if fmt.depthwise else (kh * kw * fmt.ifm_depth, o)
-    out = np.zeros(kh * kw * o * (1 if fmt.depthwise else fmt.ifm_depth))
+    out = np.zeros(kh * kw * o * (1 if fmt.depthwise else fmt.ifm_depth), np.int16)
     out[target] = values[positions]
-    return out.reshape(shape)
+    if fmt.depthwise:
+        return out.reshape(kh, kw, o)
+    return np.ascontiguousarray(out.reshape(kh * kw * fmt.ifm_depth, o).T)
 
 
 _FLOAT32_EXACT = 1 << 24  # float32 holds every integer below this exactly
 
 
-def exact_in_float32(matrix: np.ndarray, fmt: WeightFormat) -> bool:
-    """Whether a convolution's products with these weights are exact in float32: every partial
-    sum of |ifm - zp| * |w| down a column stays below 2^24 when |ifm - zp| < 2^ifm_bits (an
-    IFM zero point inside the IFM's type; conv.py checks that). Then the BLAS product can run
-    in float32, half the bytes of float64. Depthwise weights multiply elementwise: never."""
-    if fmt.depthwise or matrix.size == 0:
+def exact_in_float32(matrix: np.ndarray, ifm_bits: int) -> bool:
+    """Whether a convolution's products with these weights ((K, O), one output channel a
+    column) are exact in float32: every partial sum of |ifm - zp| * |w| down a column stays
+    below 2^24 when |ifm - zp| < 2^ifm_bits (an IFM zero point inside the IFM's type; conv.py
+    checks that). Then the BLAS product can run in float32, half the bytes of float64."""
+    if matrix.size == 0:
         return False
-    column_bound = float(np.abs(matrix).sum(axis=0).max())
-    return column_bound * ((1 << fmt.ifm_bits) - 1) < _FLOAT32_EXACT
+    column_bound = float(np.abs(matrix).sum(axis=0, dtype=np.int64).max())
+    return column_bound * ((1 << ifm_bits) - 1) < _FLOAT32_EXACT
 
 
 def forget_formats() -> None:

@@ -20,14 +20,14 @@ from ..outstage import Finish
 
 
 def _load() -> tuple[ModuleType | None, str]:
-    """The kernels' module, or None and why not."""
+    """The kernels' module, or None; and which kernels the simulator runs (and why)."""
     if os.environ.get("ETK_SIM_NATIVE", "1") == "0":
-        return None, "turned off (ETK_SIM_NATIVE=0)"
+        return None, "numpy (native kernels turned off: ETK_SIM_NATIVE=0)"
     try:
         from . import _kernels  # type: ignore[attr-defined]
     except ImportError as exc:
-        return None, f"not built ({exc}); the numpy path runs instead"
-    return _kernels, "built"
+        return None, f"numpy (native kernels not built: {exc})"
+    return _kernels, "native"
 
 
 KERNELS, STATUS = _load()

@@ -19,8 +19,8 @@ _INT32_BOUND = 1 << 31
 
 class NativeConv:
     """One planned convolution's native run. Its weights, bias and scales come from the plan's
-    decoded streams at each run (the same objects while the streams do not change), and are
-    converted for the kernel once per object. Called as conv.NumpyConv is (bias_bound: exact
+    decoded streams at each run (the same objects while the streams do not change); what the
+    kernel needs of them is worked out once per object. Called as conv.NumpyConv is (bias_bound: exact
     128-bit arithmetic needs no bound)."""
 
     def __init__(
@@ -71,30 +71,29 @@ class NativeConv:
             raise MemoryError("the native convolution could not allocate its buffers")
 
     def _set_weights(self, w: np.ndarray) -> None:
-        """The decoded matrix as conv.c reads it: (OC, K) for a convolution, (KH, KW, OC) for
-        depthwise, int16 (the NPU's weights are 9-bit)."""
-        matrix = w if self.depthwise else w.T
-        weights = np.ascontiguousarray(matrix, dtype=np.int16)
-        if not np.array_equal(weights, matrix):
-            raise ValueError("a decoded weight does not fit int16")
-        # narrow: every |IFM - zp| fits int16 and every sum of products fits int32
-        magnitudes = np.abs(weights.astype(np.int64))
-        sums = (
-            magnitudes.reshape(-1, weights.shape[-1]).sum(axis=0)
-            if self.depthwise
-            else magnitudes.sum(axis=1)
-        )
+        """Whether the narrow path may run with these weights (int16, as decoded): every
+        |IFM - zp| fits int16 and every sum of products fits int32."""
+        magnitudes = np.abs(w)  # 9-bit weights: no int16 overflow
+        if self.depthwise:
+            sums = magnitudes.reshape(-1, w.shape[-1]).sum(axis=0, dtype=np.int64)
+        else:
+            sums = magnitudes.sum(axis=1, dtype=np.int64)
         largest = int(sums.max(initial=0))
         self.desc[_NARROW] = int(self._ifm_in_int16 and largest * self._ifm_bound < _INT32_BOUND)
+        weights = np.ascontiguousarray(w, dtype=np.int16)  # already so: decoded, or the store's
         self._weights = (w, weights, weights.ctypes.data)
 
     def _set_scales(self, bias: np.ndarray, rescale: Rescale) -> None:
         depth = len(bias)
-        arrays = [np.ascontiguousarray(bias, dtype=np.int64)] + [
-            np.ascontiguousarray(np.broadcast_to(v, (depth,)), dtype=np.int64)
-            for v in (rescale.scale, rescale.shift, rescale.right)
-        ]
+        arrays = [_channels(v, depth) for v in (bias, rescale.scale, rescale.shift, rescale.right)]
         self._scales = (bias, rescale, arrays, tuple(a.ctypes.data for a in arrays))
+
+
+def _channels(values, depth: int) -> np.ndarray:
+    """One int64 per channel, contiguous: as decoded (no copy), or a scalar's repeated."""
+    if np.ndim(values) == 0:
+        return np.full(depth, values, np.int64)
+    return np.ascontiguousarray(values, dtype=np.int64)
 
 
 def conv_kernel(
