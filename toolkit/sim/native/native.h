@@ -75,26 +75,38 @@ static inline void store(uint8_t *p, int64_t size, int64_t v) {
 /* Channels [0, n) of pixel (y, x) minus the zero point, as int32. */
 static void read_pixel(const uint8_t *mem, const fmap *f, int64_t y, int64_t x, int64_t n,
                        int32_t *out) {
-    int64_t e = f->elem_size, zp = f->zero_point;
-    if (!f->brick && e == 1) {
-        const uint8_t *p = mem + fm_offset(f, y, x, 0);
-        if (f->is_signed)
-            for (int64_t c = 0; c < n; c++) out[c] = (int32_t)((const int8_t *)p)[c] - (int32_t)zp;
+    int64_t e = f->elem_size;
+    int32_t zp = (int32_t)f->zero_point;
+    const uint8_t *pixel = mem + fm_offset(f, y, x, 0);
+    /* NHWC: the channels are one run; NHCWB16: a run of (up to) 16 per brick */
+    int64_t run = f->brick ? 16 : n, step = f->brick ? f->stride_c : 0;
+    for (int64_t c0 = 0; c0 < n; c0 += run) {
+        const uint8_t *p = pixel + (c0 / run) * step;
+        int32_t *o = out + c0;
+        int64_t m = n - c0 < run ? n - c0 : run;
+        if (e == 1 && f->is_signed)
+            for (int64_t c = 0; c < m; c++) o[c] = (int32_t)((const int8_t *)p)[c] - zp;
+        else if (e == 1)
+            for (int64_t c = 0; c < m; c++) o[c] = (int32_t)p[c] - zp;
         else
-            for (int64_t c = 0; c < n; c++) out[c] = (int32_t)p[c] - (int32_t)zp;
-        return;
+            for (int64_t c = 0; c < m; c++) o[c] = (int32_t)(load(p + c * e, e, f->is_signed) - zp);
     }
-    for (int64_t c = 0; c < n; c++)
-        out[c] = (int32_t)(load(mem + fm_offset(f, y, x, c), e, f->is_signed) - zp);
 }
 
 /* outstage.Rescale.apply of one value (shift and right as Rescale splits them), exact */
 static inline int64_t rescale_value(int64_t acc, int64_t m, int64_t s, int64_t r, int64_t rounding) {
-    if (acc > -LIMIT31 && acc < LIMIT31 && m > -LIMIT31 && m < LIMIT31 && s < 62 &&
-        rounding != TRUNCATE && r == 0) {
+    if (acc > -LIMIT31 && acc < LIMIT31 && m > -LIMIT31 && m < LIMIT31 && s < 62) {
         /* |acc * scale| < 2^62 and half <= 2^60: exact in 64 bits (the common case) */
+        int64_t v = acc * m;
+        if (rounding == TRUNCATE) {
+            int64_t mag = (v < 0 ? -v : v) >> s;
+            return v < 0 ? -mag : mag;
+        }
         int64_t half = s > 0 ? (int64_t)1 << (s - 1) : 0;
-        return (acc * m + half) >> s;
+        int64_t out = (v + half) >> s;
+        if (r > 0) /* TFL: a second rounding divide, ties away from zero */
+            out = (out + ((int64_t)1 << (r - 1)) - (out < 0 ? 1 : 0)) >> r;
+        return out;
     }
     __int128 v = (__int128)acc * m, out;
     if (rounding == TRUNCATE) {
