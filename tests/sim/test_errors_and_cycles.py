@@ -14,6 +14,7 @@ from toolkit.errors import UserError
 from toolkit.sim import (
     PayloadError,
     RegionError,
+    SimError,
     UnsupportedError,
     load_payload,
     simulate,
@@ -244,3 +245,19 @@ def test_records_count_macs_and_bytes(program, conv_case):
     assert convs[0].read_from(0) > 0 and convs[0].written_to(1) == 10 * 12 * 16
     assert result.total_cycles == result.pmu.total >= result.npu_cycles
     assert result.npu_cycles == sum(r.compute_cycles for r in result.operations)
+
+
+def test_inputs_of_the_wrong_size_or_type_are_refused(program, conv_case):
+    x = conv_case.input
+    with pytest.raises(SimError, match=r"^input 0 has shape \(5,\) \(5 elements\); the program "):
+        simulate(program, [x.reshape(-1)[:5]], ACC)
+    with pytest.raises(SimError, match=r"^input 0 is float32; the program expects int8 \(quantize"):
+        simulate(program, [x.astype(np.float32)], ACC)
+    with pytest.raises(SimError, match=r"takes 1 inputs, got 2$"):
+        simulate(program, [x, x], ACC)
+    expected = simulate(program, [x], ACC).outputs[0]
+    # the same bytes in another integer type of the same size, or not contiguous, run the same
+    assert np.array_equal(simulate(program, [x.view(np.uint8)], ACC).outputs[0], expected)
+    strided = np.stack([x, x], axis=-1)[..., 0]
+    assert not strided.flags.c_contiguous
+    assert np.array_equal(simulate(program, [strided], ACC).outputs[0], expected)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import math
 from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -53,18 +52,20 @@ def _place_inputs(program: NpuProgram, memory: Memory, inputs: Sequence[np.ndarr
         raise SimError(f"{program.source} takes {len(program.inputs)} inputs, got {len(inputs)}")
     for i, (tensor, value) in enumerate(zip(program.inputs, inputs)):
         value = np.asarray(value)
-        if value.size != math.prod(tensor.shape):
+        if value.size * tensor.elem_size != tensor.nbytes:
             raise SimError(
                 f"input {i} has shape {value.shape} ({value.size} elements); the "
                 f"program expects {tensor.squeezed_shape}"
             )
-        if not np.issubdtype(value.dtype, np.integer) or value.dtype.itemsize != tensor.elem_size:
+        if value.dtype.kind not in "iu" or value.dtype.itemsize != tensor.elem_size:
             raise SimError(
                 f"input {i} is {value.dtype}; the program expects "
                 f"{tensor.dtype} (quantize it first)"
             )
-        raw = np.ascontiguousarray(value.astype(tensor.dtype, copy=False)).reshape(-1)
-        memory.write_bytes(tensor.region, tensor.offset, raw.view(np.uint8), f"input {i}")
+        if value.dtype != tensor.dtype:  # the other sign, or byte order
+            value = value.astype(tensor.dtype)
+        raw = value.reshape(-1).view(np.uint8)
+        memory.write_bytes(tensor.region, tensor.offset, raw, f"input {i}")
 
 
 def _read_outputs(program: NpuProgram, memory: Memory) -> list[np.ndarray]:
