@@ -73,8 +73,8 @@ static inline void store(uint8_t *p, int64_t size, int64_t v) {
 }
 
 /* Channels [0, n) of pixel (y, x) minus the zero point, as int32. */
-static void read_pixel(const uint8_t *mem, const fmap *f, int64_t y, int64_t x, int64_t n,
-                       int32_t *out) {
+static inline void read_pixel(const uint8_t *mem, const fmap *f, int64_t y, int64_t x, int64_t n,
+                              int32_t *out) {
     int64_t e = f->elem_size, zp = f->zero_point;
     if (!f->brick && e == 1) {
         const uint8_t *p = mem + fm_offset(f, y, x, 0);
@@ -88,14 +88,9 @@ static void read_pixel(const uint8_t *mem, const fmap *f, int64_t y, int64_t x, 
         out[c] = (int32_t)(load(mem + fm_offset(f, y, x, c), e, f->is_signed) - zp);
 }
 
-/* outstage.Rescale.apply of one value (shift and right as Rescale splits them), exact */
-static inline int64_t rescale_value(int64_t acc, int64_t m, int64_t s, int64_t r, int64_t rounding) {
-    if (acc > -LIMIT31 && acc < LIMIT31 && m > -LIMIT31 && m < LIMIT31 && s < 62 &&
-        rounding != TRUNCATE && r == 0) {
-        /* |acc * scale| < 2^62 and half <= 2^60: exact in 64 bits (the common case) */
-        int64_t half = s > 0 ? (int64_t)1 << (s - 1) : 0;
-        return (acc * m + half) >> s;
-    }
+/* outstage.Rescale.apply of one value in 128 bits: exact for any int64 acc and scale (numpy
+ * goes to Python ints where int64 could overflow) */
+static inline __int128 rescale_wide(int64_t acc, int64_t m, int64_t s, int64_t r, int64_t rounding) {
     __int128 v = (__int128)acc * m, out;
     if (rounding == TRUNCATE) {
         __int128 mag = (v < 0 ? -v : v) >> s;
@@ -108,7 +103,56 @@ static inline int64_t rescale_value(int64_t acc, int64_t m, int64_t s, int64_t r
             out = (out + rhalf - (out < 0 ? 1 : 0)) >> r;
         }
     }
-    return (int64_t)out;
+    return out;
+}
+
+/* outstage.Rescale.apply of one value (shift and right as Rescale splits them), exact */
+static inline int64_t rescale_value(int64_t acc, int64_t m, int64_t s, int64_t r, int64_t rounding) {
+    if (acc > -LIMIT31 && acc < LIMIT31 && m > -LIMIT31 && m < LIMIT31 && s < 62 &&
+        rounding != TRUNCATE && r == 0) {
+        /* |acc * scale| < 2^62 and half <= 2^60: exact in 64 bits (the common case) */
+        int64_t half = s > 0 ? (int64_t)1 << (s - 1) : 0;
+        return (acc * m + half) >> s;
+    }
+    return (int64_t)rescale_wide(acc, m, s, r, rounding);
+}
+
+/* rescale_value, saturated to int64 where the exact result is beyond it: the same output once
+ * finish_value clips it to the OFM's range (outstage.Finish clips numpy's Python ints) */
+static inline int64_t rescale_saturated(int64_t acc, int64_t m, int64_t s, int64_t r,
+                                        int64_t rounding) {
+    if (m == 1 && s == 0 && r == 0) return acc; /* the unit scale, every rounding mode */
+    if (acc > -LIMIT31 && acc < LIMIT31) return rescale_value(acc, m, s, r, rounding);
+    __int128 v = rescale_wide(acc, m, s, r, rounding);
+    if (v > (__int128)INT64_MAX) return INT64_MAX;
+    if (v < (__int128)INT64_MIN) return INT64_MIN;
+    return (int64_t)v;
+}
+
+/* Byte offset of channel c within its pixel, NHWC or NHCWB16 (fm_offset's last terms) */
+static inline int64_t channel_offset(const fmap *f, int64_t c) {
+    int64_t e = f->elem_size;
+    return f->brick ? (c / 16) * f->stride_c + (c % 16) * e : c * e;
+}
+
+/* The first `depth` channels of every pixel minus the zero point, as int64, (H, W, depth) in
+ * `out`: layouts.FeatureMap.read (32-bit values minus a zero point need more than int32). */
+static inline void read_map(const uint8_t *mem, const fmap *f, int64_t depth, int64_t *out) {
+    int64_t e = f->elem_size, zp = f->zero_point;
+    for (int64_t y = 0; y < f->height; y++) {
+        for (int64_t x = 0; x < f->width; x++, out += depth) {
+            const uint8_t *p = mem + fm_offset(f, y, x, 0);
+            if (!f->brick && e == 1) {
+                if (f->is_signed)
+                    for (int64_t c = 0; c < depth; c++) out[c] = (int64_t)((const int8_t *)p)[c] - zp;
+                else
+                    for (int64_t c = 0; c < depth; c++) out[c] = (int64_t)p[c] - zp;
+                continue;
+            }
+            for (int64_t c = 0; c < depth; c++)
+                out[c] = load(p + channel_offset(f, c), e, f->is_signed) - zp;
+        }
+    }
 }
 
 /* outstage.Finish of one rescaled value: zero point, clip, LUT (in lut_mem, the SHRAM) */
@@ -120,6 +164,20 @@ static inline int64_t finish_value(const finish_desc *f, int64_t value, const ui
         value = load(lut_mem + f->lut_offset + (value - f->lut_index_base) * f->lut_elem_size,
                      f->lut_elem_size, f->lut_signed);
     return value;
+}
+
+/* The output stage's last steps and the OFM write of (H, W, C) rescaled values:
+ * outstage.Finish, then layouts.FeatureMap.write */
+static inline void write_map(uint8_t *mem, const fmap *f, const finish_desc *finish,
+                             const int64_t *values, const uint8_t *lut_mem) {
+    int64_t e = f->elem_size;
+    for (int64_t y = 0; y < f->height; y++) {
+        for (int64_t x = 0; x < f->width; x++, values += f->depth) {
+            uint8_t *p = mem + fm_offset(f, y, x, 0);
+            for (int64_t c = 0; c < f->depth; c++)
+                store(p + channel_offset(f, c), e, finish_value(finish, values[c], lut_mem));
+        }
+    }
 }
 
 #endif
