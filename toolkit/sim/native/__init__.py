@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import os
 
+from ..activation import LUT_ENTRIES
 from ..layouts import FeatureMap
 from ..outstage import Finish
 
@@ -65,6 +66,16 @@ def finish_words(finish: Finish, rounding: int) -> list[int]:
         else (-1, 0, 0, 0)
     )
     return [rounding, finish.zero_point, finish.lo, finish.hi, *table]
+
+
+def lut_in_reach(finish: Finish) -> bool:
+    """Whether every value the clip leaves indexes the LUT (if any): min(max(v, lo), hi) lies in
+    [min(lo, hi), hi]. ACTIVATION_MAX below the table's range (no Vela stream has it) would
+    read outside it, where numpy indexes from the table's end or raises."""
+    lut = finish.lut
+    if lut is None:
+        return True
+    return lut.index_base <= min(finish.lo, finish.hi) and finish.hi - lut.index_base < LUT_ENTRIES
 
 
 def function(name: str, words: int, argument_count: int):

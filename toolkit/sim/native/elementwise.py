@@ -10,7 +10,15 @@ from ..alu import NegativeRescale
 from ..layouts import FeatureMap
 from ..memory import Memory
 from ..outstage import Finish, Rescale
-from . import FINISH_WORDS, FM_WORDS, finish_words, fm_words, function, value_range
+from . import (
+    FINISH_WORDS,
+    FM_WORDS,
+    finish_words,
+    fm_words,
+    function,
+    lut_in_reach,
+    value_range,
+)
 
 if TYPE_CHECKING:
     from ..elementwise import OperandScales
@@ -65,9 +73,10 @@ def elementwise_kernel(
 ) -> NativeElementwise | None:
     """The native run of a planned elementwise operation (elementwise.MODES' `mode`; IFM2 a
     feature map, or `scalar`), or None where the numpy path runs it: kernels not built or
-    turned off, or a 32-bit operand scale whose result could pass int64 (no Vela stream
-    scales more than an 8-bit operand there; numpy would go to Python ints)."""
-    if _KERNEL is None:
+    turned off, a LUT the clipped values could index outside of (lut_in_reach), or a 32-bit
+    operand scale whose result could pass int64 (no Vela stream scales more than an 8-bit
+    operand there; numpy would go to Python ints)."""
+    if _KERNEL is None or not lut_in_reach(finish):
         return None
     negative_only = isinstance(rescale, NegativeRescale)
     ofm_rescale = rescale.rescale if isinstance(rescale, NegativeRescale) else rescale

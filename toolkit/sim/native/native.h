@@ -117,15 +117,17 @@ static inline int64_t rescale_value(int64_t acc, int64_t m, int64_t s, int64_t r
     return (int64_t)rescale_wide(acc, m, s, r, rounding);
 }
 
-/* rescale_value, saturated to int64 where the exact result is beyond it: the same output once
- * finish_value clips it to the OFM's range (outstage.Finish clips numpy's Python ints) */
+/* rescale_value of any int64 acc and scale, exact, or +-2^62 where the exact value lies
+ * beyond: finish_value then adds the zero point without overflow and clips it to the OFM
+ * value that outstage.Finish gives (numpy rescales in Python ints where int64 could overflow) */
+#define SATURATED ((int64_t)1 << 62)
 static inline int64_t rescale_saturated(int64_t acc, int64_t m, int64_t s, int64_t r,
                                         int64_t rounding) {
-    if (m == 1 && s == 0 && r == 0) return acc; /* the unit scale, every rounding mode */
-    if (acc > -LIMIT31 && acc < LIMIT31) return rescale_value(acc, m, s, r, rounding);
-    __int128 v = rescale_wide(acc, m, s, r, rounding);
-    if (v > (__int128)INT64_MAX) return INT64_MAX;
-    if (v < (__int128)INT64_MIN) return INT64_MIN;
+    if (acc > -LIMIT31 && acc < LIMIT31 && m > -LIMIT31 && m < LIMIT31)
+        return rescale_value(acc, m, s, r, rounding); /* |acc * m| < 2^62 */
+    __int128 v = m == 1 && s == 0 && r == 0 ? (__int128)acc : rescale_wide(acc, m, s, r, rounding);
+    if (v > SATURATED) return SATURATED;
+    if (v < -SATURATED) return -SATURATED;
     return (int64_t)v;
 }
 
