@@ -1,9 +1,10 @@
-"""The simulator's native kernels (conv.c, ...), built when the package is installed.
+"""The simulator's native kernels (conv.c, elementwise.c, pool.c), built when the package is
+installed.
 
 An operation with a native kernel runs in one call: its inputs from memory, the arithmetic, the
-output stage, its OFM into memory, the same integer arithmetic as the numpy path (conv.py, ...),
-which stays the reference, and the fallback where the kernels were not built or an operation
-has something they do not do. ETK_SIM_NATIVE=0 turns them off.
+output stage, its OFM into memory, the same integer arithmetic as the numpy path (conv.py,
+elementwise.py, pool.py), which stays the reference, and the fallback where the kernels were
+not built or an operation has something they do not do. ETK_SIM_NATIVE=0 turns them off.
 
 The C side reads its descriptions as arrays of int64 words: fm_words and finish_words pack the
 structures native.h declares, field for field.

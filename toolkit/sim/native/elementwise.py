@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 _WORDS = 3 * FM_WORDS + 4 + 7 + 4 + FINISH_WORDS
 _KERNEL = function("etk_elementwise", _WORDS, 4)
-_SCALE_16BIT = 0
+_SCALE_16BIT = 0  # elementwise.SCALE_16BIT and INPUT_SHIFT_8BIT (it imports this module)
 _INPUT_SHIFT_8BIT = 20
 _INT64_SAFE = 1 << 61  # a scaled operand below it: their sums and differences fit int64
 
