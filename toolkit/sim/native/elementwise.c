@@ -7,7 +7,7 @@ enum { MUL, ADD, SUB, MIN, MAX, LRELU, ABS, CLZ, SHR, SHL }; /* elementwise.MODE
 enum { SCALE_16BIT = 0, SCALE_OPA_32BIT = 1, SCALE_OPB_32BIT = 2 };
 #define INPUT_SHIFT_8BIT 20
 
-typedef struct { /* elementwise_words() packs it */
+typedef struct { /* native/elementwise.py's elementwise_kernel packs it */
     fmap ifm, ifm2, ofm; /* ifm2 is read only when has_ifm2 (else `scalar`, or nothing) */
     int64_t mode, has_ifm2, scalar, reversed;
     /* elementwise.OperandScales: 16-bit multipliers (1 and 1 but for ADD/SUB), or which
@@ -18,13 +18,19 @@ typedef struct { /* elementwise_words() packs it */
     finish_desc finish;
 } elementwise_desc;
 
-/* OperandScales.functions: operand `b` (0: A, 1: B), zero point already subtracted */
-static inline int64_t scale_operand(const elementwise_desc *d, int64_t x, int b) {
-    if (d->operand_mode == SCALE_16BIT) return x * (b ? d->opb : d->opa);
-    if ((d->operand_mode == SCALE_OPB_32BIT) == b) /* Python checked the result fits int64 */
-        return rescale_value(x * ((int64_t)1 << INPUT_SHIFT_8BIT), d->op_scale, d->op_shift,
-                             d->op_right, d->op_rounding);
-    return x * ((int64_t)1 << (INPUT_SHIFT_8BIT - 1));
+/* OperandScales.functions of n values of one operand (`b`: 0 A, 1 B) in place, zero point
+ * already subtracted */
+static void scale_operand(const elementwise_desc *d, int64_t *x, size_t n, int b) {
+    if (d->operand_mode == SCALE_16BIT) {
+        int64_t k = b ? d->opb : d->opa;
+        if (k != 1)
+            for (size_t i = 0; i < n; i++) x[i] *= k;
+    } else if ((d->operand_mode == SCALE_OPB_32BIT) == b) { /* Python checked: below 2^61 */
+        for (size_t i = 0; i < n; i++) x[i] *= (int64_t)1 << INPUT_SHIFT_8BIT;
+        rescale_values(x, n, d->op_scale, d->op_shift, d->op_right, d->op_rounding, 0);
+    } else {
+        for (size_t i = 0; i < n; i++) x[i] *= (int64_t)1 << (INPUT_SHIFT_8BIT - 1);
+    }
 }
 
 static inline int64_t clamp64(int64_t v, int64_t lo, int64_t hi) {
@@ -53,44 +59,49 @@ static inline int64_t combine(int64_t mode, int64_t a, int64_t b) {
     }
 }
 
+/* The accumulators over a (the IFM, in place) and b (the IFM2 or the scalar, at steps sy, sx,
+ * sc: 0 along a broadcast axis), both scaled. The description is copied first: the compiler
+ * then knows that the stores into a leave it alone. */
+HOT static void combine_all(const elementwise_desc *desc, int64_t *restrict a,
+                            const int64_t *restrict b, int64_t sy, int64_t sx, int64_t sc) {
+    const elementwise_desc copy = *desc, *d = &copy;
+    int64_t h = d->ofm.height, w = d->ofm.width, c = d->ofm.depth;
+    for (int64_t y = 0; y < h; y++) {
+        for (int64_t x = 0; x < w; x++, a += c) {
+            const int64_t *b_pixel = b + y * sy + x * sx;
+            for (int64_t ch = 0; ch < c; ch++) {
+                int64_t ifm = a[ch], ifm2 = b_pixel[ch * sc];
+                a[ch] = d->reversed ? combine(d->mode, ifm2, ifm) : combine(d->mode, ifm, ifm2);
+            }
+        }
+    }
+}
+
 /* One elementwise operation (elementwise.prepare_elementwise's run). Returns 0, or -1 when
  * out of memory. Both operands are read before the OFM is written, as numpy does. */
 static int elementwise(const elementwise_desc *d, const uint8_t *ifm_mem,
                        const uint8_t *ifm2_mem, uint8_t *ofm_mem, const uint8_t *lut_mem) {
     const fmap *ofm = &d->ofm, *f2 = &d->ifm2;
-    int64_t h = ofm->height, w = ofm->width, c = ofm->depth;
-    size_t n = (size_t)(h * w * c), n2 = d->has_ifm2 ? (size_t)(f2->height * f2->width * f2->depth) : 1;
-    int64_t *a = malloc((n ? n : 1) * sizeof(int64_t)), *b = malloc((n2 ? n2 : 1) * sizeof(int64_t));
+    size_t n = (size_t)(ofm->height * ofm->width * ofm->depth);
+    size_t n2 = d->has_ifm2 ? (size_t)(f2->height * f2->width * f2->depth) : 1;
+    int64_t *a = malloc((n ? n : 1) * sizeof(int64_t));
+    int64_t *b = malloc((n2 ? n2 : 1) * sizeof(int64_t));
     if (!a || !b) {
         free(a);
         free(b);
         return -1;
     }
-    read_map(ifm_mem, &d->ifm, c, a);
+    read_map(ifm_mem, &d->ifm, ofm->depth, a);
     if (d->has_ifm2) read_map(ifm2_mem, f2, f2->depth, b);
     else b[0] = d->scalar;
-    /* IFM2's steps in b: 0 along a broadcast axis (or for a scalar) */
+    /* reversed: the IFM is operand B */
+    scale_operand(d, a, n, d->reversed ? 1 : 0);
+    scale_operand(d, b, n2, d->reversed ? 0 : 1);
     int64_t sy = d->has_ifm2 && f2->height > 1 ? f2->width * f2->depth : 0;
     int64_t sx = d->has_ifm2 && f2->width > 1 ? f2->depth : 0;
     int64_t sc = d->has_ifm2 && f2->depth > 1 ? 1 : 0;
-    int64_t *v = a;
-    for (int64_t y = 0; y < h; y++) {
-        for (int64_t x = 0; x < w; x++) {
-            const int64_t *b_pixel = b + y * sy + x * sx;
-            for (int64_t ch = 0; ch < c; ch++, v++) {
-                int64_t first = *v, second = b_pixel[ch * sc];
-                if (d->reversed) {
-                    int64_t t = first;
-                    first = second;
-                    second = t;
-                }
-                int64_t acc = combine(d->mode, scale_operand(d, first, 0), scale_operand(d, second, 1));
-                if (!d->negative_only || acc < 0)
-                    acc = rescale_saturated(acc, d->scale, d->shift, d->right, d->finish.rounding);
-                *v = acc;
-            }
-        }
-    }
+    combine_all(d, a, b, sy, sx, sc);
+    rescale_values(a, n, d->scale, d->shift, d->right, d->finish.rounding, d->negative_only);
     write_map(ofm_mem, ofm, &d->finish, a, lut_mem);
     free(a);
     free(b);

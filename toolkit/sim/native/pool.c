@@ -7,7 +7,7 @@ enum { MAX_POOL = 0, AVERAGE = 1, REDUCE_SUM = 2 }; /* pool.MODES */
 enum { NO_UPSCALE = 0, NEAREST = 1 };               /* kernel.py's IFM_UPSCALE modes */
 #define EMPTY (INT64_MIN / 4) /* pool._EMPTY: below any IFM value, padding never wins a max */
 
-typedef struct { /* pool_words() packs it */
+typedef struct { /* native/pool.py's pool_kernel packs it */
     fmap ifm, ofm;
     int64_t kh, kw, sy, sx, dy, dx, pad_top, pad_left, pad_bottom, pad_right, upscale;
     int64_t mode, depth; /* depth: the IFM channels read (the OFM's, or the IFM's for a sum) */
@@ -48,7 +48,8 @@ static int pool(const pool_desc *d, const uint8_t *ifm_mem, uint8_t *ofm_mem,
     /* the (upscaled) IFM extent the kernel covers, padding excluded: Kernel.kernel_extent */
     int64_t h_in = (oh - 1) * d->sy + (d->kh - 1) * d->dy + 1 - d->pad_top - d->pad_bottom;
     int64_t w_in = (ow - 1) * d->sx + (d->kw - 1) * d->dx + 1 - d->pad_left - d->pad_right;
-    size_t n_in = (size_t)(d->ifm.height * d->ifm.width * c), n_out = (size_t)(oh * ow * ofm->depth);
+    size_t n_in = (size_t)(d->ifm.height * d->ifm.width * c);
+    size_t n_out = (size_t)(oh * ow * ofm->depth);
     int64_t *x = malloc((n_in ? n_in : 1) * sizeof(int64_t));
     int64_t *acc = malloc((size_t)(c ? c : 1) * sizeof(int64_t));
     int64_t *out = malloc((n_out ? n_out : 1) * sizeof(int64_t));
@@ -70,13 +71,11 @@ static int pool(const pool_desc *d, const uint8_t *ifm_mem, uint8_t *ofm_mem,
                 acc[0] = total;
                 count = 1;
             }
-            for (int64_t ch = 0; ch < count; ch++)
-                o[ch] = d->scaled ? rescale_saturated(acc[ch], d->scale, d->shift, d->right,
-                                                      d->finish.rounding)
-                                  : acc[ch];
+            memcpy(o, acc, (size_t)count * sizeof(int64_t));
             o += count;
         }
     }
+    if (d->scaled) rescale_values(out, n_out, d->scale, d->shift, d->right, d->finish.rounding, 0);
     write_map(ofm_mem, ofm, &d->finish, out, lut_mem);
     free(x);
     free(acc);
