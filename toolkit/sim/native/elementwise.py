@@ -51,13 +51,9 @@ class NativeElementwise:
             raise MemoryError("the native elementwise operation could not allocate its buffers")
 
 
-def _scalar_rescale(rescale: Rescale) -> tuple[int, int, int] | None:
-    """(scale, shift, right) of a Rescale of one scale and shift, else None."""
-    parts = (rescale.scale, rescale.shift, rescale.right)
-    if any(np.ndim(p) for p in parts):
-        return None
-    scale, shift, right = (int(p) for p in parts)
-    return scale, shift, right
+def _words(rescale: Rescale) -> tuple[int, int, int]:
+    """(scale, shift, right) of a Rescale of one scale and shift (every elementwise one)."""
+    return int(rescale.scale), int(rescale.shift), int(rescale.right)
 
 
 def elementwise_kernel(
@@ -80,16 +76,10 @@ def elementwise_kernel(
         return None
     negative_only = isinstance(rescale, NegativeRescale)
     ofm_rescale = rescale.rescale if isinstance(rescale, NegativeRescale) else rescale
-    out = _scalar_rescale(ofm_rescale)
-    if out is None:
-        return None
     op_scale = op_shift = op_right = op_rounding = 0
     if operands.mode != _SCALE_16BIT:
         assert operands.rescale is not None
-        scaled = _scalar_rescale(operands.rescale)
-        if scaled is None:
-            return None
-        op_scale, op_shift, op_right = scaled
+        op_scale, op_shift, op_right = _words(operands.rescale)
         op_rounding = operands.rescale.rounding
         sides = [ifm] if ifm2 is None else [ifm, ifm2]
         largest = max([abs(scalar)] + [max(map(abs, value_range(f))) for f in sides])
@@ -111,7 +101,7 @@ def elementwise_kernel(
         op_shift,
         op_right,
         op_rounding,
-        *out,
+        *_words(ofm_rescale),
         int(negative_only),
         *finish_words(finish, ofm_rescale.rounding),
     ]

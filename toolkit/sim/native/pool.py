@@ -72,10 +72,10 @@ def pool_kernel(
     """The native run of a planned pool (pool.MODES' `mode` over the IFM's first `depth`
     channels; rescale: the OFM's when the global scale is on, pool.py's `bound` with it), or
     None where the numpy path runs it: kernels not built or turned off, a LUT the clipped
-    values could index outside of (lut_in_reach), a reduce-sum into
-    more than one OFM channel (numpy's write refuses it), or a rescale where numpy's int64
-    arithmetic could overflow (`bound` is pool.py's bound of |acc|; a zero point outside the
-    IFM's type, or a max window wholly in the padding, reaches past it)."""
+    values could index outside of (lut_in_reach), a reduce-sum into more than one OFM channel
+    (numpy's write refuses it), or a rescale where numpy's int64 arithmetic could overflow
+    (`bound` is pool.py's bound of |acc|; a zero point outside the IFM's type, or a max
+    window wholly in the padding, reaches past it)."""
     if _KERNEL is None or not lut_in_reach(finish):
         return None
     if mode == "reduce_sum" and ofm.depth != 1:
