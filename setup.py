@@ -8,7 +8,12 @@ setup(
     ext_modules=[
         Extension(
             "toolkit.sim.native._kernels",
-            sources=["toolkit/sim/native/module.c", "toolkit/sim/native/conv.c"],
+            sources=[
+                "toolkit/sim/native/module.c",
+                "toolkit/sim/native/conv.c",
+                "toolkit/sim/native/elementwise.c",
+                "toolkit/sim/native/pool.c",
+            ],
             depends=["toolkit/sim/native/native.h"],
             extra_compile_args=["-O3"],
             optional=True,

@@ -39,6 +39,8 @@ graph, lowers leaky ReLU otherwise. 32-bit LRELU is not implemented.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from ethosu.vela.ethos_u55_regs.ethos_u55_regs import elementwise_mode
 
@@ -48,6 +50,7 @@ from .conv import check_common
 from .errors import UnsupportedError, at
 from .layouts import FeatureMap, ifm_map, ofm_map
 from .memory import Memory
+from .native.elementwise import elementwise_kernel
 from .records import Step, feature_map_fields, make_record
 from .registers import Registers, signed16
 
@@ -86,37 +89,58 @@ def _unsupported(regs: Registers, reason: str, register: str | None = None) -> U
     return UnsupportedError(f"{reason} is not implemented by the simulator ({where})")
 
 
-def _operands(regs: Registers, mode: str, ifm: FeatureMap):
-    """(scale IFM, scale IFM2): functions of the zero-point-adjusted int64 operands."""
+class OperandScales(NamedTuple):
+    """How ADD/SUB scale their operands, as IFM_PRECISION's scale mode selects: SCALE_16BIT
+    multiplies A by opa and B by opb ((1, 1): unscaled, every other operation); SCALE_OPA_32BIT
+    (SCALE_OPB_32BIT) scales A (B) by `rescale` at << 20 while the other enters at << 19."""
+
+    mode: int = SCALE_16BIT
+    opa: int = 1
+    opb: int = 1
+    rescale: outstage.Rescale | None = None
+
+    def functions(self):
+        """(scale IFM, scale IFM2): functions of the zero-point-adjusted int64 operands."""
+        if self.mode == SCALE_16BIT:
+            opa, opb = self.opa, self.opb
+            if (opa, opb) == (1, 1):
+                return (lambda a: a), (lambda b: b)
+            return (lambda a: a * opa), (lambda b: b * opb)
+        rescale = self.rescale
+        assert rescale is not None
+
+        def scaled(x):
+            x = x << INPUT_SHIFT_8BIT
+            return rescale.apply(x, int(np.abs(x).max(initial=0)))
+
+        def unscaled(x):
+            return x << UNSCALED_SHIFT_8BIT
+
+        return (scaled, unscaled) if self.mode == SCALE_OPA_32BIT else (unscaled, scaled)
+
+
+def _operands(regs: Registers, mode: str, ifm: FeatureMap) -> OperandScales:
     scale_mode = (regs.get("IFM_PRECISION") >> 8) & 3
     if mode not in ("add", "sub"):
         if scale_mode != SCALE_16BIT:
             raise _unsupported(
                 regs, f"{mode.upper()} with operand scale mode {scale_mode}", "IFM_PRECISION"
             )
-        return (lambda a: a), (lambda b: b)
+        return OperandScales()
     if scale_mode == SCALE_16BIT:
         if regs.cmd1_param("OPA_SCALE"):
             raise _unsupported(regs, "a shift with 16-bit operand scales", "OPA_SCALE")
         opa, opb = regs.get("OPA_SCALE"), regs.get("OPB_SCALE")
         if max(opa, opb) > 0xFFFF:
             raise _unsupported(regs, "16-bit operand scales wider than 16 bits", "OPA_SCALE")
-        return (lambda a: a * opa), (lambda b: b * opb)
+        return OperandScales(SCALE_16BIT, opa, opb)
     if scale_mode not in (SCALE_OPA_32BIT, SCALE_OPB_32BIT):
         raise _unsupported(regs, f"operand scale mode {scale_mode}", "IFM_PRECISION")
     if ifm.elem_size != 1:
         raise _unsupported(regs, "32-bit operand scaling of non-8-bit operands", "IFM_PRECISION")
     shift = (regs.cmd1_param("OPA_SCALE") & 0x3F) + INPUT_SHIFT_8BIT
     rescale = outstage.Rescale(regs.get("OPA_SCALE"), shift, regs.get("IFM_PRECISION") >> 14)
-
-    def scaled(x):
-        x = x << INPUT_SHIFT_8BIT
-        return rescale.apply(x, int(np.abs(x).max(initial=0)))
-
-    def unscaled(x):
-        return x << UNSCALED_SHIFT_8BIT
-
-    return (scaled, unscaled) if scale_mode == SCALE_OPA_32BIT else (unscaled, scaled)
+    return OperandScales(scale_mode, rescale=rescale)
 
 
 def _combine(regs: Registers, mode: str, ifm: FeatureMap, ifm2: FeatureMap | None):
@@ -204,12 +228,19 @@ def prepare_elementwise(regs: Registers, memory: Memory) -> Step:
         ifm2.check(memory, f"{what} (IFM2)")
     ifm.check(memory, f"{what} (IFM)")
     ofm.check(memory, f"{what} (OFM)")
-    scale_a, scale_b = _operands(regs, mode, ifm)
+    operands = _operands(regs, mode, ifm)
+    scale_a, scale_b = operands.functions()
     combine, rescale = _combine(regs, mode, ifm, ifm2)
     reversed_ = bool(broadcast & _REVERSED) and mode not in UNARY
     finish = output_finish(regs, ofm, memory)
+    native = elementwise_kernel(
+        op.param, ifm, ifm2, ofm, int(value), reversed_, operands, rescale, finish
+    )
 
     def run(mem: Memory) -> None:
+        if native is not None:
+            native(mem)
+            return
         a = ifm.read(mem).astype(np.int64) - ifm.zero_point
         b = value if ifm2 is None else ifm2.read(mem).astype(np.int64) - ifm2.zero_point
         if reversed_:

@@ -15,6 +15,7 @@ from .errors import UnsupportedError, at
 from .kernel import NEAREST, NO_UPSCALE, kernel_from
 from .layouts import FeatureMap, ifm_map, ofm_map
 from .memory import Memory
+from .native.pool import pool_kernel
 from .records import Step, feature_map_fields, make_record
 from .registers import Registers
 
@@ -185,7 +186,12 @@ def prepare_pool(regs: Registers, memory: Memory) -> Step:
         else None
     )
 
+    native = pool_kernel(ifm, ofm, k, mode, depth, rescale if global_scale else None, bound, finish)
+
     def run(mem: Memory) -> None:
+        if native is not None:
+            native(mem)
+            return
         x = k.upscaled(ifm.read(mem)[..., :depth], zp, oh, ow)
         if table is not None:  # the output is a function of one IFM byte
             ofm.write(mem, x if table is _SAME else table[x.view(np.uint8)])

@@ -1,9 +1,10 @@
-"""The simulator's native kernels (conv.c, ...), built when the package is installed.
+"""The simulator's native kernels (conv.c, elementwise.c, pool.c), built when the package is
+installed.
 
 An operation with a native kernel runs in one call: its inputs from memory, the arithmetic, the
-output stage, its OFM into memory, the same integer arithmetic as the numpy path (conv.py, ...),
-which stays the reference, and the fallback where the kernels were not built or an operation
-has something they do not do. ETK_SIM_NATIVE=0 turns them off.
+output stage, its OFM into memory, the same integer arithmetic as the numpy path (conv.py,
+elementwise.py, pool.py), which stays the reference, and the fallback where the kernels were
+not built or an operation has something they do not do. ETK_SIM_NATIVE=0 turns them off.
 
 The C side reads its descriptions as arrays of int64 words: fm_words and finish_words pack the
 structures native.h declares, field for field.
@@ -15,6 +16,7 @@ import os
 from collections.abc import Callable
 from types import ModuleType
 
+from ..activation import LUT_ENTRIES
 from ..layouts import FeatureMap
 from ..outstage import Finish
 
@@ -66,6 +68,16 @@ def finish_words(finish: Finish, rounding: int) -> list[int]:
         else (-1, 0, 0, 0)
     )
     return [rounding, finish.zero_point, finish.lo, finish.hi, *table]
+
+
+def lut_in_reach(finish: Finish) -> bool:
+    """Whether every value the clip leaves indexes the LUT (if any): min(max(v, lo), hi) lies in
+    [min(lo, hi), hi]. ACTIVATION_MAX below the table's range (no Vela stream has it) would
+    read outside it, where numpy indexes from the table's end or raises."""
+    lut = finish.lut
+    if lut is None:
+        return True
+    return lut.index_base <= min(finish.lo, finish.hi) and finish.hi - lut.index_base < LUT_ENTRIES
 
 
 def function(name: str, words: int) -> Callable[..., None] | None:

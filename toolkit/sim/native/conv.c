@@ -109,7 +109,8 @@ static void write_pixel(const conv_desc *d, const conv_ptrs *p, int64_t y, int64
     int64_t e = f->elem_size;
     for (int64_t ch = 0; ch < f->depth; ch++) {
         int64_t at = f->brick ? (ch / 16) * f->stride_c + (ch % 16) * e : ch * e;
-        int64_t v = rescale_value(acc[ch] + bias[ch], scale[ch], shift[ch], right[ch], d->finish.rounding);
+        int64_t v = rescale_saturated(acc[ch] + bias[ch], scale[ch], shift[ch], right[ch],
+                                      d->finish.rounding);
         store(pixel + at, e, finish_value(&d->finish, v, (const uint8_t *)p->lut_mem));
     }
 }

@@ -73,8 +73,8 @@ static inline void store(uint8_t *p, int64_t size, int64_t v) {
 }
 
 /* Channels [0, n) of pixel (y, x) minus the zero point, as int32. */
-static void read_pixel(const uint8_t *mem, const fmap *f, int64_t y, int64_t x, int64_t n,
-                       int32_t *out) {
+static inline void read_pixel(const uint8_t *mem, const fmap *f, int64_t y, int64_t x, int64_t n,
+                              int32_t *out) {
     int64_t e = f->elem_size;
     int32_t zp = (int32_t)f->zero_point;
     const uint8_t *pixel = mem + fm_offset(f, y, x, 0);
@@ -93,21 +93,9 @@ static void read_pixel(const uint8_t *mem, const fmap *f, int64_t y, int64_t x, 
     }
 }
 
-/* outstage.Rescale.apply of one value (shift and right as Rescale splits them), exact */
-static inline int64_t rescale_value(int64_t acc, int64_t m, int64_t s, int64_t r, int64_t rounding) {
-    if (acc > -LIMIT31 && acc < LIMIT31 && m > -LIMIT31 && m < LIMIT31 && s < 62) {
-        /* |acc * scale| < 2^62 and half <= 2^60: exact in 64 bits (the common case) */
-        int64_t v = acc * m;
-        if (rounding == TRUNCATE) {
-            int64_t mag = (v < 0 ? -v : v) >> s;
-            return v < 0 ? -mag : mag;
-        }
-        int64_t half = s > 0 ? (int64_t)1 << (s - 1) : 0;
-        int64_t out = (v + half) >> s;
-        if (r > 0) /* TFL: a second rounding divide, ties away from zero */
-            out = (out + ((int64_t)1 << (r - 1)) - (out < 0 ? 1 : 0)) >> r;
-        return out;
-    }
+/* outstage.Rescale.apply of one value in 128 bits: exact for any int64 acc and scale (numpy
+ * goes to Python ints where int64 could overflow) */
+static inline __int128 rescale_wide(int64_t acc, int64_t m, int64_t s, int64_t r, int64_t rounding) {
     __int128 v = (__int128)acc * m, out;
     if (rounding == TRUNCATE) {
         __int128 mag = (v < 0 ? -v : v) >> s;
@@ -120,7 +108,90 @@ static inline int64_t rescale_value(int64_t acc, int64_t m, int64_t s, int64_t r
             out = (out + rhalf - (out < 0 ? 1 : 0)) >> r;
         }
     }
-    return (int64_t)out;
+    return out;
+}
+
+/* outstage.Rescale.apply of one value (shift and right as Rescale splits them) for any int64
+ * acc and scale, exact, or +-2^62 where the exact value lies
+ * beyond: finish_value then adds the zero point without overflow and clips it to the OFM
+ * value that outstage.Finish gives (numpy rescales in Python ints where int64 could overflow) */
+#define SATURATED ((int64_t)1 << 62)
+static inline int64_t rescale_saturated(int64_t acc, int64_t m, int64_t s, int64_t r,
+                                        int64_t rounding) {
+    if (acc > -LIMIT31 && acc < LIMIT31 && m > -LIMIT31 && m < LIMIT31 && s < 63 &&
+        rounding != TRUNCATE) {
+        /* |acc * m| < 2^62, half <= 2^61: rescale_wide in 64 bits, TFL's second rounding too */
+        int64_t half = s > 0 ? (int64_t)1 << (s - 1) : 0, out = (acc * m + half) >> s;
+        if (r > 0) out = (out + ((int64_t)1 << (r - 1)) - (out < 0 ? 1 : 0)) >> r;
+        return out;
+    }
+    __int128 v = m == 1 && s == 0 && r == 0 ? (__int128)acc : rescale_wide(acc, m, s, r, rounding);
+    if (v > SATURATED) return SATURATED;
+    if (v < -SATURATED) return -SATURATED;
+    return (int64_t)v;
+}
+
+/* rescale_saturated of n values in place; negative_only (LRELU's alu.NegativeRescale) leaves
+ * the others as they are. Where every product fits 62 bits, one rounding per loop, no branch
+ * per value. */
+static inline void rescale_values(int64_t *v, size_t n, int64_t m, int64_t s, int64_t r,
+                                  int64_t rounding, int64_t negative_only) {
+    int64_t lowest = 0, highest = 0;
+    for (size_t i = 0; i < n; i++) {
+        lowest = v[i] < lowest ? v[i] : lowest;
+        highest = v[i] > highest ? v[i] : highest;
+    }
+    if (lowest <= -LIMIT31 || highest >= LIMIT31 || m <= -LIMIT31 || m >= LIMIT31 || s >= 63 ||
+        rounding == TRUNCATE || negative_only) {
+        for (size_t i = 0; i < n; i++)
+            if (!negative_only || v[i] < 0) v[i] = rescale_saturated(v[i], m, s, r, rounding);
+        return;
+    }
+    if (m == 1 && s == 0 && r == 0) return;
+    int64_t half = s > 0 ? (int64_t)1 << (s - 1) : 0;
+    if (r == 0) {
+        for (size_t i = 0; i < n; i++) v[i] = (v[i] * m + half) >> s;
+        return;
+    }
+    int64_t right_half = (int64_t)1 << (r - 1);
+    for (size_t i = 0; i < n; i++) {
+        int64_t out = (v[i] * m + half) >> s;
+        v[i] = (out + right_half - (out < 0 ? 1 : 0)) >> r; /* TFL: ties away from zero */
+    }
+}
+
+/* Byte offset of channel c within its pixel, NHWC or NHCWB16 (fm_offset's last terms) */
+static inline int64_t channel_offset(const fmap *f, int64_t c) {
+    int64_t e = f->elem_size;
+    return f->brick ? (c / 16) * f->stride_c + (c % 16) * e : c * e;
+}
+
+/* n values of one element size at p (contiguous) minus the zero point, as int64 */
+static inline void load_run(const uint8_t *p, const fmap *f, int64_t n, int64_t *out) {
+    int64_t e = f->elem_size, zp = f->zero_point;
+    if (e == 1 && f->is_signed)
+        for (int64_t c = 0; c < n; c++) out[c] = (int64_t)((const int8_t *)p)[c] - zp;
+    else if (e == 1)
+        for (int64_t c = 0; c < n; c++) out[c] = (int64_t)p[c] - zp;
+    else
+        for (int64_t c = 0; c < n; c++) out[c] = load(p + c * e, e, f->is_signed) - zp;
+}
+
+/* The channels of a pixel lie in runs of contiguous elements: all of them (NHWC) or 16 at a
+ * time (NHCWB16) */
+static inline int64_t channel_run(const fmap *f, int64_t depth) { return f->brick ? 16 : depth; }
+
+/* The first `depth` channels of every pixel minus the zero point, as int64, (H, W, depth) in
+ * `out`: layouts.FeatureMap.read (32-bit values minus a zero point need more than int32). */
+static inline void read_map(const uint8_t *mem, const fmap *f, int64_t depth, int64_t *out) {
+    int64_t run = channel_run(f, depth);
+    for (int64_t y = 0; y < f->height; y++) {
+        for (int64_t x = 0; x < f->width; x++, out += depth) {
+            const uint8_t *p = mem + fm_offset(f, y, x, 0);
+            for (int64_t c = 0; c < depth; c += run)
+                load_run(p + channel_offset(f, c), f, min64(run, depth - c), out + c);
+        }
+    }
 }
 
 /* outstage.Finish of one rescaled value: zero point, clip, LUT (in lut_mem, the SHRAM) */
@@ -132,6 +203,28 @@ static inline int64_t finish_value(const finish_desc *f, int64_t value, const ui
         value = load(lut_mem + f->lut_offset + (value - f->lut_index_base) * f->lut_elem_size,
                      f->lut_elem_size, f->lut_signed);
     return value;
+}
+
+/* The output stage's last steps and the OFM write of (H, W, C) rescaled values:
+ * outstage.Finish, then layouts.FeatureMap.write */
+static inline void write_map(uint8_t *mem, const fmap *f, const finish_desc *finish,
+                             const int64_t *values, const uint8_t *lut_mem) {
+    int64_t e = f->elem_size, run = channel_run(f, f->depth);
+    for (int64_t y = 0; y < f->height; y++) {
+        for (int64_t x = 0; x < f->width; x++, values += f->depth) {
+            uint8_t *p = mem + fm_offset(f, y, x, 0);
+            for (int64_t c = 0; c < f->depth; c += run) {
+                uint8_t *q = p + channel_offset(f, c);
+                int64_t n = min64(run, f->depth - c);
+                if (e == 1)
+                    for (int64_t i = 0; i < n; i++)
+                        q[i] = (uint8_t)finish_value(finish, values[c + i], lut_mem);
+                else
+                    for (int64_t i = 0; i < n; i++)
+                        store(q + i * e, e, finish_value(finish, values[c + i], lut_mem));
+            }
+        }
+    }
 }
 
 #endif
