@@ -96,9 +96,9 @@ def _timed(
     system_config: str,
     memory_mode: str,
     ini: str,
-) -> tuple[tuple[OpRecord, ...], PmuPrediction]:
-    """The plan's records with our cycle model's figures and the PMU prediction, computed once
-    per memory system (or read from the plan's store)."""
+) -> tuple[tuple[OpRecord, ...], PmuPrediction, int]:
+    """The plan's records with our cycle model's figures, the PMU prediction and the compute
+    cycles summed, computed once per memory system (or read from the plan's store)."""
     key = (system_config, memory_mode, ini)
     timed = plan.timed.get(key)
     if timed is not None:
@@ -129,7 +129,7 @@ def _timed(
                 np.array(compute, np.int64),
                 dataclasses.astuple(pmu),
             )
-    timed = plan.timed[key] = (records, pmu)
+    timed = plan.timed[key] = (records, pmu, sum(r.compute_cycles for r in records))
     return timed
 
 
@@ -155,14 +155,16 @@ def simulate(
     with one_blas_thread() if plan.blas else nullcontext():
         for step in plan.steps:
             step.run(memory)
-    records, pmu = _timed(plan, program, accelerator, npu.system_config, npu.memory_mode, ini_file)
+    records, pmu, npu_cycles = _timed(
+        plan, program, accelerator, npu.system_config, npu.memory_mode, ini_file
+    )
     plan.save_if_new(program.weights)
     outputs = _read_outputs(program, memory)  # copies
     release_memory(memory)
     return SimResult(
         outputs,
         records,
-        sum(r.compute_cycles for r in records),
+        npu_cycles,
         pmu.total,
         accelerator,
         pmu,
