@@ -80,11 +80,12 @@ def decode_scale_streams(streams: list[tuple[bytes, int, int]]) -> list[tuple]:
     if not streams:
         return []
     records = b"".join(raw[: 10 * channels] for raw, channels, _ in streams)
-    ends = np.cumsum([channels for _, channels, _ in streams])
+    counts = np.array([channels for _, channels, _ in streams])
+    ends = np.cumsum(counts)
     bias, scale, shift = decode_scales(
         np.frombuffer(records, np.uint8), int(ends[-1]), "stored scale streams"
     )
-    starts = ends - np.diff(ends, prepend=0)
+    starts = ends - counts  # np.diff's 5 us were a tenth of this for a small program
     bounds = np.maximum.reduceat(np.abs(bias), starts).tolist()
     rescales = outstage.rescales(scale, shift, [r for _, _, r in streams], ends)
     return [
