@@ -96,6 +96,8 @@ class FeatureMap(NamedTuple):
 
 def _tiles(bases, height0: int, height1: int, width0: int, h: int, w: int) -> list:
     """(rows, columns, base) of the up to four tiles, in feature-map coordinates."""
+    if 0 < h <= height0 and 0 < w <= width0:  # tile 0 holds it all, as in most maps
+        return [(slice(0, h), slice(0, w), bases[0])]
     w0, h0, h1 = min(width0, w), min(height0, h), min(height1, h)
     tiles = ((0, h0, 0, w0, 0), (0, h1, w0, w, 1), (h0, h, 0, w0, 2), (h1, h, w0, w, 3))
     return [
