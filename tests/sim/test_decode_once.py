@@ -172,10 +172,10 @@ def test_stored_scale_streams_decode_together_as_each_alone():
         raw = rng.integers(0, 256, 10 * channels + 6, dtype=np.uint8)
         raw[9 : 10 * channels : 10] = rng.integers(0, 64, channels)  # shifts 0-63: past 31 too
         streams.append((raw.tobytes(), channels, rounding))
-    together = decode_scale_streams(streams)
+    together = decode_scale_streams(streams) + decode_scale_streams(streams[2:3])  # and alone
     alone = DecodedStreams()
     acc = rng.integers(-(1 << 20), 1 << 20, (9, 40))
-    for (raw, channels, rounding), (bias, rescale, bound) in zip(streams, together):
+    for (raw, channels, rounding), (bias, rescale, bound) in zip(streams + streams[2:3], together):
         want_bias, want, want_bound = alone.scales(raw, channels, rounding, "test")
         assert bias.tolist() == want_bias.tolist() and bound == want_bound
         assert vars(rescale).keys() == vars(want).keys()
