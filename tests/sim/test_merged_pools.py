@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from ethosu.vela.ethos_u55_regs.ethos_u55_regs import cmd0, cmd1
 
-from toolkit.sim import forget_programs, plan, pool
+from toolkit.sim import forget_programs, load_payload, plan, pool
 from toolkit.sim.errors import RegionError
 from toolkit.sim.payload import NpuProgram
-from toolkit.sim.simulator import op_outputs
+from toolkit.sim.simulator import op_outputs, simulate
 
 ACC = "ethos-u55-128"
 H, W = 3, 16  # each pool transposes a (3, 16) slab: IFM rows 16 apart, OFM rows 1 apart
@@ -214,3 +214,28 @@ def test_each_byte_once_only_when_the_bytes_are_distinct():
             addresses = pool._addresses(0, shape, strides, elem_size)
             assert len(np.unique(addresses)) == len(addresses), (shape, strides, elem_size)
     assert said > 200
+
+
+def test_a_vela_program_s_merged_runs_keep_every_record_and_output(cases, monkeypatch):
+    # Vela's own transposes (NCHW in and out of a convolution): 35 of the 40 operations are
+    # members of merged runs; records (cycles too), outputs and PMU figures are those of the
+    # operations planned and run one by one
+    case = cases.get("conv3x3_same_relu", ACC)
+    program = load_payload(case.npz[ACC])
+
+    def run() -> tuple:
+        forget_programs()
+        result = simulate(program, case.inputs, ACC)
+        steps = plan.plan_for(program, ACC).steps
+        forget_programs()
+        return result, sum(step.run is plan._merged for step in steps)
+
+    merged, count = run()
+    monkeypatch.setattr(plan, "_merge_run", lambda *args: 0)
+    in_turn, none = run()
+    assert (count, none, len(merged.operations)) == (35, 0, 40)
+    for a, b in zip(merged.operations, in_turn.operations, strict=True):
+        assert vars(a) == vars(b)
+    assert merged.pmu == in_turn.pmu
+    assert [o.tolist() for o in merged.outputs] == [o.tolist() for o in in_turn.outputs]
+    assert np.array_equal(merged.outputs[0].reshape(-1), case.expected.reshape(-1))
