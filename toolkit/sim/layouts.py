@@ -148,6 +148,7 @@ def _precision(
 _REQUIRED = ("REGION", "HEIGHT0_M1", "HEIGHT1_M1", "WIDTH0_M1", "STRIDE_Y", "STRIDE_X", "STRIDE_C")
 _NAMES = {
     prefix: (
+        f"{prefix}_PRECISION",
         tuple(f"{prefix}_{f}" for f in _REQUIRED),
         tuple(f"{prefix}_BASE{i}" for i in range(4)),
         f"{prefix}_ZERO_POINT",
@@ -159,12 +160,11 @@ _NAMES = {
 def _feature_map(
     regs: Registers, name: str, size_shift: int, height: int, width: int, depth: int
 ) -> FeatureMap:
-    size, signed, brick = _precision(regs, f"{name}_PRECISION", size_shift, 2)
-    required, base_names, zero_point = _NAMES[name]
+    precision, required, base_names, zero_point = _NAMES[name]
+    size, signed, brick = _precision(regs, precision, size_shift, 2)
     region, h0, h1, w0, stride_y, stride_x, stride_c = regs.required(required)
     values = regs.values
-    b0, b1, b2, b3 = (values.get(b, 0) for b in base_names)
-    bases = (b0, b1, b2, b3)
+    bases = tuple([values.get(b, 0) for b in base_names])
     height0, height1, width0 = h0 + 1, h1 + 1, w0 + 1
     tiles = _tiles(bases, height0, height1, width0, height, width)
     return FeatureMap(
