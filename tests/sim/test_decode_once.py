@@ -175,10 +175,10 @@ def test_stored_scale_streams_decode_together_as_each_alone():
         raw = rng.integers(0, 256, 10 * channels + 6, dtype=np.uint8)
         raw[9 : 10 * channels : 10] = rng.integers(0, 64, channels)  # shifts 0-63: past 31 too
         streams.append((raw.tobytes(), channels, rounding))
-    together = decode_scale_streams(streams)
+    together = decode_scale_streams(streams) + decode_scale_streams(streams[2:3])  # and alone
     alone = DecodedStreams()
     acc = rng.integers(-(1 << 20), 1 << 20, (9, 40))
-    for (raw, channels, rounding), (bias, rescale, bound) in zip(streams, together):
+    for (raw, channels, rounding), (bias, rescale, bound) in zip(streams + streams[2:3], together):
         want_bias, want, want_bound = alone.scales(raw, channels, rounding, "test")
         assert bias.tolist() == want_bias.tolist() and bound == want_bound
         assert vars(rescale).keys() == vars(want).keys()
@@ -186,6 +186,21 @@ def test_stored_scale_streams_decode_together_as_each_alone():
             assert np.asarray(getattr(rescale, name)).tolist() == np.asarray(value).tolist(), name
         x = acc[:, :channels]
         assert rescale.apply(x, 1 << 20).tolist() == want.apply(x, 1 << 20).tolist()
+
+
+def test_scale_records_decode_as_their_bytes_read_one_by_one():
+    # 10 bytes a channel: bias 40-bit signed, scale 32-bit unsigned, shift in the low 6 bits
+    rng = np.random.default_rng(6)
+    raw = rng.integers(0, 256, 10 * 300 + 4, dtype=np.uint8)
+    raw[:10], raw[10:20] = 0xFF, 0  # the most negative bias, the largest scale; all zero
+    raw[24], raw[34] = 0x7F, 0x80  # biases at both sides of the sign bit
+    bias, scale, shift = weights.decode_scales(raw, 300, "test")
+    records = [raw[10 * c : 10 * c + 10].tobytes() for c in range(300)]
+    assert bias.tolist() == [int.from_bytes(r[:5], "little", signed=True) for r in records]
+    assert scale.tolist() == [int.from_bytes(r[5:9], "little") for r in records]
+    assert shift.tolist() == [r[9] & 0x3F for r in records]
+    assert bias[0] == -1 and bias[1] == 0 and bias[2] >= 0x7F << 32 and bias[3] < -(1 << 38)
+    assert scale[0] == (1 << 32) - 1 and (bias.dtype, scale.dtype, shift.dtype) == (np.int64,) * 3
 
 
 _FORMAT = weights.WeightFormat(4, 1, 1, 3, 8, False, True, 8, 1, 1, 8, 8)

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from ethosu.vela.ethos_u55_regs.ethos_u55_regs import cmd0, cmd1
 
-from toolkit.sim import forget_programs, plan
+from toolkit.sim import forget_programs, load_payload, plan, pool
 from toolkit.sim.errors import RegionError
 from toolkit.sim.payload import NpuProgram
-from toolkit.sim.simulator import op_outputs
+from toolkit.sim.simulator import op_outputs, simulate
 
 ACC = "ethos-u55-128"
 H, W = 3, 16  # each pool transposes a (3, 16) slab: IFM rows 16 apart, OFM rows 1 apart
@@ -167,3 +167,75 @@ def test_per_operation_dumps_are_those_of_the_operations_run_in_turn(monkeypatch
     assert [r for r, _ in merged] == [r for r, _ in in_turn]
     assert [o.tolist() for _, o in merged] == [o.tolist() for _, o in in_turn]
     assert len({o.tobytes() for _, o in merged}) == 12  # each its own slab
+
+
+def test_interleaved_transposes_merge_without_listing_their_bytes(monkeypatch):
+    # the strides alone show that Vela's interleaved OFMs share no byte (pool._each_byte_once):
+    # the byte listing (_disjoint) is for what they cannot show
+    def listed(*args):
+        raise AssertionError("_disjoint called")
+
+    program = _program(_stream(12, H * W, H, 0, ofm_stride_x=12 * H))
+    in_turn, (_, records) = _scratch_after(program, False, monkeypatch)
+    monkeypatch.setattr(pool, "_disjoint", listed)
+    at_once, (merged, merged_records) = _scratch_after(program, True, monkeypatch)
+    assert merged == 11 and merged_records == records
+    assert np.array_equal(at_once, in_turn)
+
+
+@pytest.mark.parametrize(
+    "shape, strides, elem_size, once",
+    [
+        ((12, 3, 16), (3, 1, 36), 1, True),  # the interleaved transpose above
+        ((12, 3, 16), (2, 1, 36), 1, False),  # each OFM's last row is the next one's first
+        ((4, 2), (8, 2), 2, True),  # 2-byte elements side by side
+        ((4, 2), (8, 1), 2, False),  # 2-byte elements one byte apart
+        ((5, 1, 7), (0, 3, 1), 1, False),  # a zero stride over 5 elements
+        ((1, 1, 7), (0, 0, 1), 1, True),  # zero strides over axes of one
+    ],
+)
+def test_each_byte_once_from_strides(shape, strides, elem_size, once):
+    assert pool._each_byte_once(shape, strides, elem_size) is once
+    addresses = pool._addresses(0, shape, strides, elem_size)
+    assert (len(np.unique(addresses)) == len(addresses)) is once
+
+
+def test_each_byte_once_only_when_the_bytes_are_distinct():
+    # a sufficient test: whenever it says so, listing the bytes agrees
+    rng = np.random.default_rng(5)
+    said = 0
+    for _ in range(2000):
+        ndim = int(rng.integers(1, 4))
+        shape = tuple(int(n) for n in rng.integers(1, 5, ndim))
+        strides = tuple(int(s) for s in rng.integers(0, 24, ndim))
+        elem_size = int(rng.choice([1, 2, 4]))
+        if pool._each_byte_once(shape, strides, elem_size):
+            said += 1
+            addresses = pool._addresses(0, shape, strides, elem_size)
+            assert len(np.unique(addresses)) == len(addresses), (shape, strides, elem_size)
+    assert said > 200
+
+
+def test_a_vela_program_s_merged_runs_keep_every_record_and_output(cases, monkeypatch):
+    # Vela's own transposes (NCHW in and out of a convolution): 35 of the 40 operations are
+    # members of merged runs; records (cycles too), outputs and PMU figures are those of the
+    # operations planned and run one by one
+    case = cases.get("conv3x3_same_relu", ACC)
+    program = load_payload(case.npz[ACC])
+
+    def run() -> tuple:
+        forget_programs()
+        result = simulate(program, case.inputs, ACC)
+        steps = plan.plan_for(program, ACC).steps
+        forget_programs()
+        return result, sum(step.run is plan._merged for step in steps)
+
+    merged, count = run()
+    monkeypatch.setattr(plan, "_merge_run", lambda *args: 0)
+    in_turn, none = run()
+    assert (count, none, len(merged.operations)) == (35, 0, 40)
+    for a, b in zip(merged.operations, in_turn.operations, strict=True):
+        assert vars(a) == vars(b)
+    assert merged.pmu == in_turn.pmu
+    assert [o.tolist() for o in merged.outputs] == [o.tolist() for o in in_turn.outputs]
+    assert np.array_equal(merged.outputs[0].reshape(-1), case.expected.reshape(-1))

@@ -96,6 +96,8 @@ class FeatureMap(NamedTuple):
 
 def _tiles(bases, height0: int, height1: int, width0: int, h: int, w: int) -> list:
     """(rows, columns, base) of the up to four tiles, in feature-map coordinates."""
+    if 0 < h <= height0 and 0 < w <= width0:  # tile 0 holds it all, as in most maps
+        return [(slice(0, h), slice(0, w), bases[0])]
     w0, h0, h1 = min(width0, w), min(height0, h), min(height1, h)
     tiles = ((0, h0, 0, w0, 0), (0, h1, w0, w, 1), (h0, h, 0, w0, 2), (h1, h, w0, w, 3))
     return [
@@ -146,6 +148,7 @@ def _precision(
 _REQUIRED = ("REGION", "HEIGHT0_M1", "HEIGHT1_M1", "WIDTH0_M1", "STRIDE_Y", "STRIDE_X", "STRIDE_C")
 _NAMES = {
     prefix: (
+        f"{prefix}_PRECISION",
         tuple(f"{prefix}_{f}" for f in _REQUIRED),
         tuple(f"{prefix}_BASE{i}" for i in range(4)),
         f"{prefix}_ZERO_POINT",
@@ -157,12 +160,11 @@ _NAMES = {
 def _feature_map(
     regs: Registers, name: str, size_shift: int, height: int, width: int, depth: int
 ) -> FeatureMap:
-    size, signed, brick = _precision(regs, f"{name}_PRECISION", size_shift, 2)
-    required, base_names, zero_point = _NAMES[name]
+    precision, required, base_names, zero_point = _NAMES[name]
+    size, signed, brick = _precision(regs, precision, size_shift, 2)
     region, h0, h1, w0, stride_y, stride_x, stride_c = regs.required(required)
     values = regs.values
-    b0, b1, b2, b3 = (values.get(b, 0) for b in base_names)
-    bases = (b0, b1, b2, b3)
+    bases = tuple([values.get(b, 0) for b in base_names])
     height0, height1, width0 = h0 + 1, h1 + 1, w0 + 1
     tiles = _tiles(bases, height0, height1, width0, height, width)
     return FeatureMap(

@@ -152,13 +152,22 @@ def _bounds(program: NpuProgram, accelerator: str) -> Memory:
     allocated or copied (new_memory's copy of the weights and zeroed scratch are for runs)."""
     regions = {
         0: np.frombuffer(program.weights, dtype=np.uint8),
-        1: np.broadcast_to(np.uint8(0), (program.scratch_size,)),
+        1: _sized(program.scratch_size),
     }
     if program.fast_scratch_aliases_scratch:
         regions[2] = regions[1]
     elif program.scratch_fast_size:
-        regions[2] = np.broadcast_to(np.uint8(0), (program.scratch_fast_size,))
+        regions[2] = _sized(program.scratch_fast_size)
     return Memory(regions, shram_bytes(accelerator))
+
+
+_ONE_BYTE = bytes(1)
+
+
+def _sized(size: int) -> np.ndarray:
+    """A read-only array of size zero bytes, all the same byte (np.broadcast_to's 10 us a call
+    were a twentieth of planning a small program)."""
+    return np.ndarray((size,), np.uint8, buffer=_ONE_BYTE, strides=(0,))
 
 
 def _build(program: NpuProgram, accelerator: str) -> Plan:
@@ -168,13 +177,13 @@ def _build(program: NpuProgram, accelerator: str) -> Plan:
     steps: list[Step] = []
     i = 0
     while i < len(operations):
-        cmd, regs = operations[i]
+        cmd, values = operations[i]
         try:
-            step = _prepare(cmd, regs, memory, accelerator, decoded)
+            step = _prepare(cmd, Registers(values, cmd), memory, accelerator, decoded)
         except UnsupportedError as exc:
             exc.offset = cmd.offset
             raise
-        _set_registers(step, regs)
+        _set_registers(step, values)
         steps.append(step)
         i += 1
         if step.byte_map is not None:
@@ -194,27 +203,25 @@ def _constant_regions(program: NpuProgram, memory: Memory, steps: list[Step]) ->
     return frozenset(r for r, buffer in memory.regions.items() if id(buffer) not in changing)
 
 
-def _operations(program: NpuProgram) -> list[tuple[Command, Registers]]:
-    """(command, registers) of every operation that does something, up to NPU_OP_STOP."""
-    operations: list[tuple[Command, Registers]] = []
+def _operations(program: NpuProgram) -> list[tuple[Command, dict[str, int]]]:
+    """(command, register values) of every operation that does something, up to NPU_OP_STOP
+    (no Registers for each: a merged run's members are never prepared on their own)."""
+    operations: list[tuple[Command, dict[str, int]]] = []
     for cmd, values in operation_registers(program.command_stream, SYNC_OPERATIONS):
         if cmd.name == "NPU_OP_STOP":
             return operations
         if values is not None:
-            operations.append((cmd, Registers(values, cmd)))
+            operations.append((cmd, values))
     raise PayloadError(
         f"{program.source}: the command stream ends without NPU_OP_STOP (truncated?)"
     )
 
 
-def _set_registers(step: Step, regs) -> None:
+def _set_registers(step: Step, values: dict[str, int]) -> None:
     # the record was just made for this step: set its registers in place (a
-    # dataclasses.replace of the 22 fields cost an eighth of the planning); regs.values is
-    # the operation's own dict (operation_registers makes a fresh one each; nothing writes it)
-    object.__setattr__(step.record, "registers", regs.values)
-
-
-_MOVING = ("IFM_BASE0", "OFM_BASE0")
+    # dataclasses.replace of the 22 fields cost an eighth of the planning); values is the
+    # operation's own dict (operation_registers makes a fresh one each; nothing writes it)
+    object.__setattr__(step.record, "registers", values)
 
 
 def _merge_run(steps: list[Step], operations: list, start: int, memory: Memory) -> int:
@@ -224,32 +231,34 @@ def _merge_run(steps: list[Step], operations: list, start: int, memory: Memory) 
     it: they keep their own records, its run does them all (pool.ByteMap.merged_run decides
     when that is exact). Returns how many operations were taken."""
     first = steps[-1]
-    cmd0, regs0 = operations[start - 1]
-    values0 = regs0.values
-    count, expected = 1, dict(values0)
-    deltas: tuple[int, ...] = ()
-    while start + count - 1 < len(operations):
-        cmd, regs = operations[start + count - 1]
-        values = regs.values
-        if not deltas:
-            deltas = tuple(values.get(name, 0) - values0.get(name, 0) for name in _MOVING)
-        for name, delta in zip(_MOVING, deltas):
-            expected[name] = values0.get(name, 0) + count * delta
+    cmd0, values0 = operations[start - 1]
+    ifm0, ofm0 = values0.get("IFM_BASE0", 0), values0.get("OFM_BASE0", 0)
+    ifm_step = ofm_step = 0
+    expected = dict(values0)  # the registers of the run's next operation
+    end = start  # the run so far: operations[start - 1 : end]
+    for cmd, values in operations[start:]:
+        if end == start:  # the second operation sets the steps
+            ifm_step = values.get("IFM_BASE0", 0) - ifm0
+            ofm_step = values.get("OFM_BASE0", 0) - ofm0
+        count = end - start + 1
+        expected["IFM_BASE0"] = ifm0 + count * ifm_step
+        expected["OFM_BASE0"] = ofm0 + count * ofm_step
         if cmd.name != cmd0.name or cmd.param != cmd0.param or values != expected:
             break
-        count += 1
-    if count == 1:
+        end += 1
+    if end == start:
         return 0
     assert first.byte_map is not None
-    run = first.byte_map.merged_run(count, deltas[0], deltas[1], memory)
+    run = first.byte_map.merged_run(end - start + 1, ifm_step, ofm_step, memory)
     if run is None:
         return 0
     steps[-1] = Step(first.record, run, first.byte_map)
-    for cmd, regs in operations[start : start + count - 1]:
-        step = Step(with_fields(first.record, offset=cmd.offset), _merged)
-        _set_registers(step, regs)
-        steps.append(step)
-    return count - 1
+    record = first.record
+    steps.extend(
+        Step(with_fields(record, offset=cmd.offset, registers=values), _merged)
+        for cmd, values in operations[start:end]
+    )
+    return end - start
 
 
 def _merged(mem: Memory) -> None:

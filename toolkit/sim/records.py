@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from .layouts import FeatureMap
@@ -84,9 +84,9 @@ def with_fields(record: OpRecord, **changes) -> OpRecord:
     return copy
 
 
-@dataclass(frozen=True)
-class Step:
-    """One planned operation: its record, and what it does to memory when it runs."""
+class Step(NamedTuple):
+    """One planned operation: its record, and what it does to memory when it runs. A tuple, as
+    FeatureMap is: planning makes one for every operation (a merged run's members too)."""
 
     record: OpRecord
     run: Callable  # (Memory) -> None; a merged run's first operation does all of it (plan.py)

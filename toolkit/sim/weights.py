@@ -50,13 +50,16 @@ def decode_scales(
         raise PayloadError(
             f"{where}: scale stream has {len(raw)} bytes, {channels} channels need {channels * 10}"
         )
-    rec = raw[: channels * 10].reshape(channels, 10).astype(np.int64)
-    bias = np.zeros(channels, dtype=np.int64)
-    for i in range(5):
-        bias |= rec[:, i] << (8 * i)
-    bias = np.where(bias >= 1 << 39, bias - (1 << 40), bias)
-    scale = rec[:, 5] | rec[:, 6] << 8 | rec[:, 7] << 16 | rec[:, 8] << 24
-    shift = rec[:, 9] & 0x3F
+    # each record spread over two little-endian int64: the bias in the first's low 5 bytes,
+    # the scale and shift in the second's low 5: a few numpy calls per stream, not one per
+    # byte (a program's first run decodes them all)
+    rec = raw[: channels * 10].reshape(channels, 10)
+    wide = np.zeros((channels, 16), np.uint8)
+    wide[:, :5], wide[:, 8:13] = rec[:, :5], rec[:, 5:]
+    words = wide.view("<i8")
+    bias = (words[:, 0] << 24) >> 24  # 40 bits, sign-extended
+    scale = words[:, 1] & 0xFFFFFFFF
+    shift = (words[:, 1] >> 32) & 0x3F
     return bias, scale, shift
 
 
