@@ -241,3 +241,13 @@ def test_native_conv_takes_the_wide_path_where_sums_leave_int32():
     _, wide, *_ = _setup(CASES["conv_int16_ifm_wide"], 0)
     wide._set_weights(np.ones((3, 9 * 7), np.int16))
     assert wide.desc[wide.desc.size - 9] == 0
+
+
+def test_native_conv_declines_a_lut_the_clip_could_index_outside_of():
+    """ACTIVATION_MAX below the table's range (no Vela stream has it): numpy indexes from the
+    table's end there, so numpy runs it."""
+    numpy_engine, _, *_ = _setup(CASES["conv_relu_clip_and_lut"], 0)
+    ifm, ofm, k, finish = numpy_engine.ifm, numpy_engine.ofm, numpy_engine.k, numpy_engine.finish
+    assert conv_kernel(ifm, ofm, k, False, finish, NATURAL) is not None
+    below = Finish(finish.zero_point, -128, -129, finish.dtype, finish.lut)
+    assert conv_kernel(ifm, ofm, k, False, below, NATURAL) is None

@@ -8,7 +8,15 @@ from ..kernel import Kernel
 from ..layouts import FeatureMap
 from ..memory import Memory
 from ..outstage import Finish, Rescale
-from . import FINISH_WORDS, FM_WORDS, finish_words, fm_words, function, value_range
+from . import (
+    FINISH_WORDS,
+    FM_WORDS,
+    finish_words,
+    fm_words,
+    function,
+    lut_in_reach,
+    value_range,
+)
 
 _GEOMETRY_WORDS = 11  # kernel size, strides, dilations, pads, upscale
 _NARROW = 2 * FM_WORDS + _GEOMETRY_WORDS + 1  # conv_desc.narrow
@@ -100,7 +108,8 @@ def conv_kernel(
     ifm: FeatureMap, ofm: FeatureMap, k: Kernel, depthwise: bool, finish: Finish, rounding: int
 ) -> NativeConv | None:
     """The native run of a planned convolution, or None where the numpy path runs it: kernels
-    not built or turned off, or a 32-bit IFM (its values minus the zero point need 33 bits)."""
-    if _KERNEL is None or ifm.elem_size == 4:
+    not built or turned off, a 32-bit IFM (its values minus the zero point need 33 bits), or a
+    LUT the clipped values could index outside of (lut_in_reach)."""
+    if _KERNEL is None or ifm.elem_size == 4 or not lut_in_reach(finish):
         return None
     return NativeConv(ifm, ofm, k, depthwise, finish, rounding)
