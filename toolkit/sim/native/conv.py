@@ -28,8 +28,8 @@ _INT32_BOUND = 1 << 31
 class NativeConv:
     """One planned convolution's native run. Its weights, bias and scales come from the plan's
     decoded streams at each run (the same objects while the streams do not change); what the
-    kernel needs of them is worked out once per object. Called as conv.NumpyConv is (bias_bound: exact
-    128-bit arithmetic needs no bound)."""
+    kernel needs of them is worked out once per object. Called as conv.NumpyConv is (the kernel
+    needs no bias_bound: its rescale is exact, 128-bit where 64 bits could overflow)."""
 
     def __init__(
         self,
@@ -57,7 +57,7 @@ class NativeConv:
         low, high = value_range(ifm)
         self._ifm_bound = max(abs(low), abs(high))  # of |IFM - zero point|
         self._ifm_in_int16 = ifm.elem_size == 1 and _INT16[0] <= low and high <= _INT16[1]
-        self._weights: tuple = (None, None, 0)  # (decoded matrix, int16 copy, address)
+        self._weights: tuple = (None, None, 0)  # (decoded weights, the array read, its address)
         self._scales: tuple = (None, None, None, ())  # (bias, rescale, arrays, addresses)
 
     def __call__(
