@@ -204,10 +204,7 @@ def prepare_pool(regs: Registers, memory: Memory) -> Step:
 
     native = pool_kernel(ifm, ofm, k, mode, depth, rescale if global_scale else None, bound, finish)
 
-    def run(mem: Memory) -> None:
-        if native is not None:
-            native(mem)
-            return
+    def run(mem: Memory) -> None:  # numpy's, where the native kernel does not run
         x = k.upscaled(ifm.read(mem)[..., :depth], zp, oh, ow)
         if table is not None:  # the output is a function of one IFM byte
             ofm.write(mem, x if table is _SAME else table[x.view(np.uint8)])
@@ -245,4 +242,4 @@ def prepare_pool(regs: Registers, memory: Memory) -> Step:
         **feature_map_fields(regs, ifm, ofm),
         acc_40bit=regs.get("ACC_FORMAT", 0) == 1,
     )
-    return Step(record, run, byte_map)
+    return Step(record, run if native is None else native, byte_map)
