@@ -6,12 +6,12 @@ import numpy as np
 
 from . import outstage
 from .activation import output_finish
-from .decoded import DecodedStreams
+from .decoded import DecodedStreams, StreamSlot
 from .errors import UnsupportedError, at
 from .kernel import NEAREST, NO_UPSCALE, TRANSPOSE, Kernel, kernel_from
 from .layouts import FeatureMap, ifm_map, ofm_map
 from .memory import Memory
-from .native.conv import conv_kernel
+from .native.conv import NativeConv, conv_kernel
 from .records import Step, feature_map_fields, make_record
 from .registers import Registers
 from .weights import WeightFormat, exact_in_float32, ublock_depths
@@ -191,17 +191,14 @@ def prepare_conv(
     engine = conv_kernel(ifm, ofm, k, depthwise, finish, rounding) or NumpyConv(
         ifm, ofm, k, depthwise, finish
     )
-    weight_slot = decoded.slot(w_region, w_base, w_len)
-    scale_slot = decoded.slot(s_region, s_base, s_len)
-    scales_where = f"{what} (scales)"
-
-    def run(mem: Memory) -> None:
-        engine(
-            mem,
-            weight_slot.get(mem, decoded.weights, fmt),
-            *scale_slot.get(mem, decoded.scales, ofm.depth, rounding, scales_where),
-        )
-
+    run = ConvRun(
+        engine,
+        decoded,
+        decoded.slot(w_region, w_base, w_len),
+        decoded.slot(s_region, s_base, s_len),
+        (fmt,),
+        (ofm.depth, rounding, f"{what} (scales)"),
+    )
     macs = ofm.height * ofm.width * ofm.depth * k.elements * (1 if depthwise else ifm_depth)
     record = make_record(
         kind="depthwise" if depthwise else "conv",
@@ -219,3 +216,35 @@ def prepare_conv(
         part_kernel_first=fmt.part_kernel_first,
     )
     return Step(record, run, blas=isinstance(engine, NumpyConv))
+
+
+class ConvRun:
+    """A planned convolution's run: its weight and scale streams looked up through their slots
+    (decoded on first use), then its engine."""
+
+    def __init__(
+        self,
+        engine: NativeConv | NumpyConv,
+        decoded: DecodedStreams,
+        weight_slot: StreamSlot,
+        scale_slot: StreamSlot,
+        weight_args: tuple,
+        scale_args: tuple,
+    ):
+        self.engine, self.decoded = engine, decoded
+        self.weight_slot, self.scale_slot = weight_slot, scale_slot
+        self.weight_args, self.scale_args = weight_args, scale_args
+
+    def __call__(self, mem: Memory) -> None:
+        decoded = self.decoded
+        self.engine(
+            mem,
+            self.weight_slot.get(mem, decoded.weights, *self.weight_args),
+            *self.scale_slot.get(mem, decoded.scales, *self.scale_args),
+        )
+
+    def row(self) -> list[int] | None:
+        """native.batch's row, once the streams it reads can no longer change."""
+        if not (self.weight_slot.constant and self.scale_slot.constant):
+            return None
+        return self.engine.row() if isinstance(self.engine, NativeConv) else None

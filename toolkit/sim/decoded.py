@@ -102,6 +102,11 @@ class StreamSlot:
         self.decoded, self.region, self.base, self.length = decoded, region, base, length
         self.last: tuple[bytes, Any] | None = None  # (stream, decoded), replaced as one
 
+    @property
+    def constant(self) -> bool:
+        """Whether the stream is read and can no longer change (it lies where nothing writes)."""
+        return self.last is not None and self.region in self.decoded.constant_regions
+
     def get(self, mem: Memory, decode: Callable[..., Any], *args: Any) -> Any:
         """decode(stream, *args) of the stream there (the same args at every run)."""
         last = self.last

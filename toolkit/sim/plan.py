@@ -22,6 +22,7 @@ from .dma import prepare_dma
 from .elementwise import prepare_elementwise
 from .errors import PayloadError, UnsupportedError, at
 from .memory import Memory, shram_bytes
+from .native.batch import batched
 from .payload import NpuProgram, forget_payloads
 from .pool import forget_tables, prepare_pool
 from .records import Step, with_fields
@@ -43,6 +44,20 @@ class Plan:
     # (decoded streams, timing entries) when it was last read or written
     stored: derived_store.Derived = field(default_factory=derived_store.Derived)
     saved: list = field(default_factory=lambda: [0, 0])
+
+    # the runs of the second run on (native.batch.batched of the steps' runs), made after the
+    # first: a convolution's streams are fixed only once it has read them
+    batched: list = field(default_factory=list)
+
+    def execute(self, memory: Memory) -> None:
+        """Run every step on memory (a merged run's members are done by its first)."""
+        if self.batched:
+            for run in self.batched:
+                run(memory)
+            return
+        for step in self.steps:
+            step.run(memory)
+        self.batched.extend(batched([s.run for s in self.steps if s.run is not _merged]))
 
     @cached_property
     def blas(self) -> bool:

@@ -153,8 +153,7 @@ def simulate(
     _place_inputs(program, memory, inputs)
     ini_file = _ini_file(config_ini)
     with one_blas_thread() if plan.blas else nullcontext():
-        for step in plan.steps:
-            step.run(memory)
+        plan.execute(memory)
     records, pmu, npu_cycles = _timed(
         plan, program, accelerator, npu.system_config, npu.memory_mode, ini_file
     )

@@ -11,6 +11,7 @@ from ..outstage import Finish, Rescale
 from . import (
     FINISH_WORDS,
     FM_WORDS,
+    batch,
     finish_words,
     fm_words,
     function,
@@ -77,6 +78,21 @@ class NativeConv:
         )
         if status:
             raise MemoryError("the native convolution could not allocate its buffers")
+
+    def row(self) -> list[int] | None:
+        """batch.row of this convolution, with the streams of its last run (None before one)."""
+        if self._weights[0] is None or self._scales[0] is None:
+            return None
+        lut = self.reads_lut
+        return batch.row(
+            "conv",
+            self.desc,
+            self.ifm_region,
+            None,
+            self.ofm_region,
+            lut,
+            [self._weights[2], *self._scales[3]],
+        )
 
     def _set_weights(self, w: np.ndarray) -> None:
         """Whether the narrow path may run with these weights (int16, as decoded): every

@@ -13,6 +13,7 @@ from ..outstage import Finish, Rescale
 from . import (
     FINISH_WORDS,
     FM_WORDS,
+    batch,
     finish_words,
     fm_words,
     function,
@@ -45,6 +46,10 @@ class NativeElementwise:
         self._desc_address = self.desc.ctypes.data
         self.regions = (ifm.region, ifm.region if ifm2 is None else ifm2.region, ofm.region)
         self.reads_lut = reads_lut  # the SHRAM is made only for a run that reads it
+
+    def row(self) -> list[int]:
+        ifm, ifm2, ofm = self.regions
+        return batch.row("elementwise", self.desc, ifm, ifm2, ofm, self.reads_lut)
 
     def __call__(self, mem: Memory) -> None:
         ifm, ifm2, ofm = self.regions

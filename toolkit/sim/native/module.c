@@ -66,6 +66,47 @@ static PyObject *pool(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     return finished(status, "pool");
 }
 
+/* A batch: `rows` operations, each ROW_WORDS int64 words (native/batch.py packs them): kernel,
+ * description, then the slots of IFM, IFM2, OFM and LUT memory (-1: none) in `memory` (regions
+ * 0-7 then the SHRAM), then the weights, bias, scale, shift and right-shift arrays of a
+ * convolution. Runs them in turn and stops at the first that fails. */
+enum { KERNEL_CONV = 0, KERNEL_ELEMENTWISE = 1, KERNEL_POOL = 2 };
+#define ROW_WORDS 11
+#define MEMORY_SLOTS 9
+
+static int run_row(const int64_t *row, const int64_t *memory) {
+    int64_t at[4];
+    for (int i = 0; i < 4; i++) at[i] = row[2 + i] < 0 ? 0 : memory[row[2 + i]];
+    const void *desc = (const void *)(intptr_t)row[1];
+    switch (row[0]) {
+    case KERNEL_CONV:
+        return etk_conv(desc, at[0], at[2], row[6], row[7], row[8], row[9], row[10], at[3]);
+    case KERNEL_ELEMENTWISE:
+        return etk_elementwise(desc, at[0], at[1], at[2], at[3]);
+    case KERNEL_POOL:
+        return etk_pool(desc, at[0], at[2], at[3]);
+    default:
+        return -1;
+    }
+}
+
+static PyObject *run_batch(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    int64_t v[2 + MEMORY_SLOTS];
+    if (!int64_args(args, n, 2 + MEMORY_SLOTS, v, "run_batch")) return NULL;
+    const int64_t *table = (const int64_t *)(intptr_t)v[0];
+    for (int64_t r = 0; r < v[1]; r++) {
+        const int64_t *row = table + r * ROW_WORDS;
+        if (row[0] < KERNEL_CONV || row[0] > KERNEL_POOL)
+            return PyErr_Format(PyExc_ValueError, "run_batch: row %lld names no kernel", r);
+        int status;
+        Py_BEGIN_ALLOW_THREADS
+        status = run_row(row, v + 2);
+        Py_END_ALLOW_THREADS
+        if (status) return finished(status, "run_batch");
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"conv", (PyCFunction)(void (*)(void))conv, METH_FASTCALL,
      "conv(desc, ifm_mem, ofm_mem, weights, bias, scale, shift, right, lut_mem): conv.c"},
@@ -73,6 +114,8 @@ static PyMethodDef methods[] = {
      "elementwise(desc, ifm_mem, ifm2_mem, ofm_mem, lut_mem): elementwise.c"},
     {"pool", (PyCFunction)(void (*)(void))pool, METH_FASTCALL,
      "pool(desc, ifm_mem, ofm_mem, lut_mem): pool.c"},
+    {"run_batch", (PyCFunction)(void (*)(void))run_batch, METH_FASTCALL,
+     "run_batch(table, rows, memory0, ..., memory7, shram): rows of kernel calls in turn"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -85,9 +128,10 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__kernels(void) {
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
-    PyObject *words = Py_BuildValue("{s:L,s:L,s:L}", "conv", (long long)etk_conv_desc_words(),
-                                    "elementwise", (long long)etk_elementwise_desc_words(),
-                                    "pool", (long long)etk_pool_desc_words());
+    PyObject *words = Py_BuildValue(
+        "{s:L,s:L,s:L,s:L}", "conv", (long long)etk_conv_desc_words(), "elementwise",
+        (long long)etk_elementwise_desc_words(), "pool", (long long)etk_pool_desc_words(),
+        "run_batch", (long long)ROW_WORDS);
     if (words == NULL || PyModule_AddObject(m, "DESC_WORDS", words) < 0) {
         Py_XDECREF(words);
         Py_DECREF(m);

@@ -11,6 +11,7 @@ from ..outstage import Finish, Rescale
 from . import (
     FINISH_WORDS,
     FM_WORDS,
+    batch,
     finish_words,
     fm_words,
     function,
@@ -33,6 +34,9 @@ class NativePool:
         self._desc_address = self.desc.ctypes.data
         self.ifm_region, self.ofm_region = ifm.region, ofm.region
         self.reads_lut = reads_lut  # the SHRAM is made only for a run that reads it
+
+    def row(self) -> list[int]:
+        return batch.row("pool", self.desc, self.ifm_region, None, self.ofm_region, self.reads_lut)
 
     def __call__(self, mem: Memory) -> None:
         status = _KERNEL(  # type: ignore[misc]

@@ -1,0 +1,61 @@
+"""From a program's second run on, consecutive native operations whose arguments no longer change
+run as one native call (toolkit/sim/native/batch.py). They write the same bytes as the first run,
+which runs each planned operation on its own, on programs that batch all of their operations,
+some of them, or none (test_bitexact checks both runs against the TOSA reference model)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from toolkit.lower.tflite import compile_tflite
+from toolkit.sim import forget_programs, load_payload, simulate
+from toolkit.sim.conv import ConvRun
+from toolkit.sim.native import batch
+from toolkit.sim.native.batch import NativeBatch
+from toolkit.sim.plan import plan_for
+from toolkit.targets import load_target
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+pytestmark = pytest.mark.skipif(batch._RUN is None, reason="the native kernels are not built")
+
+
+@pytest.mark.parametrize(
+    "name, accelerator, batch_sizes, convolutions_alone",
+    [
+        ("ad01_int8", "ethos-u55-128", [10], 0),  # ten fully connected layers, weights in flash
+        # the first ten convolutions' weights are DMA'd into scratch before each (read again at
+        # every run, so run alone); the last batches are split by the softmax's DMA'd LUT
+        ("kws_ref_model", "ethos-u55-128", [3, 26], 10),
+    ],
+)
+def test_batched_runs_write_what_single_operations_do(
+    name, accelerator, batch_sizes, convolutions_alone, tmp_path
+):
+    npu = load_target("corstone-300").npu(accelerator)
+    compiled = compile_tflite(FIXTURES / f"{name}.tflite", npu, tmp_path)
+    (delegate,) = compiled.delegates
+    rng = np.random.default_rng(7)
+    shape = compiled.input_specs[0].shape
+    inputs = [rng.integers(-128, 128, shape, dtype=np.int8) for _ in range(3)]
+    forget_programs()
+    program = load_payload(delegate.vela_npz_path)
+    plan = plan_for(program, accelerator)
+    assert plan.batched == []  # made by the first run
+    one_by_one = []
+    for x in inputs:
+        forget_programs()  # each a first run
+        one_by_one.append(simulate(load_payload(delegate.vela_npz_path), [x], accelerator))
+    program = load_payload(delegate.vela_npz_path)
+    batched = [simulate(program, [x], accelerator) for x in inputs]
+    runs = plan_for(program, accelerator).batched
+    assert [len(run.table) for run in runs if isinstance(run, NativeBatch)] == batch_sizes
+    assert sum(isinstance(run, ConvRun) for run in runs) == convolutions_alone
+    for single, joined in zip(one_by_one, batched):
+        for a, b in zip(single.outputs, joined.outputs):
+            assert np.array_equal(a, b)
+        assert single.npu_cycles == joined.npu_cycles
+    assert not all(np.array_equal(a.outputs[0], b.outputs[0]) for a, b in zip(batched, batched[1:]))
