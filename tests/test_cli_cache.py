@@ -120,6 +120,15 @@ def test_info_counts_the_entries_and_their_bytes(tmp_path, monkeypatch, capsys):
     assert _etk(capsys, "cache", "info") == (0, expected, "")
 
 
+def test_help_shows_the_action_as_optional(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["cache", "--help"])
+    out = capsys.readouterr().out
+    assert exit_.value.code == 0
+    assert out.startswith("usage: etk cache [-h] [ACTION] ...\n")
+    assert "plain `etk cache` is info" in out
+
+
 def test_prune_removes_the_least_recently_used_until_the_rest_fits(tmp_path, monkeypatch, capsys):
     _fake_cache(tmp_path)
     monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path))

@@ -107,6 +107,9 @@ def test_artifacts_kept_in_out(compiled):
         assert (folder / "delegate0.tosa").is_file()
         assert list((folder / "vela_delegate0").glob("*_per-layer.csv"))
         assert list((folder / "vela_delegate0").glob("*_vela.npz"))
+        log = (folder / "vela_delegate0" / "vela.log").read_text()
+        assert "Performance for NPU Grap delegate0\n" in log  # not the lowering's temp folder
+        assert "etk-lower-" not in log
         assert len(list((folder / "reference").glob("output_*_0.npy"))) == 4
     assert not list(out.glob(".*partial*"))
 

@@ -1,9 +1,11 @@
-"""Capture what native code (Vela's C++ core, the TOSA reference model) prints to fd 1 and 2."""
+"""Capture what native code (Vela's C++ core, the TOSA reference model) prints to fd 1 and 2,
+and what Python code prints while sys.stdout or sys.stderr is not fd 1 or 2 (pytest, Jupyter)."""
 
 from __future__ import annotations
 
 import contextlib
 import importlib
+import io
 import os
 import sys
 import tempfile
@@ -16,19 +18,29 @@ class CapturedText:
 
 @contextlib.contextmanager
 def capture_fds(fds: tuple[int, ...] = (1, 2)):
-    """Redirect the process-level file descriptors into a buffer; yields a CapturedText."""
+    """Redirect the process-level file descriptors, and sys.stdout / sys.stderr with them, into
+    a buffer; yields a CapturedText."""
     result = CapturedText()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    streams = [name for fd, name in ((1, "stdout"), (2, "stderr")) if fd in fds]
+    for name in streams:
+        getattr(sys, name).flush()
     with tempfile.TemporaryFile() as sink:
         saved = {fd: os.dup(fd) for fd in fds}
+        saved_streams = {name: getattr(sys, name) for name in streams}
+        # the same file position as the descriptors: Python's and native writes stay in order
+        writer = io.TextIOWrapper(
+            io.FileIO(sink.fileno(), "w", closefd=False), errors="replace", write_through=True
+        )
         try:
             for fd in fds:
                 os.dup2(sink.fileno(), fd)
+            for name in streams:
+                setattr(sys, name, writer)
             yield result
         finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
+            writer.flush()
+            for name, stream in saved_streams.items():
+                setattr(sys, name, stream)
             for fd, copy in saved.items():
                 os.dup2(copy, fd)
                 os.close(copy)

@@ -107,7 +107,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "cache", help=f"the shared compile cache ({CACHE_DIR_ENV}): size, clear, prune"
     )
     parser.set_defaults(func=_info)
-    actions = parser.add_subparsers(dest="cache_action", metavar="ACTION")
+    actions = parser.add_subparsers(
+        dest="cache_action",
+        metavar="[ACTION]",
+        title="actions (optional: plain `etk cache` is info)",
+    )
     actions.add_parser("info", help="the folder, its entries and their size (the default)")
     actions.add_parser("clear", help="remove every entry").set_defaults(func=_clear)
     prune = actions.add_parser("prune", help="remove the least recently used entries")

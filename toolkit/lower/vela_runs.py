@@ -81,5 +81,15 @@ def keep_vela_run(runs: list[VelaRun], payload: bytes, index: int, work_dir: Pat
         if name.startswith(VELA_STEM):
             name = stem + name[len(VELA_STEM) :]
         shutil.copyfile(path, target / name)
-    shutil.copyfile(run.folder / "vela.log", target / "vela.log")
+    (target / "vela.log").write_text(_kept_log(run, stem))
     return target
+
+
+def _kept_log(run: VelaRun, stem: str) -> str:
+    """Vela's log of the run, naming its graph as the kept files are named (delegateN) instead
+    of by the temporary folder it ran in, which is gone once lowering ends."""
+    text = (run.folder / "vela.log").read_text()
+    output = run.folder / "output"
+    for temporary, kept in ((output / VELA_STEM, stem), (output, "."), (run.folder, ".")):
+        text = text.replace(str(temporary), kept)
+    return text
