@@ -57,7 +57,8 @@ class Plan:
             return
         for step in self.steps:
             step.run(memory)
-        self.batched.extend(batched([s.run for s in self.steps if s.run is not _merged]))
+        # replaced whole, never extended: two first runs at once leave one copy, not two
+        self.batched[:] = batched([s.run for s in self.steps if s.run is not _merged])
 
     @cached_property
     def blas(self) -> bool:
