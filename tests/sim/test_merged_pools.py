@@ -93,7 +93,7 @@ INITIAL = np.random.default_rng(3).integers(0, 256, 0x4000, dtype=np.uint8)
 def _scratch_after(program: NpuProgram, merge: bool, monkeypatch) -> tuple[np.ndarray, tuple]:
     forget_programs()
     if not merge:
-        monkeypatch.setattr(plan, "_merge_run", lambda *args: 0)
+        monkeypatch.setattr(plan, "_merge_run", lambda *args: (0, 0))
     the_plan = plan.plan_for(program, ACC)
     memory = plan.new_memory(program, ACC)
     memory.regions[1][:] = INITIAL
@@ -111,14 +111,19 @@ def _scratch_after(program: NpuProgram, merge: bool, monkeypatch) -> tuple[np.nd
         (H * W, H * W, 0, 11, H),  # apart: one run
         (H * W + 7, H * W + 1, 0x2000, 11, H),  # gaps between the slabs
         (H * W, H * W - 1, 0, 0, H),  # each OFM overlaps the next: in turn
-        # OFMs over the IFMs two further: in turn, but for the last two (past every IFM)
-        (H * W, H * W, 0x1000 + 2 * H * W, 1, H),
+        # OFMs over the IFMs two further: in turn (the last two, past every IFM, could merge,
+        # but a run refused whole is not tried again from each of its operations)
+        (H * W, H * W, 0x1000 + 2 * H * W, 0, H),
         (-H * W, H * W, 0x2000, 0, H),  # backwards
         # interleaved, as Vela's output transposes: the k-th writes rows 3k..3k+2 of every
         # 36-byte column; the byte ranges overlap, the bytes do not: one run
         (H * W, H, 0, 11, 12 * H),
         (H * W, H - 1, 0, 0, 12 * H),  # interleaved, each sharing a byte with the next
         (H * W, H, 0x1000 - 2 * H, 0, 12 * H),  # interleaved over the first IFM's start
+        # in place, as Vela's transposes on Ethos-U65: each transposes its own slab: one run
+        (H * W, H * W, 0x1000, 11, H),
+        (H * W + 5, H * W + 5, 0x1000, 11, H),  # in place, with gaps
+        (H * W, H * W, 0x1001, 0, H),  # each writes a byte of the next slab: in turn
     ],
 )
 def test_merged_pools_write_what_running_them_in_turn_writes(
@@ -134,6 +139,55 @@ def test_merged_pools_write_what_running_them_in_turn_writes(
     assert not np.array_equal(one_by_one, INITIAL)
 
 
+@pytest.mark.parametrize("aliased, merged", [(False, 11), (True, 0)])
+def test_ifm_in_the_fast_scratch_overlaps_no_ofm_unless_it_aliases_the_scratch(
+    aliased, merged, monkeypatch
+):
+    # Vela's transposes on Ethos-U65 read the fast scratch and write the scratch: the same
+    # offsets are other bytes there (each OFM lies over the next operation's IFM offsets)
+    stream = _stream(12, H * W, H * W, 0x1000 + H * W, ifm_region=2)
+    program = NpuProgram(stream, b"", 0x4000, 0x4000, (), (), None, "test stream", aliased)
+    fast = np.random.default_rng(6).integers(0, 256, 0x4000, dtype=np.uint8)
+
+    def run(merge: bool) -> tuple[np.ndarray, int]:
+        forget_programs()
+        if not merge:
+            monkeypatch.setattr(plan, "_merge_run", lambda *args: (0, 0))
+        steps = plan.plan_for(program, ACC).steps
+        memory = plan.new_memory(program, ACC)
+        memory.regions[1][:] = INITIAL
+        if not aliased:
+            memory.regions[2][:] = fast
+        for step in steps:
+            step.run(memory)
+        monkeypatch.undo()
+        forget_programs()
+        return memory.regions[1].copy(), sum(step.run is plan._merged for step in steps)
+
+    (in_turn, none), (at_once, count) = run(False), run(True)
+    assert (none, count) == (0, merged)
+    assert np.array_equal(at_once, in_turn)
+    assert not np.array_equal(in_turn, INITIAL)
+
+
+def test_a_run_that_cannot_merge_is_tried_once(monkeypatch):
+    # not again from each of its operations: every try listed the bytes of the rest of the run
+    # (Vela's in-place transposes on Ethos-U65 made upsample_net's cold run 4x slower)
+    tries = []
+    merged_run = pool.ByteMap.merged_run
+
+    def counted(self, count, *args):
+        tries.append(count)
+        return merged_run(self, count, *args)
+
+    monkeypatch.setattr(pool.ByteMap, "merged_run", counted)
+    forget_programs()
+    steps = plan.plan_for(_program(_stream(12, H * W, H * W - 1)), ACC).steps
+    forget_programs()
+    assert tries == [12]
+    assert len(steps) == 12 and not any(step.run is plan._merged for step in steps)
+
+
 def _plan_error(program: NpuProgram) -> str:
     forget_programs()
     with pytest.raises(RegionError) as info:
@@ -144,7 +198,7 @@ def _plan_error(program: NpuProgram) -> str:
 def test_a_run_past_its_region_names_the_operation_that_overflows(monkeypatch):
     program = _program(_stream(12, H * W, 0x500, 0x1000 + 12 * H * W))
     message = _plan_error(program)
-    monkeypatch.setattr(plan, "_merge_run", lambda *args: 0)
+    monkeypatch.setattr(plan, "_merge_run", lambda *args: (0, 0))
     assert message == _plan_error(program)
     tenth_pool = 10 * (len(_stream(1, 0, 0)) - 4)
     assert message.startswith(
@@ -160,7 +214,7 @@ def test_per_operation_dumps_are_those_of_the_operations_run_in_turn(monkeypatch
     forget_programs()
     merged = op_outputs(program, [], ACC)
     assert sum(step.run is plan._merged for step in plan.plan_for(program, ACC).steps) == 11
-    monkeypatch.setattr(plan, "_merge_run", lambda *args: 0)
+    monkeypatch.setattr(plan, "_merge_run", lambda *args: (0, 0))
     forget_programs()
     in_turn = op_outputs(program, [], ACC)
     forget_programs()
@@ -231,7 +285,7 @@ def test_a_vela_program_s_merged_runs_keep_every_record_and_output(cases, monkey
         return result, sum(step.run is plan._merged for step in steps)
 
     merged, count = run()
-    monkeypatch.setattr(plan, "_merge_run", lambda *args: 0)
+    monkeypatch.setattr(plan, "_merge_run", lambda *args: (0, 0))
     in_turn, none = run()
     assert (count, none, len(merged.operations)) == (35, 0, 40)
     for a, b in zip(merged.operations, in_turn.operations, strict=True):

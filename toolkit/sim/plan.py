@@ -192,6 +192,7 @@ def _build(program: NpuProgram, accelerator: str) -> Plan:
     operations = _operations(program)
     steps: list[Step] = []
     i = 0
+    alone_until = 0  # operations before this are in a run that could not merge: planned alone
     while i < len(operations):
         cmd, values = operations[i]
         try:
@@ -202,8 +203,12 @@ def _build(program: NpuProgram, accelerator: str) -> Plan:
         _set_registers(step, values)
         steps.append(step)
         i += 1
-        if step.byte_map is not None:
-            i += _merge_run(steps, operations, i, memory)
+        if step.byte_map is not None and i >= alone_until:
+            taken, run_end = _merge_run(steps, operations, i, memory)
+            # a run refused whole is not tried again from each of its operations: its tails
+            # have the same overlap (and each try lists their bytes: quadratic in the run)
+            alone_until = i if taken else run_end
+            i += taken
     for tensor in (*program.inputs, *program.outputs):
         memory.reach(tensor.region, tensor.offset + tensor.nbytes)
     decoded.constant_regions = _constant_regions(program, memory, steps)
@@ -240,12 +245,13 @@ def _set_registers(step: Step, values: dict[str, int]) -> None:
     object.__setattr__(step.record, "registers", values)
 
 
-def _merge_run(steps: list[Step], operations: list, start: int, memory: Memory) -> int:
+def _merge_run(steps: list[Step], operations: list, start: int, memory: Memory) -> tuple[int, int]:
     """Vela transposes a feature map with runs of 1x1 pools that differ only in their IFM and
     OFM addresses, each a constant step further (MobileNet's input: 96 of them). With the last
     of steps such a pool, the operations from `start` that continue its run are merged into
     it: they keep their own records, its run does them all (pool.ByteMap.merged_run decides
-    when that is exact). Returns how many operations were taken."""
+    when that is exact). Returns how many operations were taken, and where the run of
+    operations like the last of steps ends."""
     first = steps[-1]
     cmd0, values0 = operations[start - 1]
     ifm0, ofm0 = values0.get("IFM_BASE0", 0), values0.get("OFM_BASE0", 0)
@@ -263,18 +269,18 @@ def _merge_run(steps: list[Step], operations: list, start: int, memory: Memory) 
             break
         end += 1
     if end == start:
-        return 0
+        return 0, end
     assert first.byte_map is not None
     run = first.byte_map.merged_run(end - start + 1, ifm_step, ofm_step, memory)
     if run is None:
-        return 0
+        return 0, end
     steps[-1] = Step(first.record, run, first.byte_map)
     record = first.record
     steps.extend(
         Step(with_fields(record, offset=cmd.offset, registers=values), _merged)
         for cmd, values in operations[start:end]
     )
-    return end - start
+    return end - start, end
 
 
 def _merged(mem: Memory) -> None:

@@ -60,8 +60,9 @@ class ByteMap:
         """One run for `count` operations like this one, the k-th with its IFM and OFM at
         k * ifm_step and k * ofm_step bytes further (BASE0 only), or None when merging could
         change what they write: only single-tile NHWC maps, bytes in bounds, and no
-        operation's OFM overlapping another's or any IFM of the run (then reading all IFMs
-        first and writing all OFMs after is what running them in turn does)."""
+        operation's OFM overlapping another's or any IFM of the run, or else each operation's
+        IFM and OFM within its own step of bytes (then reading all IFMs first and writing all
+        OFMs after is what running them in turn does; numpy copies an overlapping IFM first)."""
         ifm, ofm = self.ifm, self.ofm
         if len(ifm.pieces) != 1 or len(ofm.pieces) != 1 or ifm.brick or ofm.brick:
             return None
@@ -71,22 +72,37 @@ class ByteMap:
         src_lo, src_hi = src.byte_range(ifm.elem_size)
         dst_lo, dst_hi = dst.byte_range(ofm.elem_size)
         ofms_apart = ofm_step >= dst_hi - dst_lo
-        src_hi += (count - 1) * ifm_step
-        dst_hi += (count - 1) * ofm_step
-        for region, hi in ((ifm.region, src_hi), (ofm.region, dst_hi)):
+        for region, hi in (
+            (ifm.region, src_hi + (count - 1) * ifm_step),
+            (ofm.region, dst_hi + (count - 1) * ofm_step),
+        ):
             if region not in memory.regions or hi > len(memory.regions[region]):
                 return None  # planned one by one: the failing operation is named
             memory.reach(region, hi)
+        # IFM and OFM in one memory (one region, or two that alias): Vela's transposes on
+        # Ethos-U65 read the fast scratch and write the scratch, which share no byte
+        shared = memory.regions[ifm.region] is memory.regions[ofm.region]
+        # each operation's IFM and OFM inside its own step of bytes (Vela's in-place
+        # transposes): no operation touches another's bytes
+        own_slots = (
+            shared
+            and ifm_step == ofm_step
+            and max(src_hi, dst_hi) - min(src_lo, dst_lo) <= ifm_step
+        )
+        src_hi += (count - 1) * ifm_step
+        dst_hi += (count - 1) * ofm_step
         shape_in = (count, *src.shape[:2], self.depth)
         strides_in = (ifm_step, *src.strides)
         shape_out, strides_out = (count, *dst.shape), (ofm_step, *dst.strides)
-        ranges_apart = not (src_lo < dst_hi and dst_lo < src_hi)
+        ranges_apart = not shared or not (src_lo < dst_hi and dst_lo < src_hi)
         apart = ranges_apart and (
             ofms_apart or _each_byte_once(shape_out, strides_out, ofm.elem_size)
         )
-        if not apart and not _disjoint(
-            (src.offset, shape_in, strides_in, ifm.elem_size),
-            (dst.offset, shape_out, strides_out, ofm.elem_size),
+        read = (src.offset, shape_in, strides_in, ifm.elem_size) if shared else None
+        if not (
+            apart
+            or own_slots
+            or _disjoint(read, (dst.offset, shape_out, strides_out, ofm.elem_size))
         ):
             return None
         table = self.table
@@ -127,18 +143,21 @@ def _addresses(offset: int, shape: tuple, strides: tuple, elem_size: int) -> np.
     return addresses.reshape(-1)
 
 
-def _disjoint(read: tuple, written: tuple) -> bool:
-    """Whether a run that reads the bytes of `read` and writes those of `written` (each
-    (offset, shape, strides, element size)) writes no byte twice and none that it reads:
-    then reading all first and writing all after is running its operations in turn. Vela's
-    transposes interleave their OFMs (each writes every k-th byte of one span), which the
-    byte ranges alone would refuse. False for runs of more than a MiB (not checked)."""
-    sizes = [int(np.prod(shape)) * size for _, shape, _, size in (read, written)]
-    if max(sizes) > _MAX_CHECKED_BYTES:
+def _disjoint(read: tuple | None, written: tuple) -> bool:
+    """Whether a run that reads the bytes of `read` (None: in another memory) and writes those
+    of `written` (each (offset, shape, strides, element size)) writes no byte twice and none
+    that it reads: then reading all first and writing all after is running its operations in
+    turn. Vela's transposes interleave their OFMs (each writes every k-th byte of one span),
+    which the byte ranges alone would refuse. False for runs of more than a MiB (not
+    checked)."""
+    maps = [m for m in (read, written) if m is not None]
+    if max(int(np.prod(shape)) * size for _, shape, _, size in maps) > _MAX_CHECKED_BYTES:
         return False
     out = _addresses(*written)
     unique = np.unique(out)
-    return len(unique) == len(out) and not np.isin(_addresses(*read), unique).any()
+    if len(unique) != len(out):
+        return False
+    return read is None or not np.isin(_addresses(*read), unique).any()
 
 
 def forget_tables() -> None:
