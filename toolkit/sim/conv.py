@@ -196,7 +196,7 @@ def prepare_conv(
         decoded,
         decoded.slot(w_region, w_base, w_len),
         decoded.slot(s_region, s_base, s_len),
-        (fmt,),
+        fmt,
         (ofm.depth, rounding, f"{what} (scales)"),
     )
     macs = ofm.height * ofm.width * ofm.depth * k.elements * (1 if depthwise else ifm_depth)
@@ -228,18 +228,18 @@ class ConvRun:
         decoded: DecodedStreams,
         weight_slot: StreamSlot,
         scale_slot: StreamSlot,
-        weight_args: tuple,
-        scale_args: tuple,
+        fmt: WeightFormat,
+        scale_args: tuple[int, int, str],  # DecodedStreams.scales': channels, rounding, where
     ):
         self.engine, self.decoded = engine, decoded
         self.weight_slot, self.scale_slot = weight_slot, scale_slot
-        self.weight_args, self.scale_args = weight_args, scale_args
+        self.fmt, self.scale_args = fmt, scale_args
 
     def __call__(self, mem: Memory) -> None:
         decoded = self.decoded
         self.engine(
             mem,
-            self.weight_slot.get(mem, decoded.weights, *self.weight_args),
+            self.weight_slot.get(mem, decoded.weights, self.fmt),
             *self.scale_slot.get(mem, decoded.scales, *self.scale_args),
         )
 

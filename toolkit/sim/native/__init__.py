@@ -17,6 +17,7 @@ from collections.abc import Callable
 from types import ModuleType
 
 from ..activation import LUT_ENTRIES
+from ..kernel import Kernel
 from ..layouts import FeatureMap
 from ..outstage import Finish
 
@@ -35,6 +36,7 @@ def _load() -> tuple[ModuleType | None, str]:
 KERNELS, STATUS = _load()
 
 FM_WORDS = 18
+GEOMETRY_WORDS = 11
 FINISH_WORDS = 8
 
 
@@ -57,6 +59,12 @@ def fm_words(fm: FeatureMap) -> list[int]:
         int(fm.brick),
         fm.zero_point,
     ]
+
+
+def geometry_words(k: Kernel) -> list[int]:
+    """The kernel geometry conv_desc and pool_desc hold after their feature maps (conv.c, pool.c):
+    size, strides, dilations, pads, then the IFM upscale."""
+    return [*k[:10], k.upscale]
 
 
 def finish_words(finish: Finish, rounding: int) -> list[int]:

@@ -11,16 +11,17 @@ from ..outstage import Finish, Rescale
 from . import (
     FINISH_WORDS,
     FM_WORDS,
+    GEOMETRY_WORDS,
     batch,
     finish_words,
     fm_words,
     function,
+    geometry_words,
     lut_in_reach,
     value_range,
 )
 
-_GEOMETRY_WORDS = 11  # kernel size, strides, dilations, pads, upscale
-_NARROW = 2 * FM_WORDS + _GEOMETRY_WORDS + 1  # conv_desc.narrow
+_NARROW = 2 * FM_WORDS + GEOMETRY_WORDS + 1  # conv_desc.narrow
 _KERNEL = function("conv", _NARROW + 1 + FINISH_WORDS)
 _INT16 = (-(1 << 15), (1 << 15) - 1)
 _INT32_BOUND = 1 << 31
@@ -44,8 +45,7 @@ class NativeConv:
         words = [
             *fm_words(ifm),
             *fm_words(ofm),
-            *k[:10],  # height, width, strides, dilations, pads
-            k.upscale,
+            *geometry_words(k),
             int(depthwise),
             0,  # narrow: set with the weights
             *finish_words(finish, rounding),

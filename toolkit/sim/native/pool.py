@@ -11,16 +11,17 @@ from ..outstage import Finish, Rescale
 from . import (
     FINISH_WORDS,
     FM_WORDS,
+    GEOMETRY_WORDS,
     batch,
     finish_words,
     fm_words,
     function,
+    geometry_words,
     lut_in_reach,
     value_range,
 )
 
-_GEOMETRY_WORDS = 11  # kernel size, strides, dilations, pads, upscale
-_KERNEL = function("pool", 2 * FM_WORDS + _GEOMETRY_WORDS + 6 + FINISH_WORDS)
+_KERNEL = function("pool", 2 * FM_WORDS + GEOMETRY_WORDS + 6 + FINISH_WORDS)
 _MODES = {"max": 0, "average": 1, "reduce_sum": 2}
 _EMPTY = np.iinfo(np.int64).min // 4  # pool._EMPTY
 _SAFE = 1 << 62  # outstage.Rescale's int64 limit
@@ -100,8 +101,7 @@ def pool_kernel(
     words = [
         *fm_words(ifm),
         *fm_words(ofm),
-        *k[:10],  # height, width, strides, dilations, pads
-        k.upscale,
+        *geometry_words(k),
         _MODES[mode],
         depth,
         int(rescale is not None),
