@@ -11,6 +11,7 @@ setup(
             sources=[
                 "toolkit/sim/native/module.c",
                 "toolkit/sim/native/conv.c",
+                "toolkit/sim/native/copy.c",
                 "toolkit/sim/native/elementwise.c",
                 "toolkit/sim/native/pool.c",
             ],

@@ -45,6 +45,7 @@ from toolkit.models.loader import load_model  # noqa: E402
 from toolkit.pipeline import _reference_file  # noqa: E402
 from toolkit.rewrites import DEFAULT_REWRITES  # noqa: E402
 from toolkit.targets import load_target  # noqa: E402
+from toolkit.versions import tool_versions  # noqa: E402
 
 
 def _score(metric: str, windows: np.ndarray, outputs: np.ndarray, labels: np.ndarray) -> float:
@@ -191,8 +192,9 @@ def measure(args: argparse.Namespace, out: Path) -> int:
     print(
         f"\n{args.model}, {npu.accelerator}: {name} on {len(data.y) - args.calibration} held-out "
         f"samples, calibrated on {args.calibration}, {args.seeds} seeded splits "
-        f"(simulator: Vela's command stream; {time.time() - started:.0f} s)\n"
+        f"(simulator: Vela's command stream; {time.time() - started:.0f} s)"
     )
+    print(", ".join(f"{k} {v}" for k, v in tool_versions().items()) + "\n")
     print(f"| | {name} mean | std | min..max | per seed |\n|---|---|---|---|---|")
     for key, values in figures.items():
         print(_line(key, values))

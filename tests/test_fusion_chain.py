@@ -86,7 +86,14 @@ def test_report_json_keeps_the_documented_keys(compiled):
     report = json.loads(result.report_path.read_text())
     assert report["schema"] == 2
     assert report["target"] == "corstone-300" and report["npu"] == "ethos-u55-128"
-    assert set(report["versions"]) >= {"torch", "executorch", "vela", "tosa_tools", "toolkit"}
+    assert set(report["versions"]) >= {
+        "torch",
+        "executorch",
+        "torchao",
+        "vela",
+        "tosa_tools",
+        "toolkit",
+    }
     fused = report["variants"]["fused"]
     assert fused["delegates"] == 1 and fused["cpu_ops"] == []
     assert fused["tosa_ops"] == {"CONV2D": 1, "RESCALE": 1, "TRANSPOSE": 2}

@@ -14,6 +14,7 @@ def tool_versions() -> dict[str, str]:
     for key, dist in (
         ("torch", "torch"),
         ("executorch", "executorch"),
+        ("torchao", "torchao"),  # ExecuTorch's quantizer runs torchao's pt2e quantization
         ("vela", "ethos-u-vela"),
         ("tosa_tools", "tosa-tools"),
         ("toolkit", "ethos-u-toolkit"),

@@ -5,6 +5,7 @@ some of them, or none (test_bitexact checks both runs against the TOSA reference
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 
 from toolkit.lower.tflite import compile_tflite
 from toolkit.sim import forget_programs, load_payload, simulate
+from toolkit.sim import plan as plan_module
 from toolkit.sim.conv import ConvRun
 from toolkit.sim.native import batch
 from toolkit.sim.native.batch import NativeBatch
@@ -27,9 +29,10 @@ pytestmark = pytest.mark.skipif(batch._RUN is None, reason="the native kernels a
     "name, accelerator, batch_sizes, convolutions_alone",
     [
         ("ad01_int8", "ethos-u55-128", [10], 0),  # ten fully connected layers, weights in flash
-        # the first ten convolutions' weights are DMA'd into scratch before each (read again at
-        # every run, so run alone); the last batches are split by the softmax's DMA'd LUT
-        ("kws_ref_model", "ethos-u55-128", [3, 26], 10),
+        # the first ten convolutions' weights and scales are DMA'd into scratch before each:
+        # their rows check both streams are still the ones they were made with (20 check rows);
+        # the DMAs, the softmax's LUT among them, are copy rows: one batch of 50 operations
+        ("kws_ref_model", "ethos-u55-128", [70], 0),
     ],
 )
 def test_batched_runs_write_what_single_operations_do(
@@ -59,3 +62,35 @@ def test_batched_runs_write_what_single_operations_do(
             assert np.array_equal(a, b)
         assert single.npu_cycles == joined.npu_cycles
     assert not all(np.array_equal(a.outputs[0], b.outputs[0]) for a, b in zip(batched, batched[1:]))
+
+
+def test_a_checked_stream_that_changed_runs_the_rest_as_planned(tmp_path):
+    """A batch made from an image checks the streams Vela DMAs in before the rows made with
+    them; where one differs (here channel 0's bias in the first convolution's scale stream),
+    the operations from there on run as planned steps, which decode what they find: the
+    outputs of a fresh plan of the changed program."""
+    accelerator = "ethos-u55-128"
+    npu = load_target("corstone-300").npu(accelerator)
+    compiled = compile_tflite(FIXTURES / "kws_ref_model.tflite", npu, tmp_path)
+    (delegate,) = compiled.delegates
+    x = np.random.default_rng(3).integers(-128, 128, compiled.input_specs[0].shape, np.int8)
+    forget_programs()
+    program = load_payload(delegate.vela_npz_path)
+    records = simulate(program, [x], accelerator, store=tmp_path).operations  # writes the image
+    kept = simulate(program, [x], accelerator).outputs[0]
+    dma, conv = records[0], records[1]
+    assert (dma.kind, conv.kind) == ("dma", "conv")  # Vela DMAs the convolution's streams in
+    # where the DMA reads the convolution's scale stream from in the program's weights
+    source = dma.register("DMA0_SRC") + conv.register("SCALE_BASE") - dma.register("DMA0_DST")
+    forget_programs()
+    imaged = plan_for(program, accelerator, tmp_path)
+    assert imaged.image is not None and imaged.planned is None
+    weights = bytearray(program.weights)
+    weights[source + 2] ^= 0x40  # channel 0's bias, by 2^22
+    changed = dataclasses.replace(program, weights=bytes(weights))
+    expected = simulate(changed, [x], accelerator).outputs[0]  # planned afresh
+    plan_module._CACHE[(id(changed), accelerator)] = (changed, imaged)  # run it from the image
+    got = simulate(changed, [x], accelerator).outputs[0]
+    assert imaged.planned is None and len(imaged.steps) == 50  # planned when the check failed
+    assert np.array_equal(got, expected) and not np.array_equal(got, kept)
+    forget_programs()

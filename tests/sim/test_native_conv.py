@@ -21,7 +21,7 @@ from toolkit.sim.conv import NumpyConv
 from toolkit.sim.kernel import NEAREST, NO_UPSCALE, TRANSPOSE, Kernel
 from toolkit.sim.layouts import ifm_map, ofm_map
 from toolkit.sim.memory import Memory
-from toolkit.sim.native.conv import NativeConv, conv_kernel
+from toolkit.sim.native.conv import _NARROW, _WEIGHTS8, NativeConv, conv_kernel
 from toolkit.sim.outstage import NATURAL, TFL, TRUNCATE, Finish, Rescale, limits
 from toolkit.sim.registers import Registers
 
@@ -190,7 +190,8 @@ def _setup(case: Case, seed: int):
         memory.internal[lut.offset : lut.offset + 256] = rng.integers(0, 256, 256, np.uint8)
     k, depth, oc = case.kernel, case.ifm.depth, case.ofm.depth
     shape = (k.height, k.width, oc) if case.depthwise else (k.height * k.width * depth, oc)
-    weights = rng.integers(-255, 256, shape).astype(np.int16)
+    limit = 255 if seed % 2 == 0 else 127  # 9-bit weights, or 8-bit (weights8's int8 path)
+    weights = rng.integers(-limit, limit + 1, shape).astype(np.int16)
     if not case.depthwise:
         weights = np.ascontiguousarray(weights.T)  # (O, K), as weights.decode_matrix lays it out
     bias = rng.integers(-(1 << case.bias_bits), 1 << case.bias_bits, oc, dtype=np.int64)
@@ -220,6 +221,8 @@ def test_native_conv_writes_the_numpy_paths_bytes(name, seed):
     expected.internal[:] = memory.internal
     numpy_engine(expected, weights, bias, rescale, bound)
     native_engine(memory, weights, bias, rescale, bound)
+    narrow, eight = native_engine.desc[_NARROW], native_engine.desc[_WEIGHTS8]
+    assert eight == (narrow and seed % 2 == 1 and not native_engine.depthwise)
     ofm = numpy_engine.ofm
     written = ofm.read(expected).astype(np.int64)
     if numpy_engine.finish.lut is None:  # the rescale shows: most outputs are not clipped
@@ -231,16 +234,24 @@ def test_native_conv_writes_the_numpy_paths_bytes(name, seed):
 
 def test_native_conv_takes_the_wide_path_where_sums_leave_int32():
     """narrow (int16 products summed in int32) only where every sum fits: a 16-bit IFM, or
-    weights whose column sums times the largest |IFM - zp| reach 2^31, take the 64-bit path."""
+    weights whose column sums times the largest |IFM - zp| reach 2^31, take the 64-bit path;
+    the narrow path reads int8 weights where all of them fit (conv_desc.weights8)."""
     _, engine, memory, weights, bias, rescale, bound = _setup(CASES["conv3x3_nhwc"], 0)
     engine(memory, weights, bias, rescale, bound)
-    assert engine.desc[engine.desc.size - 9] == 1  # conv_desc.narrow, before the finish words
+    assert (engine.desc[_NARROW], engine.desc[_WEIGHTS8]) == (1, int(np.abs(weights).max() < 128))
+    nine_bit = np.full((6, 45), 255, np.int16)  # 45 * 255 * 130 < 2^31: narrow, not int8
+    engine._set_weights(nine_bit)
+    assert (engine.desc[_NARROW], engine.desc[_WEIGHTS8]) == (1, 0)
+    assert engine._weights[1].dtype == np.int16
+    engine._set_weights(np.full((6, 45), -127, np.int16))
+    assert (engine.desc[_NARROW], engine.desc[_WEIGHTS8]) == (1, 1)
+    assert engine._weights[1].dtype == np.int8 and engine._weights[1].min() == -127
     big = np.full((6, 45 * 2000), 255, np.int16)  # 2000 * 45 terms * 255 * 130 > 2^31
     engine._set_weights(big)
-    assert engine.desc[engine.desc.size - 9] == 0
+    assert (engine.desc[_NARROW], engine.desc[_WEIGHTS8]) == (0, 0)
     _, wide, *_ = _setup(CASES["conv_int16_ifm_wide"], 0)
     wide._set_weights(np.ones((3, 9 * 7), np.int16))
-    assert wide.desc[wide.desc.size - 9] == 0
+    assert (wide.desc[_NARROW], wide.desc[_WEIGHTS8]) == (0, 0)
 
 
 def test_native_conv_declines_a_lut_the_clip_could_index_outside_of():

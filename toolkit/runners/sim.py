@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -63,7 +64,8 @@ class SimulatorRunner:
         """Why the simulator cannot run this program (one line), or None; planned once."""
         key = self._program_key(program)
         if key not in self._checked:
-            reasons = (sim_check.refusal(d, program.npu) for d in program.delegates)
+            store = _store_folder(program)
+            reasons = (sim_check.refusal(d, program.npu, store) for d in program.delegates)
             self._checked[key] = next((r for r in reasons if r), None)
         return self._checked[key]
 
@@ -94,10 +96,7 @@ class SimulatorRunner:
         disagreements = []
         check = first_run and self.self_check and program.graph_module is not None
         npu = program.npu
-        # what the simulator derives from the program is kept in its folder for later processes
-        store = (
-            program.out_dir if program.out_dir is not None and program.out_dir.is_dir() else None
-        )
+        store = _store_folder(program)
 
         def run_program(
             payload, arrays: list[np.ndarray], delegate: Delegate | None = None
@@ -163,7 +162,7 @@ class SimulatorRunner:
             beats=beats,
         )
         details: dict[str, object] = {
-            "operations": sum(len(r.operations) for r in per_delegate),
+            "operations": sum(r.operation_count for r in per_delegate),
             "kernels": native_kernels.STATUS,
         }
         if disagreements:
@@ -173,3 +172,9 @@ class SimulatorRunner:
                 "every delegate equals the TOSA reference model on the first sample"
             )
         return RunResult(self.name, outputs, cycles, details)
+
+
+def _store_folder(program: Program) -> Path | None:
+    """Where what the simulator derives from the program is kept for later processes: its
+    folder (toolkit.sim.derived_store)."""
+    return program.out_dir if program.out_dir is not None and program.out_dir.is_dir() else None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from . import outstage
@@ -11,6 +13,7 @@ from .errors import UnsupportedError, at
 from .kernel import NEAREST, NO_UPSCALE, TRANSPOSE, Kernel, kernel_from
 from .layouts import FeatureMap, ifm_map, ofm_map
 from .memory import Memory
+from .native.batch import Row
 from .native.conv import NativeConv, conv_kernel
 from .records import Step, feature_map_fields, make_record
 from .registers import Registers
@@ -243,8 +246,13 @@ class ConvRun:
             *self.scale_slot.get(mem, decoded.scales, *self.scale_args),
         )
 
-    def row(self) -> list[int] | None:
-        """native.batch's row, once the streams it reads can no longer change."""
-        if not (self.weight_slot.constant and self.scale_slot.constant):
+    def row(self) -> Row | None:
+        """native.batch's Row with the streams of the last run, checked before it runs where
+        they lie in memory that operations write (Vela DMAs them in)."""
+        if not isinstance(self.engine, NativeConv):
             return None
-        return self.engine.row() if isinstance(self.engine, NativeConv) else None
+        made = self.engine.row()
+        checks = [slot.check() for slot in (self.weight_slot, self.scale_slot)]
+        if made is None or None in checks:
+            return None
+        return dataclasses.replace(made, checks=tuple(c for c in checks if c != ()))

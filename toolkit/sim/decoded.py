@@ -18,6 +18,7 @@ import numpy as np
 from . import outstage
 from .derived_store import Derived
 from .memory import Memory
+from .native.batch import memory_slot
 from .weights import WeightFormat, decode_matrix, decode_scales
 
 
@@ -106,6 +107,16 @@ class StreamSlot:
     def constant(self) -> bool:
         """Whether the stream is read and can no longer change (it lies where nothing writes)."""
         return self.last is not None and self.region in self.decoded.constant_regions
+
+    def check(self) -> tuple[int, int, np.ndarray] | tuple[()] | None:
+        """What a native batch checks before it runs with the last stream (batch.Row.checks):
+        nothing where it cannot change, (memory slot, offset, the bytes) where it can, None
+        before the slot is read."""
+        if self.last is None:
+            return None
+        if self.constant:
+            return ()
+        return (memory_slot(self.region), self.base, np.frombuffer(self.last[0], np.uint8))
 
     def get(self, mem: Memory, decode: Callable[..., Any], *args: Any) -> Any:
         """decode(stream, *args) of the stream there (the same args at every run)."""

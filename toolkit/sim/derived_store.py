@@ -3,12 +3,14 @@
 The first run of a program decodes its weight and scale streams and computes its cycle figures;
 a deploy in a new process would pay that again on its first inference. One file per program
 (sim_<key>.bin in the program's folder) keeps the decoded weights (int16, as the kernels read
-them; as int8 when all of a program's fit), the scale streams, and the per-operation cycle figures of each
-memory system. The streams, which lookups go by, are kept as where they lie in the program's
-weights.
+them; as int8 when all of a program's fit), the scale streams, and the per-operation cycle
+figures of each memory system. The streams, which lookups go by, are kept as where they lie in
+the program's weights. Where every operation of the program runs natively, the file keeps the
+plan's image instead of the streams (plan_image.py): a later process runs the program from it
+without planning.
 
 The key hashes the command stream, the weight region, the accelerator and the simulator's own
-source files, so an edited simulator never reads what an older one derived. The file starts
+source files and built kernels, so an edited simulator never reads what an older one derived. The file starts
 with the SHA-256 of the rest (the program store's rule, program_store.py): a file that is
 unreadable, truncated or changed is ignored and derived again, never trusted. Written
 atomically (temporary file, then rename).
@@ -28,9 +30,11 @@ from typing import get_type_hints
 import numpy as np
 
 from .payload import NpuProgram
+from .plan_image import PlanImage, from_arrays, to_arrays
 from .weights import WeightFormat
 
-_VERSION = b"etk-sim-derived 4"
+_VERSION = b"etk-sim-derived 5"
+_ALIGN = 16  # each array's bytes start at a multiple of this in the file (the image's int64)
 _DIGEST = 32  # bytes of SHA-256 at the head of the file
 _FORMAT_FIELDS = WeightFormat._fields
 _FORMAT_TYPES = tuple(get_type_hints(WeightFormat)[name] for name in _FORMAT_FIELDS)  # int, bool
@@ -38,9 +42,15 @@ _FORMAT_TYPES = tuple(get_type_hints(WeightFormat)[name] for name in _FORMAT_FIE
 
 @lru_cache(maxsize=1)
 def _code_digest() -> bytes:
-    """SHA-256 over the simulator's source files (what the derived state depends on)."""
+    """SHA-256 over the simulator's source files and its built native kernels (what the derived
+    state depends on: a plan image's rows are the kernels' descriptions)."""
     digest = hashlib.sha256(_VERSION)
-    for path in sorted(Path(__file__).parent.glob("*.py")):
+    here = Path(__file__).parent
+    for path in sorted(
+        [*here.glob("*.py"), *here.glob("native/*.[ch]"), *here.glob("native/*.py")]
+    ):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    for path in sorted(here.glob("native/_kernels*")):
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.digest()
 
@@ -49,27 +59,31 @@ def store_file(folder: Path, program: NpuProgram, accelerator: str) -> Path:
     digest = hashlib.sha256(_code_digest() + accelerator.encode() + b"\0")
     digest.update(len(program.command_stream).to_bytes(8, "little") + program.command_stream)
     digest.update(program.weights)
-    return Path(folder) / f"sim_{digest.hexdigest()[:32]}.bin"
+    return Path(folder, f"sim_{digest.hexdigest()[:32]}.bin")
 
 
 @dataclass
 class Derived:
     """Decoded weights ((stream, format) -> matrix), scale streams ((raw, channels, rounding)),
-    and per memory-system key the per-operation (cycles, compute cycles) and PMU figures."""
+    per memory-system key the per-operation (cycles, compute cycles) and PMU figures, and the
+    plan's image where every operation runs natively (then it holds the decoded streams, which
+    are not kept twice)."""
 
     weights: dict[tuple[bytes, WeightFormat], np.ndarray] = field(default_factory=dict)
     scales: list[tuple[bytes, int, int]] = field(default_factory=list)
     timing: dict[str, tuple[np.ndarray, np.ndarray, tuple[int, ...]]] = field(default_factory=dict)
+    image: PlanImage | None = None
 
 
 def load(path: Path, weights: bytes) -> Derived | None:
     """The derived state in path for the program with these weights, or None when it is missing
     or cannot be trusted."""
     try:
-        raw = path.read_bytes()
+        with open(path, "rb", buffering=0) as file:  # unbuffered: one read, no copy
+            raw = file.readall()
     except OSError:
         return None
-    body = raw[_DIGEST:]
+    body = memoryview(raw)[_DIGEST:]  # not a copy: the arrays are views of raw
     if len(raw) <= _DIGEST or hashlib.sha256(body).digest() != raw[:_DIGEST]:
         return None
     try:
@@ -78,13 +92,13 @@ def load(path: Path, weights: bytes) -> Derived | None:
         return None
 
 
-def _arrays(body: bytes) -> dict[str, np.ndarray]:
+def _arrays(body: memoryview) -> dict[str, np.ndarray]:
     """The arrays of a body _body wrote: an 8-byte header length, a JSON header naming each
     array's dtype, shape and byte range, then the arrays' bytes (no zip: reading an .npz's
     members cost more than the rest of the load)."""
     size = int.from_bytes(body[:8], "little")
-    header = json.loads(body[8 : 8 + size])
-    data = memoryview(body)[8 + size :]
+    header = json.loads(bytes(body[8 : 8 + size]))
+    data = body[8 + size :]
     return {
         name: np.frombuffer(data[start:end], dtype=dtype).reshape(shape)
         for name, (dtype, shape, start, end) in header.items()
@@ -96,9 +110,11 @@ def _body(arrays: dict[str, np.ndarray]) -> bytes:
     for name, array in arrays.items():
         raw = np.ascontiguousarray(array).tobytes()
         header[name] = (array.dtype.str, list(array.shape), pos, pos + len(raw))
-        chunks.append(raw)
-        pos += len(raw)
+        padding = -len(raw) % _ALIGN
+        chunks.append(raw + bytes(padding))
+        pos += len(raw) + padding
     head = json.dumps(header).encode()
+    head += b" " * (-(8 + len(head)) % _ALIGN)  # the data aligned as the file's start is
     return len(head).to_bytes(8, "little") + head + b"".join(chunks)
 
 
@@ -135,10 +151,9 @@ def _streams(a: dict[str, np.ndarray], prefix: str, weights: bytes) -> list[byte
     return streams
 
 
-def _unpack(a: dict[str, np.ndarray], weights: bytes) -> Derived:
-    """The Derived that save wrote. The weights are widened to int16 in one call and handed
-    out as views (a conversion per stream cost more than reading the file)."""
-    derived = Derived()
+def _unpack_streams(a: dict[str, np.ndarray], weights: bytes, derived: Derived) -> None:
+    """The decoded weights and scale streams save wrote. The weights are widened to int16 in
+    one call and handed out as views (a conversion per stream cost more than reading the file)."""
     flat = a["w_values"].astype(np.int16)
     rows = zip(
         _streams(a, "w_", weights),
@@ -151,6 +166,14 @@ def _unpack(a: dict[str, np.ndarray], weights: bytes) -> Derived:
         derived.weights[stream, fmt] = flat[v0:v1].reshape([n for n in shape if n >= 0])
     for raw, (channels, rounding) in zip(_streams(a, "s_", weights), a["s_params"].tolist()):
         derived.scales.append((raw, channels, rounding))
+
+
+def _unpack(a: dict[str, np.ndarray], weights: bytes) -> Derived:
+    """The Derived that save wrote."""
+    derived = Derived()
+    if "w_values" in a:  # the streams (a file with an image holds none)
+        _unpack_streams(a, weights, derived)
+    derived.image = from_arrays(a)
     for name, cycles in a.items():
         if name.startswith("cycles:"):
             key = name.removeprefix("cycles:")
@@ -163,16 +186,15 @@ def _ends(pieces) -> np.ndarray:
     return np.cumsum([len(p) for p in pieces], dtype=np.int64)
 
 
-def save(path: Path, derived: Derived, program_weights: bytes) -> None:
-    """Write derived to path atomically; a folder that cannot be written is left as it is.
-    program_weights: the weights of the program the file is kept for."""
+def _stream_arrays(derived: Derived, program_weights: bytes) -> dict[str, np.ndarray]:
+    """The decoded weights and scale streams as arrays for the file."""
     weights = list(derived.weights.items())
     values = [m.reshape(-1).astype(np.int16) for _, m in weights]
     shapes = [list(m.shape) + [-1] * (3 - m.ndim) for _, m in weights]
     flat = np.concatenate(values) if values else np.zeros(0, np.int16)
     if flat.size and -128 <= flat.min() and flat.max() <= 127:
         flat = flat.astype(np.int8)  # most programs' weights: half the bytes to read and check
-    arrays = {
+    return {
         **_located([s for (s, _), _ in weights], program_weights, "w_"),
         **_located([r for r, _, _ in derived.scales], program_weights, "s_"),
         "w_values": flat,
@@ -183,6 +205,13 @@ def save(path: Path, derived: Derived, program_weights: bytes) -> None:
         "w_shapes": np.array(shapes, np.int64).reshape(-1, 3),
         "s_params": np.array([[c, r] for _, c, r in derived.scales], np.int64).reshape(-1, 2),
     }
+
+
+def save(path: Path, derived: Derived, program_weights: bytes) -> None:
+    """Write derived to path atomically; a folder that cannot be written is left as it is.
+    program_weights: the weights of the program the file is kept for."""
+    image = derived.image
+    arrays = to_arrays(image) if image is not None else _stream_arrays(derived, program_weights)
     for key, (cycles, compute, pmu) in derived.timing.items():
         arrays[f"cycles:{key}"] = np.asarray(cycles, np.int64)
         arrays[f"compute:{key}"] = np.asarray(compute, np.int64)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .errors import UnsupportedError, at
 from .memory import INTERNAL, Memory
+from .native.copy import copy_kernel
 from .records import Step, make_record
 from .registers import Registers
 
@@ -45,6 +46,8 @@ def prepare_dma(regs: Registers, memory: Memory) -> Step:
                 src : src + length
             ].copy()
 
+    native = copy_kernel((src_region, src, (1,)), (dst_region, dst, (1,)), (length,), 1)
+
     record = make_record(
         kind="dma",
         offset=op.offset,
@@ -52,4 +55,4 @@ def prepare_dma(regs: Registers, memory: Memory) -> Step:
         bytes_read=((src_region, length),),
         bytes_written=((dst_region, length),),
     )
-    return Step(record, run)
+    return Step(record, run if native is None else native)

@@ -1,7 +1,9 @@
 """A program decoded once: every NPU operation planned from its registers, cached per program.
 
 What an operation reads and writes, its geometry and its bounds follow from the registers
-alone; only memory contents change between runs, so a run replays the planned steps.
+alone; only memory contents change between runs, so a run replays the planned steps. Where the
+program's store holds its image (plan_image.py), a run replays that, and the steps are planned
+only when asked for.
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ from .dma import prepare_dma
 from .elementwise import prepare_elementwise
 from .errors import PayloadError, UnsupportedError, at
 from .memory import Memory, shram_bytes
+from .native.batch import available as native_batches
 from .native.batch import batched
 from .payload import NpuProgram, forget_payloads
+from .plan_image import PlanImage, image_of
 from .pool import forget_tables, prepare_pool
 from .records import Step, with_fields
 from .registers import Registers
@@ -35,9 +39,15 @@ _CACHE_SIZE = 32
 
 @dataclass(frozen=True)
 class Plan:
-    steps: tuple[Step, ...]  # convolutions hold the plan's DecodedStreams: decoded on first use
+    program: NpuProgram
+    accelerator: str
     decoded: DecodedStreams
     extent: dict[int, int]  # per region, the bytes the program uses (Memory.extent)
+    operation_count: int
+    # convolutions hold the plan's DecodedStreams: decoded on first use; None in a plan read
+    # from an image, which plans them when first asked for (steps)
+    planned: tuple[Step, ...] | None
+    image: PlanImage | None = None
     timed: dict = field(default_factory=dict)  # (system config, memory mode, ini) -> records
     store: Path | None = None  # derived_store file kept next to the compiled program
     # what the store holds (timing keyed by memory system and ini content), and its size as
@@ -48,6 +58,13 @@ class Plan:
     # the runs of the second run on (native.batch.batched of the steps' runs), made after the
     # first: a convolution's streams are fixed only once it has read them
     batched: list = field(default_factory=list)
+
+    @cached_property
+    def steps(self) -> tuple[Step, ...]:
+        """Every operation's step (for a plan read from an image, planned now)."""
+        if self.planned is not None:
+            return self.planned
+        return _build(self.program, self.accelerator).steps
 
     def execute(self, memory: Memory) -> None:
         """Run every step on memory (a merged run's members are done by its first)."""
@@ -60,19 +77,29 @@ class Plan:
         # replaced whole, never extended: two first runs at once leave one copy, not two
         self.batched[:] = batched([s.run for s in self.steps if s.run is not _merged])
 
+    def run_from(self, memory: Memory, step: int) -> None:
+        """Run the steps from this one on, each in turn (an image's batch found a stream it
+        checks changed: the planned steps read their streams as they run)."""
+        for planned in self.steps[step:]:
+            planned.run(memory)
+
     @cached_property
     def blas(self) -> bool:
         """Whether a run makes BLAS products (numpy convolutions, where no native kernel runs)."""
-        return any(step.blas for step in self.steps)
+        return self.image is None and any(step.blas for step in self.steps)
 
-    def save_if_new(self, program_weights: bytes) -> None:
-        """Write what this process derived to the store, when it holds something new
-        (program_weights: the planned program's, where the store finds its streams)."""
+    def save_if_new(self) -> None:
+        """Write what this process derived to the store, when it holds something new: with the
+        plan's image once every operation has run natively."""
         size = [self.decoded.size, len(self.stored.timing)]
         if self.store is None or size == self.saved:
             return
+        if self.stored.image is None and self.planned is not None:
+            runs = [(i, s.run) for i, s in enumerate(self.planned) if s.run is not _merged]
+            constant = self.decoded.constant_regions
+            self.stored.image = image_of(runs, self.extent, constant, self.operation_count)
         self.decoded.export(self.stored)
-        derived_store.save(self.store, self.stored, program_weights)
+        derived_store.save(self.store, self.stored, self.program.weights)
         self.saved[:] = size
 
 
@@ -129,12 +156,14 @@ def plan_for(program: NpuProgram, accelerator: str, store_folder: Path | None = 
     key = (id(program), accelerator)
     entry = _CACHE.get(key)
     if entry is not None and entry[0] is program:
-        plan = entry[1]
+        plan: Plan | None = entry[1]
         _CACHE.move_to_end(key)
     else:
-        plan = _build(program, accelerator)
-    if store_folder is not None and plan.store is None:
+        plan = None
+    if store_folder is not None and (plan is None or plan.store is None):
         plan = _with_store(plan, program, accelerator, store_folder)
+    elif plan is None:
+        plan = _build(program, accelerator)
     if entry is None or entry[1] is not plan:
         _CACHE[key] = (program, plan)
         _CACHE.move_to_end(key)
@@ -151,16 +180,46 @@ def forget_programs() -> None:
     forget_tables()
 
 
-def _with_store(plan: Plan, program: NpuProgram, accelerator: str, folder: Path) -> Plan:
-    """plan, reading and keeping what it derives in folder's store for the program."""
+def _with_store(plan: Plan | None, program: NpuProgram, accelerator: str, folder: Path) -> Plan:
+    """The program's plan (planned now, unless given or read from the store's image), reading
+    and keeping what it derives in folder's store for the program."""
     store = derived_store.store_file(folder, program, accelerator)
     stored = derived_store.load(store, program.weights)
+    if plan is None and stored is not None and stored.image is not None and native_batches():
+        return _from_image(program, accelerator, store, stored)
+    if plan is None:
+        plan = _build(program, accelerator)
     # timed afresh: figures computed before the store was known go into it too
     if stored is None:
         return dataclasses.replace(plan, timed={}, store=store)
     plan.decoded.add(stored)  # the steps hold this DecodedStreams
     saved = [plan.decoded.size, len(stored.timing)]
     return dataclasses.replace(plan, timed={}, store=store, stored=stored, saved=saved)
+
+
+def _from_image(
+    program: NpuProgram, accelerator: str, store: Path, stored: derived_store.Derived
+) -> Plan:
+    """A plan that runs the stored image's rows as one batch; its steps are planned when asked
+    for."""
+    image = stored.image
+    assert image is not None
+    decoded = DecodedStreams()
+    decoded.constant_regions = image.constant_regions
+    plan = Plan(
+        program,
+        accelerator,
+        decoded,
+        dict(image.extent),
+        image.operation_count,
+        None,
+        image,
+        store=store,
+        stored=stored,
+        saved=[0, len(stored.timing)],
+    )
+    plan.batched[:] = [image.batch(plan.run_from)]
+    return plan
 
 
 def _bounds(program: NpuProgram, accelerator: str) -> Memory:
@@ -212,7 +271,7 @@ def _build(program: NpuProgram, accelerator: str) -> Plan:
     for tensor in (*program.inputs, *program.outputs):
         memory.reach(tensor.region, tensor.offset + tensor.nbytes)
     decoded.constant_regions = _constant_regions(program, memory, steps)
-    return Plan(tuple(steps), decoded, dict(memory.extent))
+    return Plan(program, accelerator, decoded, dict(memory.extent), len(steps), tuple(steps))
 
 
 def _constant_regions(program: NpuProgram, memory: Memory, steps: list[Step]) -> frozenset[int]:

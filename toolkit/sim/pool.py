@@ -15,6 +15,7 @@ from .errors import UnsupportedError, at
 from .kernel import NEAREST, NO_UPSCALE, kernel_from
 from .layouts import FeatureMap, ifm_map, ofm_map
 from .memory import Memory
+from .native.copy import copy_kernel
 from .native.pool import pool_kernel
 from .records import Step, feature_map_fields, make_record
 from .registers import Registers
@@ -106,6 +107,16 @@ class ByteMap:
         ):
             return None
         table = self.table
+        if shape_in == shape_out and ofm.elem_size == 1:
+            native = copy_kernel(
+                (ifm.region, src.offset, strides_in),
+                (ofm.region, dst.offset, strides_out),
+                shape_in,
+                1,
+                None if table is _SAME else table,
+            )
+            if native is not None:
+                return native
 
         def run(mem: Memory) -> None:
             x: np.ndarray = np.ndarray(

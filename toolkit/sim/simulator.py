@@ -6,7 +6,7 @@ import dataclasses
 import hashlib
 from collections.abc import Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -27,14 +27,60 @@ from .registers import Registers
 ACCELERATORS = ("ethos-u55-32", "ethos-u55-64", "ethos-u55-128", "ethos-u55-256", "ethos-u65-256")
 
 
+class Timing:
+    """Our cycle model's figures for a plan's operations under one memory system: per operation
+    (cycles, compute cycles), their compute summed, and the PMU prediction. The records with
+    them are made when first asked for (a plan read from an image plans its steps then)."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        cycles: list[int],
+        compute: list[int],
+        pmu: PmuPrediction,
+        records: tuple[OpRecord, ...] | None = None,
+    ):
+        self._plan: Plan | None = plan if records is None else None
+        self._figures = (cycles, compute)
+        self._records = records
+        self.pmu, self.npu_cycles = pmu, sum(compute)
+
+    @property
+    def records(self) -> tuple[OpRecord, ...]:
+        if self._records is None:
+            assert self._plan is not None
+            cycles, compute = self._figures
+            self._records = tuple(
+                with_fields(s.record, cycles=c, compute_cycles=cc)
+                for s, c, cc in zip(self._plan.steps, cycles, compute)
+            )
+            self._plan = None
+        return self._records
+
+    def __getstate__(self) -> dict:
+        """Pickled with its records, without the plan (which holds native state)."""
+        state = dict(self.__dict__, _records=self.records)
+        del state["_plan"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state, _plan=None)
+
+
 @dataclass(frozen=True)
 class SimResult:
     outputs: list[np.ndarray]
-    operations: tuple[OpRecord, ...]
     npu_cycles: int  # our cycle model's compute cycles, summed over the operations
     total_cycles: int  # the FVP PMU's NPU TOTAL as predicted (pmu.total)
     accelerator: str
     pmu: PmuPrediction  # what the FVP's PMU would count (fvp_timing): cycles and AXI beats
+    operation_count: int
+    timing: Timing = field(repr=False, compare=False)
+
+    @property
+    def operations(self) -> tuple[OpRecord, ...]:
+        """Each NPU operation's record, with our cycle model's figures."""
+        return self.timing.records
 
 
 def check_simulated_accelerator(program: NpuProgram, accelerator: str) -> None:
@@ -96,40 +142,38 @@ def _timed(
     system_config: str,
     memory_mode: str,
     ini: str,
-) -> tuple[tuple[OpRecord, ...], PmuPrediction, int]:
-    """The plan's records with our cycle model's figures, the PMU prediction and the compute
-    cycles summed, computed once per memory system (or read from the plan's store)."""
+) -> Timing:
+    """The plan's cycle figures, computed once per memory system (or read from its store)."""
     key = (system_config, memory_mode, ini)
     timed = plan.timed.get(key)
     if timed is not None:
         return timed
     stored_key = f"{system_config}|{memory_mode}|{_ini_digest(ini)}" if plan.store else None
     stored = plan.stored.timing.get(stored_key) if stored_key is not None else None
-    if stored is not None and len(stored[0]) == len(plan.steps):
-        cycles, compute, pmu = stored[0].tolist(), stored[1].tolist(), PmuPrediction(*stored[2])
-    else:
-        ports = cycle_model.memory_system(accelerator, system_config, memory_mode, ini)
-        timings = [cycle_model.op_timing(s.record, accelerator, ports) for s in plan.steps]
-        cycles, compute = [t.total for t in timings], [t.compute for t in timings]
-        pmu = None
+    if stored is not None and len(stored[0]) == plan.operation_count:
+        cycles, compute = stored[0].tolist(), stored[1].tolist()
+        timed = plan.timed[key] = Timing(plan, cycles, compute, PmuPrediction(*stored[2]))
+        return timed
+    ports = cycle_model.memory_system(accelerator, system_config, memory_mode, ini)
+    timings = [cycle_model.op_timing(s.record, accelerator, ports) for s in plan.steps]
+    cycles, compute = [t.total for t in timings], [t.compute for t in timings]
     records = tuple(
         with_fields(s.record, cycles=c, compute_cycles=cc)
         for s, c, cc in zip(plan.steps, cycles, compute)
     )
-    if pmu is None:
-        pmu = predict_pmu(
-            program.command_stream,
-            records,
-            fvp_memory(accelerator, ini, system_config, memory_mode),
-            accelerator,
+    pmu = predict_pmu(
+        program.command_stream,
+        records,
+        fvp_memory(accelerator, ini, system_config, memory_mode),
+        accelerator,
+    )
+    if stored_key is not None:
+        plan.stored.timing[stored_key] = (
+            np.array(cycles, np.int64),
+            np.array(compute, np.int64),
+            dataclasses.astuple(pmu),
         )
-        if stored_key is not None:
-            plan.stored.timing[stored_key] = (
-                np.array(cycles, np.int64),
-                np.array(compute, np.int64),
-                dataclasses.astuple(pmu),
-            )
-    timed = plan.timed[key] = (records, pmu, sum(r.compute_cycles for r in records))
+    timed = plan.timed[key] = Timing(plan, cycles, compute, pmu, records)
     return timed
 
 
@@ -154,19 +198,18 @@ def simulate(
     ini_file = _ini_file(config_ini)
     with one_blas_thread() if plan.blas else nullcontext():
         plan.execute(memory)
-    records, pmu, npu_cycles = _timed(
-        plan, program, accelerator, npu.system_config, npu.memory_mode, ini_file
-    )
-    plan.save_if_new(program.weights)
+    timing = _timed(plan, program, accelerator, npu.system_config, npu.memory_mode, ini_file)
+    plan.save_if_new()
     outputs = _read_outputs(program, memory)  # copies
     release_memory(memory)
     return SimResult(
         outputs,
-        records,
-        npu_cycles,
-        pmu.total,
+        timing.npu_cycles,
+        timing.pmu.total,
         accelerator,
-        pmu,
+        timing.pmu,
+        plan.operation_count,
+        timing,
     )
 
 
@@ -201,4 +244,4 @@ def predict_pmu_counts(
     npu = npu_config(accelerator, system_config, memory_mode)
     plan = plan_for(program, accelerator)
     ini_file = str(vela_ini_path(config_ini))
-    return _timed(plan, program, accelerator, npu.system_config, npu.memory_mode, ini_file)[1]
+    return _timed(plan, program, accelerator, npu.system_config, npu.memory_mode, ini_file).pmu

@@ -2,29 +2,78 @@
 
 After a program's first run, every native operation whose arguments no longer change (its
 description, and for a convolution the weights and scales it read from a region that nothing
-writes) is a row of int64 words; a run of such operations is one call, with the addresses of the
-run's memory regions: a Python call per operation cost more than a small operation's work.
+writes) is a Row; a run of such operations is one call, with the addresses of the run's memory
+regions: a Python call per operation cost more than a small operation's work.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..memory import INTERNAL, Memory
-from . import function
+from . import KERNELS, function
 
-ROW_WORDS = 11  # kernel, description, IFM, IFM2, OFM and LUT memory slots, five stream arrays
-KERNEL_IDS = {"conv": 0, "elementwise": 1, "pool": 2}
+ROW_WORDS = 11  # kernel, IFM, IFM2, OFM and LUT memory slots, description, five arrays
+ROW_ARRAYS = 5
+SLOT_WORDS = slice(1, 5)
+ADDRESS_WORDS = slice(5, ROW_WORDS)  # the description's address, then the arrays' (0: none)
+KERNEL_IDS = {"conv": 0, "elementwise": 1, "pool": 2, "copy": 3}
+_CHECK = 4
 MEMORY_SLOTS = 9  # regions 0-7, then the SHRAM
 _SHRAM_SLOT = 8
-_RUN = function("run_batch", ROW_WORDS)
+_CHECK_WORDS = 2  # offset, length
+# a module built before check rows neither knows them nor stops at one
+_RUN = (
+    function("run_batch", ROW_WORDS)
+    if KERNELS and KERNELS.DESC_WORDS.get("check") == _CHECK_WORDS
+    else None
+)
 
 
 def memory_slot(region: int) -> int:
     """Where run_batch finds a region's address (memory.INTERNAL, the SHRAM, last)."""
     return _SHRAM_SLOT if region == INTERNAL else region
+
+
+def slot_region(slot: int) -> int:
+    return INTERNAL if slot == _SHRAM_SLOT else slot
+
+
+@dataclass(frozen=True)
+class Row:
+    """One operation as run_batch runs it: its kernel (KERNEL_IDS), its description, the memory
+    slots of its IFM, IFM2, OFM and LUT (-1: none; a copy's source is its IFM, its destination
+    its OFM), and the arrays a convolution reads (weights, bias, scale, shift, right shift) or a
+    copy's byte table (None: none)."""
+
+    kernel: int
+    desc: np.ndarray
+    slots: tuple[int, int, int, int]
+    arrays: tuple[np.ndarray | None, ...] = ()
+    # (memory slot, byte offset, bytes): streams the row was made with, which a run finds
+    # where an earlier operation put them (Vela DMAs weights in); checked before the row runs
+    checks: tuple[tuple[int, int, np.ndarray], ...] = ()
+
+    def words(self) -> list[int]:
+        arrays = (*self.arrays, *(None,) * (ROW_ARRAYS - len(self.arrays)))
+        return [
+            self.kernel,
+            *self.slots,
+            self.desc.ctypes.data,
+            *(0 if a is None else a.ctypes.data for a in arrays),
+        ]
+
+    def check_rows(self) -> list[Row]:
+        """A check row (module.c's KERNEL_CHECK) for each of the row's checks."""
+        return [
+            Row(
+                _CHECK, np.array([offset, len(expected)], np.int64), (slot, -1, -1, -1), (expected,)
+            )
+            for slot, offset, expected in self.checks
+        ]
 
 
 def row(
@@ -34,56 +83,89 @@ def row(
     ifm2: int | None,
     ofm: int,
     reads_lut: bool,
-    streams: Sequence[int] = (0, 0, 0, 0, 0),
-) -> list[int]:
-    """One operation's row: its kernel, the address of its description, its regions (None: no
-    IFM2) and, for a convolution, the addresses of its weights, bias, scale, shift and right."""
-    return [
-        KERNEL_IDS[kernel],
-        desc.ctypes.data,
+    arrays: Sequence[np.ndarray | None] = (),
+) -> Row:
+    """One operation's Row (regions, memory.INTERNAL for the SHRAM; ifm2 None: no IFM2)."""
+    slots = (
         memory_slot(ifm),
         -1 if ifm2 is None else memory_slot(ifm2),
         memory_slot(ofm),
         _SHRAM_SLOT if reads_lut else -1,
-        *streams,
-    ]
+    )
+    return Row(KERNEL_IDS[kernel], desc, slots, tuple(arrays))
+
+
+def expanded(rows: Sequence[Row]) -> tuple[list[Row], list[int]]:
+    """The rows run_batch runs for these: each Row's check rows, then the Row; and for each, the
+    number of the Row it is for."""
+    table: list[Row] = []
+    row_of: list[int] = []
+    for k, r in enumerate(rows):
+        for made in (*r.check_rows(), r):
+            table.append(made)
+            row_of.append(k)
+    return table, row_of
 
 
 class NativeBatch:
-    """Operations run in turn by one native call. Holds the objects its rows point into."""
+    """Operations run in turn by one native call: `table` holds run_batch's rows (addresses
+    into `owners`, kept alive with it). When a check row finds a stream changed, resume(memory,
+    k) runs the operations from the one of the table's k-th row on another way (planned steps,
+    which read their streams as they run)."""
 
-    def __init__(self, rows: list[list[int]], owners: list[object]):
-        self.table = np.array(rows, np.int64).reshape(-1, ROW_WORDS)
-        self._address, self._count = self.table.ctypes.data, len(rows)
-        slots = sorted({slot for r in rows for slot in r[2:6] if slot >= 0})
-        self._regions = tuple((s, INTERNAL if s == _SHRAM_SLOT else s) for s in slots)
-        self._owners = owners  # descriptions and decoded streams: alive while the rows are
+    def __init__(self, table: np.ndarray, owners: object, resume: Callable[[Memory, int], None]):
+        self.table = table
+        self._address, self._count = table.ctypes.data, len(table)
+        slots = sorted(set(table[:, SLOT_WORDS].ravel().tolist()))  # np.unique cost 10 us
+        self._regions = tuple((s, slot_region(s)) for s in slots if s >= 0)
+        self._owners = owners
+        self._resume = resume
+
+    @classmethod
+    def of_rows(cls, rows: Sequence[Row], resume: Callable[[Memory, int], None]) -> NativeBatch:
+        """The batch of these rows; resume(memory, k): run the operations from the k-th on."""
+        table, row_of = expanded(rows)
+        words = np.array([r.words() for r in table], np.int64).reshape(-1, ROW_WORDS)
+        return cls(words, table, lambda mem, t: resume(mem, row_of[t]))
 
     def __call__(self, mem: Memory) -> None:
         memory = [0] * MEMORY_SLOTS
         for slot, region in self._regions:
             memory[slot] = mem.address(region)
-        _RUN(self._address, self._count, *memory)  # type: ignore[misc]
+        stopped = _RUN(self._address, self._count, *memory)  # type: ignore[misc]
+        if stopped is not None:
+            self._resume(mem, stopped)
+
+
+def row_of(run: Callable[[Memory], None]) -> Row | None:
+    """The run's Row, when it gives one (a `row()` method that does not return None)."""
+    made = getattr(run, "row", None)
+    return made() if made is not None else None
 
 
 def batched(runs: Sequence[Callable[[Memory], None]]) -> list[Callable[[Memory], None]]:
-    """The runs, each stretch of two or more that give a row (a `row()` method that does not
-    return None) as one NativeBatch. As they are where run_batch is not built."""
+    """The runs, each stretch of two or more that give a Row as one NativeBatch. As they are
+    where run_batch is not built."""
     if _RUN is None:
         return list(runs)
     out: list[Callable[[Memory], None]] = []
-    stretch: list[tuple[Callable, list[int]]] = []
+    stretch: list[tuple[Callable, Row]] = []
 
     def close() -> None:
         if len(stretch) > 1:
-            out.append(NativeBatch([r for _, r in stretch], [run for run, _ in stretch]))
+            in_turn = [run for run, _ in stretch]
+
+            def resume(mem: Memory, k: int) -> None:
+                for run in in_turn[k:]:
+                    run(mem)
+
+            out.append(NativeBatch.of_rows([r for _, r in stretch], resume))
         else:
             out.extend(run for run, _ in stretch)
         stretch.clear()
 
     for run in runs:
-        made = getattr(run, "row", None)
-        found = made() if made is not None else None
+        found = row_of(run)
         if found is None:
             close()
             out.append(run)
@@ -91,3 +173,8 @@ def batched(runs: Sequence[Callable[[Memory], None]]) -> list[Callable[[Memory],
             stretch.append((run, found))
     close()
     return out
+
+
+def available() -> bool:
+    """Whether run_batch is built (and the native kernels turned on)."""
+    return _RUN is not None

@@ -9,6 +9,8 @@ typedef struct { /* conv_words() packs it */
     fmap ifm, ofm;
     int64_t kh, kw, sy, sx, dy, dx, pad_top, pad_left, pad_bottom, pad_right, upscale;
     int64_t depthwise, narrow; /* narrow: IFM - zp and every sum fit int16 and int32 */
+    int64_t weights8; /* a narrow convolution's weights are int8 (all of them fit): half the
+                       * bytes to read, which an FC layer's run is bound by */
     finish_desc finish;
 } conv_desc;
 
@@ -56,6 +58,30 @@ HOT static void dots_narrow(const int16_t *col, const int16_t *w, int64_t k, int
     }
     for (; ch < oc; ch++) {
         const int16_t *wr = w + ch * k;
+        int32_t s0 = 0;
+        for (int64_t i = 0; i < k; i++) s0 += (int32_t)col[i] * wr[i];
+        acc[ch] = s0;
+    }
+}
+
+/* dots_narrow with int8 weights */
+HOT static void dots_narrow8(const int16_t *col, const int8_t *w, int64_t k, int64_t oc,
+                             int64_t *acc) {
+    int64_t ch = 0;
+    for (; ch + 4 <= oc; ch += 4) {
+        const int8_t *w0 = w + ch * k, *w1 = w0 + k, *w2 = w1 + k, *w3 = w2 + k;
+        int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        for (int64_t i = 0; i < k; i++) {
+            int32_t a = col[i];
+            s0 += a * w0[i];
+            s1 += a * w1[i];
+            s2 += a * w2[i];
+            s3 += a * w3[i];
+        }
+        acc[ch] = s0, acc[ch + 1] = s1, acc[ch + 2] = s2, acc[ch + 3] = s3;
+    }
+    for (; ch < oc; ch++) {
+        const int8_t *wr = w + ch * k;
         int32_t s0 = 0;
         for (int64_t i = 0; i < k; i++) s0 += (int32_t)col[i] * wr[i];
         acc[ch] = s0;
@@ -116,8 +142,8 @@ static void write_pixel(const conv_desc *d, const conv_ptrs *p, int64_t y, int64
 }
 
 /* One convolution or depthwise convolution. Returns 0, or -1 when out of memory (the caller
- * raises MemoryError). weights: (OC, KH * KW * C) int16 for a convolution, (KH, KW, OC) for
- * depthwise, C the IFM depth. */
+ * raises MemoryError). weights: (OC, KH * KW * C) int16 (int8 with weights8) for a
+ * convolution, (KH, KW, OC) int16 for depthwise, C the IFM depth. */
 static int conv(const conv_desc *d, const conv_ptrs *p) {
     const fmap *ofm = &d->ofm;
     int64_t oh = ofm->height, ow = ofm->width, oc = ofm->depth, c = d->ifm.depth;
@@ -156,7 +182,9 @@ static int conv(const conv_desc *d, const conv_ptrs *p) {
                         else memcpy((int32_t *)col + to, padded + from, (size_t)c * 4);
                     }
                 }
-                if (narrow) dots_narrow((const int16_t *)col, w, k, oc, acc);
+                if (narrow && d->weights8)
+                    dots_narrow8((const int16_t *)col, (const int8_t *)p->weights, k, oc, acc);
+                else if (narrow) dots_narrow((const int16_t *)col, w, k, oc, acc);
                 else dots_wide((const int32_t *)col, w, k, oc, acc);
             }
             write_pixel(d, p, y, x, acc);

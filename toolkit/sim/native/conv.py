@@ -22,7 +22,8 @@ from . import (
 )
 
 _NARROW = 2 * FM_WORDS + GEOMETRY_WORDS + 1  # conv_desc.narrow
-_KERNEL = function("conv", _NARROW + 1 + FINISH_WORDS)
+_WEIGHTS8 = _NARROW + 1  # conv_desc.weights8
+_KERNEL = function("conv", _WEIGHTS8 + 1 + FINISH_WORDS)
 _INT16 = (-(1 << 15), (1 << 15) - 1)
 _INT32_BOUND = 1 << 31
 
@@ -47,7 +48,8 @@ class NativeConv:
             *fm_words(ofm),
             *geometry_words(k),
             int(depthwise),
-            0,  # narrow: set with the weights
+            0,  # narrow and weights8: set with the weights
+            0,
             *finish_words(finish, rounding),
         ]
         self.desc = np.array(words, np.int64)
@@ -79,32 +81,36 @@ class NativeConv:
         if status:
             raise MemoryError("the native convolution could not allocate its buffers")
 
-    def row(self) -> list[int] | None:
-        """batch.row of this convolution, with the streams of its last run (None before one)."""
+    def row(self) -> batch.Row | None:
+        """This convolution's batch.Row, with the streams of its last run (None before one);
+        its description a copy, made with those weights (a run with others changes this one's)."""
         if self._weights[0] is None or self._scales[0] is None:
             return None
-        lut = self.reads_lut
         return batch.row(
             "conv",
-            self.desc,
+            self.desc.copy(),
             self.ifm_region,
             None,
             self.ofm_region,
-            lut,
-            [self._weights[2], *self._scales[3]],
+            self.reads_lut,
+            [self._weights[1], *self._scales[2]],
         )
 
     def _set_weights(self, w: np.ndarray) -> None:
         """Whether the narrow path may run with these weights (int16, as decoded): every
-        |IFM - zp| fits int16 and every sum of products fits int32."""
+        |IFM - zp| fits int16 and every sum of products fits int32; and whether it reads them
+        as int8 (a convolution whose weights all fit: half the bytes, which bound an FC)."""
         magnitudes = np.abs(w)  # 9-bit weights: no int16 overflow
         if self.depthwise:
             sums = magnitudes.reshape(-1, w.shape[-1]).sum(axis=0, dtype=np.int64)
         else:
             sums = magnitudes.sum(axis=1, dtype=np.int64)
         largest = int(sums.max(initial=0))
-        self.desc[_NARROW] = int(self._ifm_in_int16 and largest * self._ifm_bound < _INT32_BOUND)
-        weights = np.ascontiguousarray(w, dtype=np.int16)  # already so: decoded, or the store's
+        narrow = self._ifm_in_int16 and largest * self._ifm_bound < _INT32_BOUND
+        eight = narrow and not self.depthwise and int(magnitudes.max(initial=0)) <= 127
+        self.desc[_NARROW], self.desc[_WEIGHTS8] = int(narrow), int(eight)
+        # int16 already: decoded, or the store's
+        weights = np.ascontiguousarray(w, dtype=np.int8 if eight else np.int16)
         self._weights = (w, weights, weights.ctypes.data)
 
     def _set_scales(self, bias: np.ndarray, rescale: Rescale) -> None:

@@ -47,7 +47,7 @@ class NativeElementwise:
         self.regions = (ifm.region, ifm.region if ifm2 is None else ifm2.region, ofm.region)
         self.reads_lut = reads_lut  # the SHRAM is made only for a run that reads it
 
-    def row(self) -> list[int]:
+    def row(self) -> batch.Row:
         ifm, ifm2, ofm = self.regions
         return batch.row("elementwise", self.desc, ifm, ifm2, ofm, self.reads_lut)
 

@@ -36,7 +36,7 @@ class NativePool:
         self.ifm_region, self.ofm_region = ifm.region, ofm.region
         self.reads_lut = reads_lut  # the SHRAM is made only for a run that reads it
 
-    def row(self) -> list[int]:
+    def row(self) -> batch.Row:
         return batch.row("pool", self.desc, self.ifm_region, None, self.ofm_region, self.reads_lut)
 
     def __call__(self, mem: Memory) -> None:

@@ -1,0 +1,55 @@
+/* A strided copy between memories, every element read before any is written (so source and
+ * destination may overlap): DMA (dma.py) and the runs of 1x1 pools Vela builds transposes from
+ * (pool.ByteMap.merged_run), which copy bytes or map each through a 256-entry table. Python packs
+ * copy_desc (native/copy.py). */
+#include "native.h"
+
+#define COPY_DIMS 4
+
+typedef struct { /* native/copy.py packs it */
+    int64_t src_offset, dst_offset, elem_size, mapped; /* mapped: through the byte table */
+    int64_t shape[COPY_DIMS], src_strides[COPY_DIMS], dst_strides[COPY_DIMS];
+} copy_desc;
+
+int64_t etk_copy_desc_words(void) { return sizeof(copy_desc) / sizeof(int64_t); }
+
+/* Moves the elements between `strided` (at `strides`) and the packed buffer, in index order. */
+static void move(uint8_t *strided, uint8_t *packed, const copy_desc *d, const int64_t *strides,
+                 int to_packed) {
+    const int64_t *n = d->shape, e = d->elem_size;
+    int64_t row = n[3] * e;
+    int contiguous = strides[3] == e;
+    for (int64_t i = 0; i < n[0]; i++)
+        for (int64_t j = 0; j < n[1]; j++)
+            for (int64_t k = 0; k < n[2]; k++) {
+                uint8_t *p = strided + i * strides[0] + j * strides[1] + k * strides[2];
+                if (contiguous) {
+                    if (to_packed) memcpy(packed, p, row);
+                    else memcpy(p, packed, row);
+                } else {
+                    for (int64_t l = 0; l < n[3]; l++) {
+                        if (to_packed) memcpy(packed + l * e, p + l * strides[3], e);
+                        else memcpy(p + l * strides[3], packed + l * e, e);
+                    }
+                }
+                packed += row;
+            }
+}
+
+/* table: when d->mapped, 256 bytes (elem_size 1): the byte written for each byte read. */
+int etk_copy(const void *desc, int64_t src_mem, int64_t dst_mem, int64_t table) {
+    const copy_desc *d = desc;
+    int64_t bytes = d->elem_size;
+    for (int i = 0; i < COPY_DIMS; i++) bytes *= d->shape[i];
+    if (bytes <= 0) return 0;
+    uint8_t *packed = malloc(bytes);
+    if (packed == NULL) return 1;
+    move((uint8_t *)(intptr_t)src_mem + d->src_offset, packed, d, d->src_strides, 1);
+    if (d->mapped) {
+        const uint8_t *t = (const uint8_t *)(intptr_t)table;
+        for (int64_t i = 0; i < bytes; i++) packed[i] = t[packed[i]];
+    }
+    move((uint8_t *)(intptr_t)dst_mem + d->dst_offset, packed, d, d->dst_strides, 0);
+    free(packed);
+    return 0;
+}
