@@ -1,9 +1,11 @@
 """Consecutive native operations in one call (module.c's run_batch).
 
-After a program's first run, every native operation whose arguments no longer change (its
-description, and for a convolution the weights and scales it read from a region that nothing
-writes) is a Row; a run of such operations is one call, with the addresses of the run's memory
-regions: a Python call per operation cost more than a small operation's work.
+After a program's first run, every native operation is a Row: its description, and for a
+convolution the weights and scales of that run, behind check rows that compare the streams'
+bytes in memory with them where operations write that memory (Vela DMAs streams into scratch).
+A stretch of rows is one call, with the addresses of the run's memory regions: a Python call per
+operation cost more than a small operation's work. A check that fails stops the call; the
+operations from there on run another way (their planned steps, which decode what they find).
 """
 
 from __future__ import annotations

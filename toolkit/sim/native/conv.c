@@ -40,53 +40,33 @@ static void padded_ifm(const conv_desc *d, const uint8_t *mem, int64_t wp, int64
 }
 
 /* acc[ch] = the dot product of col with weight row ch, for every output channel; four rows
- * at a time, so each column element is loaded once for four */
-HOT static void dots_narrow(const int16_t *col, const int16_t *w, int64_t k, int64_t oc,
-                            int64_t *acc) {
-    int64_t ch = 0;
-    for (; ch + 4 <= oc; ch += 4) {
-        const int16_t *w0 = w + ch * k, *w1 = w0 + k, *w2 = w1 + k, *w3 = w2 + k;
-        int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        for (int64_t i = 0; i < k; i++) {
-            int32_t a = col[i];
-            s0 += a * w0[i];
-            s1 += a * w1[i];
-            s2 += a * w2[i];
-            s3 += a * w3[i];
-        }
-        acc[ch] = s0, acc[ch + 1] = s1, acc[ch + 2] = s2, acc[ch + 3] = s3;
+ * at a time, so each column element is loaded once for four. Made for int16 weights
+ * (dots_narrow) and int8 ones (dots_narrow8: conv_desc.weights8). */
+#define DOTS_NARROW(name, weight_t)                                                            \
+    HOT static void name(const int16_t *col, const weight_t *w, int64_t k, int64_t oc,        \
+                         int64_t *acc) {                                                       \
+        int64_t ch = 0;                                                                        \
+        for (; ch + 4 <= oc; ch += 4) {                                                        \
+            const weight_t *w0 = w + ch * k, *w1 = w0 + k, *w2 = w1 + k, *w3 = w2 + k;         \
+            int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;                                            \
+            for (int64_t i = 0; i < k; i++) {                                                  \
+                int32_t a = col[i];                                                            \
+                s0 += a * w0[i];                                                               \
+                s1 += a * w1[i];                                                               \
+                s2 += a * w2[i];                                                               \
+                s3 += a * w3[i];                                                               \
+            }                                                                                  \
+            acc[ch] = s0, acc[ch + 1] = s1, acc[ch + 2] = s2, acc[ch + 3] = s3;                \
+        }                                                                                      \
+        for (; ch < oc; ch++) {                                                                \
+            const weight_t *wr = w + ch * k;                                                   \
+            int32_t s0 = 0;                                                                    \
+            for (int64_t i = 0; i < k; i++) s0 += (int32_t)col[i] * wr[i];                     \
+            acc[ch] = s0;                                                                      \
+        }                                                                                      \
     }
-    for (; ch < oc; ch++) {
-        const int16_t *wr = w + ch * k;
-        int32_t s0 = 0;
-        for (int64_t i = 0; i < k; i++) s0 += (int32_t)col[i] * wr[i];
-        acc[ch] = s0;
-    }
-}
-
-/* dots_narrow with int8 weights */
-HOT static void dots_narrow8(const int16_t *col, const int8_t *w, int64_t k, int64_t oc,
-                             int64_t *acc) {
-    int64_t ch = 0;
-    for (; ch + 4 <= oc; ch += 4) {
-        const int8_t *w0 = w + ch * k, *w1 = w0 + k, *w2 = w1 + k, *w3 = w2 + k;
-        int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        for (int64_t i = 0; i < k; i++) {
-            int32_t a = col[i];
-            s0 += a * w0[i];
-            s1 += a * w1[i];
-            s2 += a * w2[i];
-            s3 += a * w3[i];
-        }
-        acc[ch] = s0, acc[ch + 1] = s1, acc[ch + 2] = s2, acc[ch + 3] = s3;
-    }
-    for (; ch < oc; ch++) {
-        const int8_t *wr = w + ch * k;
-        int32_t s0 = 0;
-        for (int64_t i = 0; i < k; i++) s0 += (int32_t)col[i] * wr[i];
-        acc[ch] = s0;
-    }
-}
+DOTS_NARROW(dots_narrow, int16_t)
+DOTS_NARROW(dots_narrow8, int8_t)
 
 HOT static void dots_wide(const int32_t *col, const int16_t *w, int64_t k, int64_t oc,
                           int64_t *acc) {
