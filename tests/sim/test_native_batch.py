@@ -18,6 +18,7 @@ from toolkit.sim.conv import ConvRun
 from toolkit.sim.native import batch
 from toolkit.sim.native.batch import NativeBatch
 from toolkit.sim.plan import plan_for
+from toolkit.sim.run_frame import RunFrame
 from toolkit.targets import load_target
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -90,6 +91,9 @@ def test_a_checked_stream_that_changed_runs_the_rest_as_planned(tmp_path):
     changed = dataclasses.replace(program, weights=bytes(weights))
     expected = simulate(changed, [x], accelerator).outputs[0]  # planned afresh
     plan_module._CACHE[(id(changed), accelerator)] = (changed, imaged)  # run it from the image
+    imaged.__dict__["frame"] = RunFrame(  # with the changed weights in memory
+        changed, accelerator, imaged.extent, imaged.decoded.constant_regions
+    )
     got = simulate(changed, [x], accelerator).outputs[0]
     assert imaged.planned is None and len(imaged.steps) == 50  # planned when the check failed
     assert np.array_equal(got, expected) and not np.array_equal(got, kept)

@@ -59,6 +59,11 @@ class Memory:
             self._internal = np.zeros(self.internal_size, dtype=np.uint8)
         return self._internal
 
+    def zero_internal(self) -> None:
+        """Zero the SHRAM, where a run used it (memory kept for the next run)."""
+        if self._internal is not None:
+            self._internal.fill(0)
+
     @property
     def lut_base(self) -> int:
         """SHRAM address of LUT slot 0."""

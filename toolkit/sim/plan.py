@@ -31,6 +31,7 @@ from .plan_image import PlanImage, image_of
 from .pool import forget_tables, prepare_pool
 from .records import Step, with_fields
 from .registers import Registers
+from .run_frame import RunFrame
 from .weights import forget_formats
 
 _CACHE: OrderedDict[tuple[int, str], tuple[NpuProgram, Plan]] = OrderedDict()
@@ -84,6 +85,11 @@ class Plan:
             planned.run(memory)
 
     @cached_property
+    def frame(self) -> RunFrame:
+        """Memory for this plan's runs (the weights region shared where nothing writes it)."""
+        return RunFrame(self.program, self.accelerator, self.extent, self.decoded.constant_regions)
+
+    @cached_property
     def blas(self) -> bool:
         """Whether a run makes BLAS products (numpy convolutions, where no native kernel runs)."""
         return self.image is None and any(step.blas for step in self.steps)
@@ -104,48 +110,11 @@ class Plan:
 
 
 def new_memory(program: NpuProgram, accelerator: str, plan: Plan | None = None) -> Memory:
-    """Memory for one run: the weights region copied, unless the plan says nothing writes it
-    (then read-only, shared by runs), and scratch zeroed, as much as the plan uses of it."""
-    weights = np.frombuffer(program.weights, dtype=np.uint8)
-    scratch, fast = program.scratch_size, program.scratch_fast_size
-    if plan is not None:  # what the program uses: the 1 MiB fast scratch is mostly unused
-        scratch, fast = (min(size, plan.extent.get(r, 0)) for r, size in ((1, scratch), (2, fast)))
-        if program.fast_scratch_aliases_scratch:
-            scratch = max(scratch, fast)
-    regions = {
-        0: weights if plan is not None and 0 in plan.decoded.constant_regions else weights.copy(),
-        1: _zeroed(scratch),
-    }
-    if program.fast_scratch_aliases_scratch:
-        regions[2] = regions[1]
-    elif program.scratch_fast_size:
-        regions[2] = _zeroed(fast)
-    return Memory(regions, shram_bytes(accelerator))
-
-
-# Scratch buffers of finished runs, zeroed again for the next: a fresh np.zeros of the 1 MiB
-# fast scratch a vela_bin_stream gets costs 95 us (pages mapped and unmapped), fill(0) a fifth.
-_SPARE: dict[int, list[np.ndarray]] = {}
-_SPARE_MIN_BYTES = 1 << 16
-_SPARE_PER_SIZE = 2
-
-
-def _zeroed(size: int) -> np.ndarray:
-    try:
-        buffer = _SPARE.get(size, []).pop()
-    except IndexError:
-        return np.zeros(size, dtype=np.uint8)
-    buffer.fill(0)
-    return buffer
-
-
-def release_memory(memory: Memory) -> None:
-    """Give a finished run's scratch buffers back for the next run (nothing may use them)."""
-    for buffer in {id(b): b for n, b in memory.regions.items() if n != 0}.values():
-        if len(buffer) >= _SPARE_MIN_BYTES:
-            spare = _SPARE.setdefault(len(buffer), [])
-            if len(spare) < _SPARE_PER_SIZE:
-                spare.append(buffer)
+    """Memory for one run outside a plan's frame: the sizes the plan uses (without a plan, the
+    payload's)."""
+    if plan is not None:
+        return plan.frame.memory()
+    return RunFrame(program, accelerator, None, frozenset()).memory()
 
 
 def plan_for(program: NpuProgram, accelerator: str, store_folder: Path | None = None) -> Plan:

@@ -18,9 +18,8 @@ from .blas import one_blas_thread
 from .errors import SimError
 from .fvp_timing import PmuPrediction, fvp_memory, predict_pmu
 from .layouts import ofm_map
-from .memory import Memory
 from .payload import NpuProgram
-from .plan import Plan, new_memory, plan_for, release_memory
+from .plan import Plan, plan_for
 from .records import OpRecord, with_fields
 from .registers import Registers
 
@@ -91,35 +90,6 @@ def check_simulated_accelerator(program: NpuProgram, accelerator: str) -> None:
             f"{program.source} was compiled for {program.config.accelerator}, "
             f"not {accelerator}: compile for the NPU you simulate"
         )
-
-
-def _place_inputs(program: NpuProgram, memory: Memory, inputs: Sequence[np.ndarray]) -> None:
-    if len(inputs) != len(program.inputs):
-        raise SimError(f"{program.source} takes {len(program.inputs)} inputs, got {len(inputs)}")
-    for i, (tensor, value) in enumerate(zip(program.inputs, inputs)):
-        value = np.asarray(value)
-        if value.size * tensor.elem_size != tensor.nbytes:
-            raise SimError(
-                f"input {i} has shape {value.shape} ({value.size} elements); the "
-                f"program expects {tensor.squeezed_shape}"
-            )
-        if value.dtype.kind not in "iu" or value.dtype.itemsize != tensor.elem_size:
-            raise SimError(
-                f"input {i} is {value.dtype}; the program expects "
-                f"{tensor.dtype} (quantize it first)"
-            )
-        if value.dtype != tensor.dtype:  # the other sign, or byte order
-            value = value.astype(tensor.dtype)
-        raw = value.reshape(-1).view(np.uint8)
-        memory.write_bytes(tensor.region, tensor.offset, raw, f"input {i}")
-
-
-def _read_outputs(program: NpuProgram, memory: Memory) -> list[np.ndarray]:
-    outputs = []
-    for i, tensor in enumerate(program.outputs):
-        raw = memory.read_bytes(tensor.region, tensor.offset, tensor.nbytes, f"output {i}")
-        outputs.append(raw.copy().view(tensor.dtype).reshape(tensor.squeezed_shape))
-    return outputs
 
 
 _npu_config = lru_cache(maxsize=16)(npu_config)
@@ -193,15 +163,16 @@ def simulate(
     check_simulated_accelerator(program, accelerator)
     npu = _npu_config(accelerator, system_config, memory_mode)
     plan = plan_for(program, accelerator, store)
-    memory = new_memory(program, accelerator, plan)
-    _place_inputs(program, memory, inputs)
+    frame = plan.frame
+    memory = frame.memory()
+    frame.place_inputs(memory, inputs)
     ini_file = _ini_file(config_ini)
     with one_blas_thread() if plan.blas else nullcontext():
         plan.execute(memory)
     timing = _timed(plan, program, accelerator, npu.system_config, npu.memory_mode, ini_file)
     plan.save_if_new()
-    outputs = _read_outputs(program, memory)  # copies
-    release_memory(memory)
+    outputs = frame.read_outputs(memory)
+    frame.release(memory)
     return SimResult(
         outputs,
         timing.npu_cycles,
@@ -220,8 +191,8 @@ def op_outputs(
     it stood right after the operation ran (DMA: none). For finding where a run goes wrong."""
     check_simulated_accelerator(program, accelerator)
     plan = plan_for(program, accelerator)
-    memory = new_memory(program, accelerator, plan)
-    _place_inputs(program, memory, inputs)
+    memory = plan.frame.memory()
+    plan.frame.place_inputs(memory, inputs)
     outputs = []
     for step in plan.steps:
         step.run(memory)

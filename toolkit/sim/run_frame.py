@@ -1,0 +1,128 @@
+"""Where a plan's runs happen: memory of the sizes the plan uses, with the program's inputs and
+outputs located in it once, and kept from one run for the next.
+
+A small program's run took longer to set up (a fresh Memory, every input's and output's checks)
+than to simulate. A finished run's memory is taken back and made as new for the next: scratch
+and SHRAM zeroed, the weights copied again where the program writes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import SimError
+from .memory import Memory, shram_bytes
+from .payload import IOTensor, NpuProgram
+
+_KEPT = 2  # finished runs' memories kept (two runs at once on one plan, from two threads)
+
+
+@dataclass(frozen=True)
+class _Placed:
+    """An input's or output's bytes in its region."""
+
+    region: int
+    start: int
+    end: int
+    dtype: np.dtype
+    shape: tuple[int, ...]
+
+
+def _placed(memory: Memory, tensor: IOTensor, what: str) -> _Placed:
+    end = tensor.offset + tensor.nbytes
+    memory.check(tensor.region, tensor.offset, end, what)
+    return _Placed(tensor.region, tensor.offset, end, tensor.dtype, tensor.squeezed_shape)
+
+
+class RunFrame:
+    """Memory for the runs of one program under one plan: regions the size the plan uses
+    (extent: per region, its bytes in use; None for the payload's full sizes), region 0 shared
+    and read-only when no operation writes it (constant_regions)."""
+
+    def __init__(
+        self,
+        program: NpuProgram,
+        accelerator: str,
+        extent: dict[int, int] | None,
+        constant_regions: frozenset[int],
+    ):
+        self.program = program
+        self._weights = np.frombuffer(program.weights, dtype=np.uint8)
+        self._shared_weights = 0 in constant_regions
+        scratch, fast = program.scratch_size, program.scratch_fast_size
+        if extent is not None:  # what the program uses: the 1 MiB fast scratch is mostly unused
+            scratch, fast = (min(size, extent.get(r, 0)) for r, size in ((1, scratch), (2, fast)))
+            if program.fast_scratch_aliases_scratch:
+                scratch = max(scratch, fast)
+        self._sizes = scratch, fast
+        self._shram = shram_bytes(accelerator)
+        self._kept: list[Memory] = []
+        first = self._new()
+        self._inputs = [_placed(first, t, f"input {i}") for i, t in enumerate(program.inputs)]
+        self._outputs = [_placed(first, t, f"output {i}") for i, t in enumerate(program.outputs)]
+        self._kept.append(first)
+
+    def _new(self) -> Memory:
+        scratch, fast = self._sizes
+        regions = {
+            0: self._weights if self._shared_weights else self._weights.copy(),
+            1: np.zeros(scratch, np.uint8),
+        }
+        if self.program.fast_scratch_aliases_scratch:
+            regions[2] = regions[1]
+        elif self.program.scratch_fast_size:
+            regions[2] = np.zeros(fast, np.uint8)
+        return Memory(regions, self._shram)
+
+    def memory(self) -> Memory:
+        """Memory as the program finds it at the start of a run."""
+        try:
+            memory = self._kept.pop()
+        except IndexError:
+            return self._new()
+        return memory
+
+    def release(self, memory: Memory) -> None:
+        """Take a finished run's memory back, made as new for the next run (nothing may use it
+        after this)."""
+        if len(self._kept) >= _KEPT:
+            return
+        for number, buffer in memory.regions.items():
+            if number == 0:
+                if not self._shared_weights:
+                    np.copyto(buffer, self._weights)
+            elif number == 1 or buffer is not memory.regions[1]:
+                buffer.fill(0)
+        memory.zero_internal()
+        self._kept.append(memory)
+
+    def place_inputs(self, memory: Memory, inputs: Sequence[np.ndarray]) -> None:
+        program = self.program
+        if len(inputs) != len(self._inputs):
+            raise SimError(f"{program.source} takes {len(self._inputs)} inputs, got {len(inputs)}")
+        for i, (placed, value) in enumerate(zip(self._inputs, inputs)):
+            value = np.asarray(value)
+            if value.size * placed.dtype.itemsize != placed.end - placed.start:
+                raise SimError(
+                    f"input {i} has shape {value.shape} ({value.size} elements); the "
+                    f"program expects {placed.shape}"
+                )
+            if value.dtype != placed.dtype:
+                if value.dtype.kind not in "iu" or value.dtype.itemsize != placed.dtype.itemsize:
+                    raise SimError(
+                        f"input {i} is {value.dtype}; the program expects "
+                        f"{placed.dtype} (quantize it first)"
+                    )
+                value = value.astype(placed.dtype)  # the other sign, or byte order
+            region = memory.regions[placed.region]
+            region[placed.start : placed.end] = value.reshape(-1).view(np.uint8)
+
+    def read_outputs(self, memory: Memory) -> list[np.ndarray]:
+        """Copies of the outputs."""
+        return [
+            memory.regions[p.region][p.start : p.end].view(p.dtype).reshape(p.shape).copy()
+            for p in self._outputs
+        ]
