@@ -220,7 +220,7 @@ def test_stored_weights_keep_their_values_in_the_narrowest_type(tmp_path, low, h
     path = tmp_path / "sim_test.bin"
     program_weights = b"abcstreamxyz"  # holds the first stream, not the second
     derived_store.save(path, derived, program_weights)
-    arrays = derived_store._arrays(path.read_bytes()[32:])
+    _, arrays = derived_store._parts(memoryview(path.read_bytes())[32:])
     assert arrays["w_values"].dtype == dtype
     assert arrays["w_starts"].tolist() == [3, -1] and arrays["w_inline"].tobytes() == b"other"
     back = derived_store.load(path, program_weights).weights

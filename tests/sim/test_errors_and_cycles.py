@@ -19,6 +19,7 @@ from toolkit.sim import (
     load_payload,
     simulate,
 )
+from toolkit.sim import payload as payload_module
 from toolkit.sim.commands import decode
 from toolkit.sim.diff import diff_programs
 
@@ -89,6 +90,44 @@ def test_corrupted_payload(bin_stream):
     with pytest.raises(PayloadError, match="COP1"):
         load_payload(bytes(bad))
     assert issubclass(PayloadError, UserError)
+
+
+def _header_variants(raw: bytes) -> list[bytes]:
+    """The payload cut at many places, and each byte of every block header, of the first words of
+    cmd_data (the COP1 header) and of the inputs and outputs blocks set to 0, 0xFF and one more."""
+    variants = [raw[:n] for n in range(0, len(raw), 5)]
+    places, pos = [], 0
+    while pos + 32 <= len(raw):
+        name = raw[pos : pos + 16].split(b"\0", 1)[0]
+        length = struct.unpack_from("<I", raw, pos + 16)[0]
+        places += range(pos, pos + 32)
+        body = {b"cmd_data": 24, b"inputs": length, b"outputs": length}.get(name, 0)
+        places += range(pos + 32, pos + 32 + min(body, length))
+        pos += 32 + (length + 15) // 16 * 16
+    for at in places:
+        for value in {0, 0xFF, (raw[at] + 1) & 0xFF} - {raw[at]}:
+            variants.append(raw[:at] + bytes([value]) + raw[at + 1 :])
+    return variants
+
+
+def test_native_parse_refuses_what_the_python_parse_refuses(bin_stream):
+    """native/payload.c gives the parts _load_bin_stream gives, and None (the Python parser
+    then says what is wrong) for every payload that parser refuses."""
+    if payload_module._NATIVE_PARSE is None:
+        pytest.skip("native kernels not built")
+    refused = 0
+    for raw in _header_variants(bin_stream):
+        try:
+            want = payload_module._load_bin_stream(raw, "vela_bin_stream")
+        except PayloadError:
+            want = None
+        got = payload_module._NATIVE_PARSE(raw)
+        if want is None:
+            refused += 1
+            assert got is None, raw
+        else:
+            assert got is not None and payload_module._parsed_bin_stream.__wrapped__(raw) == want
+    assert refused > 500, refused  # the variants reach the refusals, not only the contents
 
 
 def test_unknown_opcode(program, conv_case):

@@ -22,6 +22,7 @@ from toolkit.sim.elementwise import prepare_elementwise
 from toolkit.sim.memory import Memory, shram_bytes
 from toolkit.sim.native import elementwise as native_elementwise
 from toolkit.sim.native import pool as native_pool
+from toolkit.sim.native.copy import copy_kernel
 from toolkit.sim.outstage import NATURAL, TFL, TRUNCATE
 from toolkit.sim.pool import prepare_pool
 from toolkit.sim.registers import RegisterFile
@@ -139,7 +140,8 @@ class Op:
         """OFM_SCALE (random even when unscaled: it must be ignored); (global-scale bit,
         rounding)."""
         rng = self.rng
-        self.put("OFM_SCALE", int(rng.integers(0, 64)), int(rng.integers(0, 1 << 31)))
+        # the register's 32 bits: a pool's identity rescale is 2^31 + 1
+        self.put("OFM_SCALE", int(rng.integers(0, 64)), int(rng.integers(0, 1 << 32)))
         return int(scaled), int(rng.choice([TFL, TRUNCATE, NATURAL]))
 
     def run_both_ways(self, prepare, module) -> tuple[int, bytes]:
@@ -473,3 +475,41 @@ def test_shared_cases_native_equals_numpy(cases, name):
     case = cases.get(name, ACC)
     kinds = _per_operation_both_ways(load_payload(case.npz[ACC]), case.inputs)
     assert any(k.startswith(("elementwise.", "pool.")) for k in kinds)
+
+
+def _strided(buffer: np.ndarray, offset: int, shape, strides, elem_size: int) -> np.ndarray:
+    """The elements (as rows of elem_size bytes) at offset + sum(index * stride)."""
+    return np.lib.stride_tricks.as_strided(
+        buffer[offset:], (*shape, elem_size), (*strides, 1), writeable=True
+    )
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_native_copy_moves_what_numpy_moves(seed):
+    """Strided copies with axes of one element anywhere (a transpose's innermost is often one),
+    element sizes 1 to 4, source and destination in one buffer (overlapping: every element read
+    before any is written), with and without the byte table."""
+    rng = np.random.default_rng(seed)
+    dims = int(rng.integers(1, 5))
+    shape = [int(rng.choice([1, 1, 2, 3, 5])) for _ in range(dims)]
+    elem = int(rng.choice([1, 2, 3, 4])) if seed % 4 else 1
+    mapped = seed % 4 == 0
+    table = rng.integers(0, 256, 256, dtype=np.uint8) if mapped else None
+    strides = []
+    for _ in range(2):  # each side's strides: its axes in a random order, then spaced out
+        order = rng.permutation(dims)
+        step, side = elem * int(rng.integers(1, 3)), [0] * dims
+        for axis in order[::-1]:
+            side[axis] = step
+            step *= shape[axis] + int(rng.integers(0, 2))
+        strides.append(side)
+    span = max(sum((n - 1) * st for n, st in zip(shape, side)) + elem for side in strides)
+    src_at, dst_at = (int(v) for v in rng.integers(0, span, 2))
+    memory = rng.integers(0, 256, 2 * span + 8, dtype=np.uint8)
+    want = memory.copy()
+    values = _strided(want, src_at, shape, strides[0], elem).copy()
+    _strided(want, dst_at, shape, strides[1], elem)[...] = table[values] if mapped else values
+    run = copy_kernel((1, src_at, strides[0]), (1, dst_at, strides[1]), shape, elem, table)
+    assert run is not None
+    run(Memory({1: memory}, 0))
+    assert memory.tobytes() == want.tobytes()

@@ -14,7 +14,7 @@ from toolkit.lower.tflite import compile_tflite
 from toolkit.sim import derived_store, forget_programs, load_payload, simulate
 from toolkit.sim import plan as plan_module
 from toolkit.sim.native import batch
-from toolkit.sim.plan_image import from_arrays, to_arrays
+from toolkit.sim.plan_image import from_parts, to_parts
 from toolkit.targets import load_target
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -71,10 +71,11 @@ def test_an_image_round_trips_and_a_broken_one_is_refused(vww, tmp_path):
     npz, x = vww
     _, path = _fresh_store(tmp_path, npz, x)
     image = derived_store.load(path, load_payload(npz).weights).image
-    arrays = to_arrays(image)
-    back = from_arrays(arrays)
-    for name in ("table", "blob", "steps"):
+    numbers, arrays = to_parts(image)
+    back = from_parts(numbers, arrays)
+    for name in ("table", "blob"):
         assert np.array_equal(getattr(back, name), getattr(image, name))
+    assert back.steps == image.steps
     assert (back.extent, back.constant_regions, back.operation_count) == (
         image.extent,
         image.constant_regions,
@@ -82,10 +83,13 @@ def test_an_image_round_trips_and_a_broken_one_is_refused(vww, tmp_path):
     )
     outside = dict(arrays, **{"image:blob": arrays["image:blob"][:16]})
     with pytest.raises(ValueError, match="do not fit together"):
-        from_arrays(outside)
-    no_step = dict(arrays, **{"image:operations": np.array([1], np.int64)})
+        from_parts(numbers, outside)
+    negative = arrays["image:table"].copy()
+    negative[0, -1] = -16  # an array before the blob
     with pytest.raises(ValueError, match="do not fit together"):
-        from_arrays(no_step)
+        from_parts(numbers, dict(arrays, **{"image:table": negative}))
+    with pytest.raises(ValueError, match="do not fit together"):
+        from_parts(dict(numbers, operations=1), arrays)  # steps past the last operation
 
 
 def test_without_native_batches_the_image_is_not_used(vww, tmp_path, monkeypatch):

@@ -30,10 +30,10 @@ from typing import get_type_hints
 import numpy as np
 
 from .payload import NpuProgram
-from .plan_image import PlanImage, from_arrays, to_arrays
+from .plan_image import PlanImage, from_parts, to_parts
 from .weights import WeightFormat
 
-_VERSION = b"etk-sim-derived 5"
+_VERSION = b"etk-sim-derived 6"
 _ALIGN = 16  # each array's bytes start at a multiple of this in the file (the image's int64)
 _DIGEST = 32  # bytes of SHA-256 at the head of the file
 _FORMAT_FIELDS = WeightFormat._fields
@@ -55,11 +55,11 @@ def _code_digest() -> bytes:
     return digest.digest()
 
 
-def store_file(folder: Path, program: NpuProgram, accelerator: str) -> Path:
+def store_file(folder: Path | str, program: NpuProgram, accelerator: str) -> str:
     digest = hashlib.sha256(_code_digest() + accelerator.encode() + b"\0")
     digest.update(len(program.command_stream).to_bytes(8, "little") + program.command_stream)
     digest.update(program.weights)
-    return Path(folder, f"sim_{digest.hexdigest()[:32]}.bin")
+    return os.path.join(folder, f"sim_{digest.hexdigest()[:32]}.bin")
 
 
 @dataclass
@@ -71,49 +71,54 @@ class Derived:
 
     weights: dict[tuple[bytes, WeightFormat], np.ndarray] = field(default_factory=dict)
     scales: list[tuple[bytes, int, int]] = field(default_factory=list)
-    timing: dict[str, tuple[np.ndarray, np.ndarray, tuple[int, ...]]] = field(default_factory=dict)
+    # memory-system key -> per operation cycles and compute cycles, and the PMU figures
+    timing: dict[str, tuple[list[int], list[int], tuple[int, ...]]] = field(default_factory=dict)
     image: PlanImage | None = None
 
 
-def load(path: Path, weights: bytes) -> Derived | None:
+def load(path: Path | str, weights: bytes) -> Derived | None:
     """The derived state in path for the program with these weights, or None when it is missing
     or cannot be trusted."""
     try:
-        with open(path, "rb", buffering=0) as file:  # unbuffered: one read, no copy
-            raw = file.readall()
+        fd = os.open(path, os.O_RDONLY)
+        try:  # one read of the file's size (open()'s file object cost more than the read)
+            raw = os.read(fd, os.fstat(fd).st_size)
+        finally:
+            os.close(fd)
     except OSError:
         return None
     body = memoryview(raw)[_DIGEST:]  # not a copy: the arrays are views of raw
     if len(raw) <= _DIGEST or hashlib.sha256(body).digest() != raw[:_DIGEST]:
         return None
     try:
-        return _unpack(_arrays(body), weights)
+        return _unpack(*_parts(body), weights)
     except (ValueError, KeyError, IndexError, TypeError):
         return None
 
 
-def _arrays(body: memoryview) -> dict[str, np.ndarray]:
-    """The arrays of a body _body wrote: an 8-byte header length, a JSON header naming each
-    array's dtype, shape and byte range, then the arrays' bytes (no zip: reading an .npz's
-    members cost more than the rest of the load)."""
+def _parts(body: memoryview) -> tuple[dict, dict[str, np.ndarray]]:
+    """The numbers and arrays of a body _body wrote: an 8-byte header length, a JSON header
+    holding the numbers and naming each array's dtype, shape and byte range, then the arrays'
+    bytes (no zip: reading an .npz's members cost more than the rest of the load)."""
     size = int.from_bytes(body[:8], "little")
-    header = json.loads(bytes(body[8 : 8 + size]))
+    header = json.loads(str(body[8 : 8 + size], "ascii"))
     data = body[8 + size :]
-    return {
+    arrays = {
         name: np.frombuffer(data[start:end], dtype=dtype).reshape(shape)
-        for name, (dtype, shape, start, end) in header.items()
+        for name, (dtype, shape, start, end) in header.pop("arrays").items()
     }
+    return header, arrays
 
 
-def _body(arrays: dict[str, np.ndarray]) -> bytes:
-    header, chunks, pos = {}, [], 0
+def _body(numbers: dict, arrays: dict[str, np.ndarray]) -> bytes:
+    described, chunks, pos = {}, [], 0
     for name, array in arrays.items():
         raw = np.ascontiguousarray(array).tobytes()
-        header[name] = (array.dtype.str, list(array.shape), pos, pos + len(raw))
+        described[name] = (array.dtype.str, list(array.shape), pos, pos + len(raw))
         padding = -len(raw) % _ALIGN
         chunks.append(raw + bytes(padding))
         pos += len(raw) + padding
-    head = json.dumps(header).encode()
+    head = json.dumps({**numbers, "arrays": described}).encode()
     head += b" " * (-(8 + len(head)) % _ALIGN)  # the data aligned as the file's start is
     return len(head).to_bytes(8, "little") + head + b"".join(chunks)
 
@@ -168,17 +173,14 @@ def _unpack_streams(a: dict[str, np.ndarray], weights: bytes, derived: Derived) 
         derived.scales.append((raw, channels, rounding))
 
 
-def _unpack(a: dict[str, np.ndarray], weights: bytes) -> Derived:
+def _unpack(numbers: dict, arrays: dict[str, np.ndarray], weights: bytes) -> Derived:
     """The Derived that save wrote."""
     derived = Derived()
-    if "w_values" in a:  # the streams (a file with an image holds none)
-        _unpack_streams(a, weights, derived)
-    derived.image = from_arrays(a)
-    for name, cycles in a.items():
-        if name.startswith("cycles:"):
-            key = name.removeprefix("cycles:")
-            pmu = a[f"pmu:{key}"]
-            derived.timing[key] = (cycles, a[f"compute:{key}"], tuple(pmu.tolist()))
+    if "w_values" in arrays:  # the streams (a file with an image holds none)
+        _unpack_streams(arrays, weights, derived)
+    derived.image = from_parts(numbers.get("image"), arrays)
+    for key, (cycles, compute, pmu) in numbers["timing"].items():
+        derived.timing[key] = (cycles, compute, tuple(pmu))
     return derived
 
 
@@ -207,18 +209,21 @@ def _stream_arrays(derived: Derived, program_weights: bytes) -> dict[str, np.nda
     }
 
 
-def save(path: Path, derived: Derived, program_weights: bytes) -> None:
+def save(path: Path | str, derived: Derived, program_weights: bytes) -> None:
     """Write derived to path atomically; a folder that cannot be written is left as it is.
     program_weights: the weights of the program the file is kept for."""
-    image = derived.image
-    arrays = to_arrays(image) if image is not None else _stream_arrays(derived, program_weights)
-    for key, (cycles, compute, pmu) in derived.timing.items():
-        arrays[f"cycles:{key}"] = np.asarray(cycles, np.int64)
-        arrays[f"compute:{key}"] = np.asarray(compute, np.int64)
-        arrays[f"pmu:{key}"] = np.asarray(pmu, np.int64)
-    body = _body(arrays)
+    timing = {
+        k: [[int(v) for v in part] for part in figures] for k, figures in derived.timing.items()
+    }
+    numbers: dict = {"timing": timing}
+    if derived.image is not None:
+        numbers["image"], arrays = to_parts(derived.image)
+    else:
+        arrays = _stream_arrays(derived, program_weights)
+    body = _body(numbers, arrays)
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+        folder, name = os.path.split(path)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=name, suffix=".tmp")
     except OSError:
         return
     try:

@@ -11,21 +11,27 @@ import math
 import os
 import struct
 import zipfile
-from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
 from .errors import PayloadError
+from .native import KERNELS
 
 _BLOCK_HEADER = struct.Struct("<16sIB11s")
 _IO_RECORD = struct.Struct("<9i")
+_WORD = struct.Struct("<I").unpack_from
+_COUNT = struct.Struct("<i").unpack_from
 _FOURCC = b"COP1"
 # Driver-action tags in the COP1 header (low byte of each word).
 _DA_CONFIG, _DA_CMDSTREAM, _DA_READ_APB, _DA_DUMP_SHRAM, _DA_NOP = 1, 2, 3, 4, 5
 # The .pte payload does not say how large the fast scratch is: the runtime provides it.
 DEFAULT_FAST_SCRATCH = 1 << 20
+
+
+_DTYPES = {1: np.dtype(np.int8), 2: np.dtype(np.int16), 4: np.dtype(np.int32)}
 
 
 @dataclass(frozen=True)
@@ -36,24 +42,21 @@ class IOTensor:
     elem_size: int
     offset: int
     region: int
+    # read by every run: set when made (a cached_property's first read cost more)
+    dtype: np.dtype = field(init=False, repr=False, compare=False)
+    squeezed_shape: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    nbytes: int = field(init=False, repr=False, compare=False)
 
-    @cached_property  # these three: read by every run
-    def dtype(self) -> np.dtype:
-        try:
-            return np.dtype({1: np.int8, 2: np.int16, 4: np.int32}[self.elem_size])
-        except KeyError:
-            raise PayloadError(f"tensor element size {self.elem_size} is not 1, 2 or 4") from None
-
-    @cached_property
-    def squeezed_shape(self) -> tuple[int, ...]:
-        shape = list(self.shape)
-        while len(shape) > 1 and shape[0] == 1:
-            shape.pop(0)
-        return tuple(shape)
-
-    @cached_property
-    def nbytes(self) -> int:
-        return math.prod(self.shape) * self.elem_size
+    def __post_init__(self) -> None:
+        dtype = _DTYPES.get(self.elem_size)
+        if dtype is None:
+            raise PayloadError(f"tensor element size {self.elem_size} is not 1, 2 or 4")
+        squeezed = self.shape
+        while len(squeezed) > 1 and squeezed[0] == 1:
+            squeezed = squeezed[1:]
+        object.__setattr__(self, "dtype", dtype)
+        object.__setattr__(self, "squeezed_shape", squeezed)
+        object.__setattr__(self, "nbytes", math.prod(self.shape) * self.elem_size)
 
 
 @dataclass(frozen=True)
@@ -116,81 +119,100 @@ def forget_payloads() -> None:
     load_npz.cache_clear()
 
 
+# native/payload.c: the blocks in one call, or None for anything _load_bin_stream would refuse
+_NATIVE_PARSE = getattr(KERNELS, "parse_bin_stream", None)
+
+
 @lru_cache(maxsize=16)
 def _parsed_bin_stream(raw: bytes) -> NpuProgram:
     """A delegate's payload is parsed once: runners pass the same bytes object at every run,
     whose hash Python keeps (NpuProgram is immutable)."""
-    return _load_bin_stream(raw, "vela_bin_stream")
+    parts = _NATIVE_PARSE(raw) if _NATIVE_PARSE is not None else None
+    if parts is None:
+        return _load_bin_stream(raw, "vela_bin_stream")
+    stream, weights, scratch, inputs, outputs, config = parts
+    return NpuProgram(
+        stream,
+        weights,
+        scratch,
+        DEFAULT_FAST_SCRATCH,
+        tuple(IOTensor(*t) for t in inputs),
+        tuple(IOTensor(*t) for t in outputs),
+        None if config is None else _driver_config(config),
+        "vela_bin_stream",
+    )
 
 
 def _load_bin_stream(raw: bytes, source: str) -> NpuProgram:
-    blocks: dict[str, bytes] = {}
-    pos = 0
+    blocks: dict[bytes, bytes] = {}
+    pos, size, header = 0, len(raw), _BLOCK_HEADER.unpack_from
     while True:
-        if pos + _BLOCK_HEADER.size > len(raw):
+        if pos + 32 > size:
             raise PayloadError(
                 f"{source}: truncated at byte {pos}: expected a 32-byte block "
-                f"header, {len(raw) - pos} bytes left (no vela_end_stream)"
+                f"header, {size - pos} bytes left (no vela_end_stream)"
             )
-        name_raw, length, external, _ = _BLOCK_HEADER.unpack_from(raw, pos)
-        name = name_raw.split(b"\0", 1)[0].decode("ascii", "replace")
-        if pos == 0 and name != "vela_bin_stream":
-            raise PayloadError(f"{source}: not a vela_bin_stream (first block is '{name}')")
-        pos += _BLOCK_HEADER.size
-        if pos + length > len(raw):
+        name_raw, length, external, _ = header(raw, pos)
+        name = name_raw.split(b"\0", 1)[0]
+        if pos == 0 and name != b"vela_bin_stream":
+            raise PayloadError(f"{source}: not a vela_bin_stream (first block is '{_text(name)}')")
+        pos += 32
+        if pos + length > size:
             raise PayloadError(
-                f"{source}: block '{name}' at byte {pos - 32} says {length} bytes, "
-                f"only {len(raw) - pos} left: truncated"
+                f"{source}: block '{_text(name)}' at byte {pos - 32} says {length} bytes, "
+                f"only {size - pos} left: truncated"
             )
         if external:
             raise PayloadError(
-                f"{source}: block '{name}' is stored outside the payload "
+                f"{source}: block '{_text(name)}' is stored outside the payload "
                 "(external reference); give the simulator the full payload"
             )
         blocks[name] = raw[pos : pos + length]
-        pos += (length + 15) // 16 * 16
-        if name == "vela_end_stream":
+        pos += (length + 15) & ~15
+        if name == b"vela_end_stream":
             break
-    for required in ("cmd_data", "weight_data", "scratch_size", "inputs", "outputs"):
+    for required in (b"cmd_data", b"weight_data", b"scratch_size", b"inputs", b"outputs"):
         if required not in blocks:
-            raise PayloadError(f"{source}: block '{required}' is missing")
-    if len(blocks["scratch_size"]) != 4:
+            raise PayloadError(f"{source}: block '{_text(required)}' is missing")
+    if len(blocks[b"scratch_size"]) != 4:
         raise PayloadError(
-            f"{source}: scratch_size block has {len(blocks['scratch_size'])} bytes, expected 4"
+            f"{source}: scratch_size block has {len(blocks[b'scratch_size'])} bytes, expected 4"
         )
-    scratch = struct.unpack("<I", blocks["scratch_size"])[0]
-    stream, config = _strip_driver_header(blocks["cmd_data"], source)
+    stream, config = _strip_driver_header(blocks[b"cmd_data"], source)
     return NpuProgram(
         stream,
-        blocks["weight_data"],
-        scratch,
+        blocks[b"weight_data"],
+        _WORD(blocks[b"scratch_size"])[0],
         DEFAULT_FAST_SCRATCH,
-        _io_block(blocks["inputs"], "inputs", source),
-        _io_block(blocks["outputs"], "outputs", source),
+        _io_block(blocks[b"inputs"], "inputs", source),
+        _io_block(blocks[b"outputs"], "outputs", source),
         config,
         source,
     )
 
 
+def _text(name: bytes) -> str:
+    return name.decode("ascii", "replace")
+
+
 def _io_block(raw: bytes, name: str, source: str) -> tuple[IOTensor, ...]:
     if len(raw) < 4:
         raise PayloadError(f"{source}: block '{name}' is too short for its count")
-    count = struct.unpack_from("<i", raw)[0]
+    count = _COUNT(raw)[0]
     if count < 0 or 4 + count * _IO_RECORD.size != len(raw):
         raise PayloadError(
             f"{source}: block '{name}' says {count} tensors but holds "
             f"{len(raw) - 4} bytes ({_IO_RECORD.size} per tensor)"
         )
-    tensors = []
-    for i in range(count):
-        *shape, elem, offset, region = _IO_RECORD.unpack_from(raw, 4 + i * _IO_RECORD.size)
-        tensors.append(_io_tensor(shape, elem, offset, region, f"{source}: {name}[{i}]"))
-    return tuple(tensors)
+    return tuple(
+        _io_tensor(record[:6], record[6], record[7], record[8], f"{source}: {name}[{i}]")
+        for i, record in enumerate(_IO_RECORD.iter_unpack(raw[4:]))
+    )
 
 
 def _io_tensor(shape, elem, offset, region, where: str) -> IOTensor:
     shape = tuple(int(s) for s in shape)
-    if any(s < 0 for s in shape) or int(elem) not in (1, 2, 4) or int(offset) < 0:
+    if min(shape) < 0 or int(elem) not in (1, 2, 4) or int(offset) < 0:
         raise PayloadError(
             f"{where}: bad tensor record shape={shape} elem_size={elem} offset={offset}"
         )
@@ -247,23 +269,26 @@ def load_npz(raw: bytes, source: str) -> NpuProgram:
         raise PayloadError(f"{source}: Vela .npz has no array {exc}") from None
 
 
+def _driver_config(word: int) -> DriverConfig:
+    return DriverConfig(word & 0xF, (word >> 8) & 0xFF, word >> 28)
+
+
 def _strip_driver_header(cmd_data: bytes, source: str) -> tuple[bytes, DriverConfig | None]:
     """The COP1 driver payload -> (register command stream, config action)."""
     if len(cmd_data) % 4:
         raise PayloadError(f"{source}: cmd_data is {len(cmd_data)} bytes, not whole 32-bit words")
-    words = np.frombuffer(cmd_data, dtype="<u4")
-    if len(words) == 0 or cmd_data[:4] != _FOURCC:
+    if not cmd_data or cmd_data[:4] != _FOURCC:
         raise PayloadError(f"{source}: cmd_data does not start with the COP1 driver header")
+    words = len(cmd_data) // 4
     config = None
     i = 1
-    while i < len(words):
-        tag = int(words[i])
+    while i < words:
+        tag = _WORD(cmd_data, i * 4)[0]
         action, param = tag & 0xFF, tag >> 16
         if action == _DA_CONFIG:
-            if i + 2 >= len(words):
+            if i + 2 >= words:
                 raise PayloadError(f"{source}: COP1 config action truncated")
-            cfg = int(words[i + 1])
-            config = DriverConfig(cfg & 0xF, (cfg >> 8) & 0xFF, cfg >> 28)
+            config = _driver_config(_WORD(cmd_data, i * 4 + 4)[0])
             i += 3
         elif action == _DA_CMDSTREAM:
             length = param | (((tag >> 8) & 0xFF) << 16)

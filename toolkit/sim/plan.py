@@ -50,7 +50,7 @@ class Plan:
     planned: tuple[Step, ...] | None
     image: PlanImage | None = None
     timed: dict = field(default_factory=dict)  # (system config, memory mode, ini) -> records
-    store: Path | None = None  # derived_store file kept next to the compiled program
+    store: str | None = None  # derived_store file kept next to the compiled program
     # what the store holds (timing keyed by memory system and ini content), and its size as
     # (decoded streams, timing entries) when it was last read or written
     stored: derived_store.Derived = field(default_factory=derived_store.Derived)
@@ -167,7 +167,7 @@ def _with_store(plan: Plan | None, program: NpuProgram, accelerator: str, folder
 
 
 def _from_image(
-    program: NpuProgram, accelerator: str, store: Path, stored: derived_store.Derived
+    program: NpuProgram, accelerator: str, store: str, stored: derived_store.Derived
 ) -> Plan:
     """A plan that runs the stored image's rows as one batch; its steps are planned when asked
     for."""

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .memory import Memory
-from .native.batch import ADDRESS_WORDS, ROW_ARRAYS, NativeBatch, Row, expanded, row_of
+from .native.batch import ADDRESS_WORDS, ROW_ARRAYS, ROW_WORDS, NativeBatch, Row, expanded, row_of
 
 _ALIGN = 16  # each array's offset in the blob (the blob itself is so aligned when read)
 
@@ -29,7 +29,7 @@ class PlanImage:
     # run_batch's rows, their address words offsets into blob (one no kernel reads: 0)
     table: np.ndarray
     blob: np.ndarray  # uint8: every array the rows read
-    steps: np.ndarray  # for each row of the table, the number of the planned step it runs
+    steps: tuple[int, ...]  # for each row of the table, the number of the planned step it runs
     extent: dict[int, int]  # plan.Plan.extent
     constant_regions: frozenset[int]
     operation_count: int  # planned steps, merged ones included
@@ -45,7 +45,7 @@ class PlanImage:
         table = self.table.copy()
         table[:, ADDRESS_WORDS] += base
         steps = self.steps
-        return NativeBatch(table, blob, lambda mem, row: run_from(mem, int(steps[row])))
+        return NativeBatch(table, blob, lambda mem, row: run_from(mem, steps[row]))
 
 
 def image_of(
@@ -65,7 +65,7 @@ def image_of(
     return PlanImage(
         np.array(words, np.int64).reshape(len(words), -1),
         blob,
-        np.array([runs[k][0] for k in row_numbers], np.int64),
+        tuple(runs[k][0] for k in row_numbers),
         dict(extent),
         constant_regions,
         operation_count,
@@ -95,38 +95,39 @@ def _array_offsets(r: Row, offsets: dict[int, int]) -> list[int]:
     return [0 if a is None else offsets[id(a)] for a in padded]
 
 
-def to_arrays(image: PlanImage) -> dict[str, np.ndarray]:
-    """The image as named arrays (derived_store's file format)."""
-    return {
-        "image:table": image.table,
-        "image:blob": image.blob,
-        "image:steps": image.steps,
-        "image:extent": np.array(sorted(image.extent.items()), np.int64).reshape(-1, 2),
-        "image:constant": np.array(sorted(image.constant_regions), np.int64),
-        "image:operations": np.array([image.operation_count], np.int64),
+def to_parts(image: PlanImage) -> tuple[dict, dict[str, np.ndarray]]:
+    """The image as derived_store keeps it: its numbers (for the file's JSON header: reading
+    them there cost less than reading an array of them) and its arrays."""
+    numbers = {
+        "operations": image.operation_count,
+        "extent": sorted(image.extent.items()),
+        "constant": sorted(image.constant_regions),
+        "steps": list(image.steps),
     }
+    return numbers, {"image:table": image.table, "image:blob": image.blob}
 
 
-def from_arrays(a: dict[str, np.ndarray]) -> PlanImage | None:
-    """The image to_arrays wrote, or None when the file holds none. Raises ValueError where its
+def from_parts(numbers: dict | None, arrays: dict[str, np.ndarray]) -> PlanImage | None:
+    """The image to_parts gave, or None when the file holds none. Raises ValueError where its
     tables do not fit together (an address outside the blob, a step that does not exist)."""
-    if "image:table" not in a:
+    if numbers is None:
         return None
-    table, blob, steps = a["image:table"], a["image:blob"], a["image:steps"]
-    count = int(a["image:operations"][0])
-    addresses = table[:, ADDRESS_WORDS] if table.ndim == 2 else table
+    table, blob = arrays["image:table"], arrays["image:blob"]
+    count, steps = numbers["operations"], numbers["steps"]
+    # one reduction for both bounds of the addresses: a negative one is a huge unsigned one
     if (
         table.ndim != 2
+        or table.shape[1] != ROW_WORDS
         or len(steps) != len(table)
-        or not 0 <= addresses.min(initial=0) <= addresses.max(initial=0) < max(len(blob), 1)
-        or not 0 <= steps.min(initial=0) <= steps.max(initial=0) < max(count, 1)
+        or (len(table) and int(table[:, ADDRESS_WORDS].view(np.uint64).max()) >= max(len(blob), 1))
+        or (steps and not 0 <= min(steps) <= max(steps) < count)
     ):
         raise ValueError("a plan image whose tables do not fit together")
     return PlanImage(
         table,
         blob,
-        steps,
-        {region: size for region, size in a["image:extent"].tolist()},
-        frozenset(a["image:constant"].tolist()),
+        tuple(steps),
+        {region: size for region, size in numbers["extent"]},
+        frozenset(numbers["constant"]),
         count,
     )

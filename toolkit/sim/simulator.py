@@ -121,8 +121,7 @@ def _timed(
     stored_key = f"{system_config}|{memory_mode}|{_ini_digest(ini)}" if plan.store else None
     stored = plan.stored.timing.get(stored_key) if stored_key is not None else None
     if stored is not None and len(stored[0]) == plan.operation_count:
-        cycles, compute = stored[0].tolist(), stored[1].tolist()
-        timed = plan.timed[key] = Timing(plan, cycles, compute, PmuPrediction(*stored[2]))
+        timed = plan.timed[key] = Timing(plan, stored[0], stored[1], PmuPrediction(*stored[2]))
         return timed
     ports = cycle_model.memory_system(accelerator, system_config, memory_mode, ini)
     timings = [cycle_model.op_timing(s.record, accelerator, ports) for s in plan.steps]
@@ -138,11 +137,7 @@ def _timed(
         accelerator,
     )
     if stored_key is not None:
-        plan.stored.timing[stored_key] = (
-            np.array(cycles, np.int64),
-            np.array(compute, np.int64),
-            dataclasses.astuple(pmu),
-        )
+        plan.stored.timing[stored_key] = (cycles, compute, dataclasses.astuple(pmu))
     timed = plan.timed[key] = Timing(plan, cycles, compute, pmu, records)
     return timed
 

@@ -105,13 +105,45 @@ HOT static void depthwise_wide(const int32_t *in, const int16_t *w, const conv_d
     }
 }
 
+/* Whether every channel's output stage is the common one: an 8-bit NHWC OFM without a LUT,
+ * scales and shifts that rescale_saturated takes its 64-bit way for any value below 2^31 */
+static int plain_outputs(const conv_desc *d, const conv_ptrs *p) {
+    const fmap *f = &d->ofm;
+    if (f->brick || f->elem_size != 1 || d->finish.lut_offset >= 0 ||
+        d->finish.rounding == TRUNCATE)
+        return 0;
+    const int64_t *scale = (const int64_t *)p->scale, *shift = (const int64_t *)p->shift;
+    const int64_t *right = (const int64_t *)p->right;
+    for (int64_t ch = 0; ch < f->depth; ch++)
+        if (scale[ch] <= -LIMIT31 || scale[ch] >= LIMIT31 || shift[ch] < 0 || shift[ch] >= 63 ||
+            right[ch] < 0 || right[ch] >= 63)
+            return 0;
+    return 1;
+}
+
 static void write_pixel(const conv_desc *d, const conv_ptrs *p, int64_t y, int64_t x,
-                        const int64_t *acc) {
+                        const int64_t *acc, int plain) {
     const fmap *f = &d->ofm;
     uint8_t *mem = (uint8_t *)p->ofm_mem;
     const int64_t *bias = (const int64_t *)p->bias, *scale = (const int64_t *)p->scale;
     const int64_t *shift = (const int64_t *)p->shift, *right = (const int64_t *)p->right;
     uint8_t *pixel = mem + fm_offset(f, y, x, 0);
+    if (plain) { /* rescale_saturated's 64-bit way and finish_value without a LUT, inline */
+        int64_t zp = d->finish.zero_point, lo = d->finish.lo, hi = d->finish.hi;
+        for (int64_t ch = 0; ch < f->depth; ch++) {
+            int64_t a = acc[ch] + bias[ch], v;
+            if (a > -LIMIT31 && a < LIMIT31) {
+                int64_t s = shift[ch], r = right[ch];
+                v = (a * scale[ch] + (s > 0 ? (int64_t)1 << (s - 1) : 0)) >> s;
+                if (r > 0) v = (v + ((int64_t)1 << (r - 1)) - (v < 0 ? 1 : 0)) >> r;
+            } else {
+                v = rescale_saturated(a, scale[ch], shift[ch], right[ch], d->finish.rounding);
+            }
+            v += zp;
+            pixel[ch] = (uint8_t)(v < lo ? lo : v > hi ? hi : v);
+        }
+        return;
+    }
     int64_t e = f->elem_size;
     for (int64_t ch = 0; ch < f->depth; ch++) {
         int64_t at = f->brick ? (ch / 16) * f->stride_c + (ch % 16) * e : ch * e;
@@ -146,6 +178,7 @@ static int conv(const conv_desc *d, const conv_ptrs *p) {
     if (narrow)
         for (size_t i = 0; i < n; i++) narrow[i] = (int16_t)padded[i];
     const int16_t *w = (const int16_t *)p->weights;
+    int plain = plain_outputs(d, p);
     for (int64_t y = 0; y < oh; y++) {
         for (int64_t x = 0; x < ow; x++) {
             int64_t at = (y * d->sy * wp + x * d->sx) * c;
@@ -167,7 +200,7 @@ static int conv(const conv_desc *d, const conv_ptrs *p) {
                 else if (narrow) dots_narrow((const int16_t *)col, w, k, oc, acc);
                 else dots_wide((const int32_t *)col, w, k, oc, acc);
             }
-            write_pixel(d, p, y, x, acc);
+            write_pixel(d, p, y, x, acc, plain);
         }
     }
 done:

@@ -13,43 +13,74 @@ typedef struct { /* native/copy.py packs it */
 
 int64_t etk_copy_desc_words(void) { return sizeof(copy_desc) / sizeof(int64_t); }
 
+/* One row of n elements of e bytes between strided (at stride) and packed; the usual element
+ * sizes as typed loads and stores (a memcpy call per element was most of a transpose's time). */
+static inline void move_row(uint8_t *strided, uint8_t *packed, int64_t n, int64_t e,
+                            int64_t stride, int to_packed) {
+#define MOVE_ROW(type)                                                                         \
+    for (int64_t l = 0; l < n; l++) {                                                          \
+        type *s = (type *)(strided + l * stride), *q = (type *)packed + l;                     \
+        if (to_packed) memcpy(q, s, sizeof(type));                                             \
+        else memcpy(s, q, sizeof(type));                                                       \
+    }
+    if (stride == e) {
+        if (to_packed) memcpy(packed, strided, (size_t)(n * e));
+        else memcpy(strided, packed, (size_t)(n * e));
+    } else if (e == 1) {
+        MOVE_ROW(uint8_t)
+    } else if (e == 2) {
+        MOVE_ROW(uint16_t)
+    } else if (e == 4) {
+        MOVE_ROW(uint32_t)
+    } else {
+        for (int64_t l = 0; l < n; l++) {
+            if (to_packed) memcpy(packed + l * e, strided + l * stride, (size_t)e);
+            else memcpy(strided + l * stride, packed + l * e, (size_t)e);
+        }
+    }
+#undef MOVE_ROW
+}
+
 /* Moves the elements between `strided` (at `strides`) and the packed buffer, in index order. */
 static void move(uint8_t *strided, uint8_t *packed, const copy_desc *d, const int64_t *strides,
                  int to_packed) {
     const int64_t *n = d->shape, e = d->elem_size;
     int64_t row = n[3] * e;
-    int contiguous = strides[3] == e;
     for (int64_t i = 0; i < n[0]; i++)
         for (int64_t j = 0; j < n[1]; j++)
             for (int64_t k = 0; k < n[2]; k++) {
                 uint8_t *p = strided + i * strides[0] + j * strides[1] + k * strides[2];
-                if (contiguous) {
-                    if (to_packed) memcpy(packed, p, row);
-                    else memcpy(p, packed, row);
-                } else {
-                    for (int64_t l = 0; l < n[3]; l++) {
-                        if (to_packed) memcpy(packed + l * e, p + l * strides[3], e);
-                        else memcpy(p + l * strides[3], packed + l * e, e);
-                    }
-                }
+                move_row(p, packed, n[3], e, strides[3], to_packed);
                 packed += row;
             }
 }
 
 /* table: when d->mapped, 256 bytes (elem_size 1): the byte written for each byte read. */
 int etk_copy(const void *desc, int64_t src_mem, int64_t dst_mem, int64_t table) {
-    const copy_desc *d = desc;
-    int64_t bytes = d->elem_size;
-    for (int i = 0; i < COPY_DIMS; i++) bytes *= d->shape[i];
+    const copy_desc *given = desc;
+    /* axes of one element left out (the outer ones made 1): a transpose's innermost axis is
+     * often one element, which made every element a row of its own */
+    copy_desc d = *given;
+    int kept = COPY_DIMS;
+    for (int i = COPY_DIMS - 1; i >= 0; i--) {
+        if (given->shape[i] == 1) continue;
+        kept--;
+        d.shape[kept] = given->shape[i];
+        d.src_strides[kept] = given->src_strides[i];
+        d.dst_strides[kept] = given->dst_strides[i];
+    }
+    for (int i = 0; i < kept; i++) d.shape[i] = 1, d.src_strides[i] = d.dst_strides[i] = 0;
+    int64_t bytes = d.elem_size;
+    for (int i = 0; i < COPY_DIMS; i++) bytes *= d.shape[i];
     if (bytes <= 0) return 0;
     uint8_t *packed = malloc(bytes);
     if (packed == NULL) return 1;
-    move((uint8_t *)(intptr_t)src_mem + d->src_offset, packed, d, d->src_strides, 1);
-    if (d->mapped) {
+    move((uint8_t *)(intptr_t)src_mem + d.src_offset, packed, &d, d.src_strides, 1);
+    if (d.mapped) {
         const uint8_t *t = (const uint8_t *)(intptr_t)table;
         for (int64_t i = 0; i < bytes; i++) packed[i] = t[packed[i]];
     }
-    move((uint8_t *)(intptr_t)dst_mem + d->dst_offset, packed, d, d->dst_strides, 0);
+    move((uint8_t *)(intptr_t)dst_mem + d.dst_offset, packed, &d, d.dst_strides, 0);
     free(packed);
     return 0;
 }

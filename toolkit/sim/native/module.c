@@ -19,6 +19,7 @@ int etk_pool(const void *desc, int64_t ifm_mem, int64_t ofm_mem, int64_t lut_mem
 int64_t etk_pool_desc_words(void);
 int etk_copy(const void *desc, int64_t src_mem, int64_t dst_mem, int64_t table);
 int64_t etk_copy_desc_words(void);
+PyObject *etk_parse_bin_stream(PyObject *self, PyObject *raw);
 
 /* args as int64 into `out`, or 0 with the exception set */
 static int int64_args(PyObject *const *args, Py_ssize_t n, Py_ssize_t expected, int64_t *out,
@@ -148,6 +149,8 @@ static PyMethodDef methods[] = {
      "copy(desc, src_mem, dst_mem, table): copy.c"},
     {"run_batch", (PyCFunction)(void (*)(void))run_batch, METH_FASTCALL,
      "run_batch(table, rows, memory0, ..., memory7, shram): rows of kernel calls in turn"},
+    {"parse_bin_stream", etk_parse_bin_stream, METH_O,
+     "parse_bin_stream(raw): a vela_bin_stream's parts, or None (payload.c)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -133,7 +133,7 @@ static inline int64_t rescale_saturated(int64_t acc, int64_t m, int64_t s, int64
 
 /* rescale_saturated of n values in place; negative_only (LRELU's alu.NegativeRescale) leaves
  * the others as they are. Where every product fits 62 bits, one rounding per loop, no branch
- * per value. */
+ * per value (rescale_wide's arithmetic, which cannot overflow int64 there). */
 static inline void rescale_values(int64_t *v, size_t n, int64_t m, int64_t s, int64_t r,
                                   int64_t rounding, int64_t negative_only) {
     int64_t lowest = 0, highest = 0;
@@ -141,7 +141,11 @@ static inline void rescale_values(int64_t *v, size_t n, int64_t m, int64_t s, in
         lowest = v[i] < lowest ? v[i] : lowest;
         highest = v[i] > highest ? v[i] : highest;
     }
-    if (lowest <= -LIMIT31 || highest >= LIMIT31 || m <= -LIMIT31 || m >= LIMIT31 || s >= 63 ||
+    /* every |v * m| below 2^62 (half <= 2^61): the 64-bit way is exact, whatever the scale
+     * (a pool's identity rescale has m = 2^31 + 1) */
+    int64_t bound = -lowest > highest ? -lowest : highest, magnitude = m < 0 ? -m : m;
+    if (lowest < -SATURATED || highest > SATURATED || magnitude >= SATURATED ||
+        (magnitude > 0 && bound > (SATURATED - 1) / magnitude) || s >= 63 ||
         rounding == TRUNCATE || negative_only) {
         for (size_t i = 0; i < n; i++)
             if (!negative_only || v[i] < 0) v[i] = rescale_saturated(v[i], m, s, r, rounding);

@@ -1,0 +1,128 @@
+/* A vela_bin_stream's blocks, read in one call (payload.py's _load_bin_stream, which stays the
+ * reference and gives the error messages): a first inference of a small program spent a fifth
+ * of its time walking the payload's blocks in Python. Anything out of the ordinary (a truncated
+ * or malformed block, an unknown driver action, a bad tensor record) returns None, and the
+ * Python parser says what is wrong. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+#include <string.h>
+
+#define HEADER 32
+#define NAME 16
+#define IO_RECORD 36 /* 9 int32: shape[6], element size, offset, region */
+enum { DA_CONFIG = 1, DA_CMDSTREAM = 2, DA_READ_APB = 3, DA_DUMP_SHRAM = 4, DA_NOP = 5 };
+
+typedef struct {
+    const uint8_t *at;
+    Py_ssize_t length;
+} block;
+
+static uint32_t u32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static int named(const uint8_t *header, const char *name) {
+    size_t n = strlen(name);
+    return memcmp(header, name, n) == 0 && (n == NAME || header[n] == 0);
+}
+
+/* The tensors of an inputs/outputs block as ((shape), element size, offset, region), or NULL
+ * (no exception set) when the block is not well formed. */
+static PyObject *tensors(block b) {
+    if (b.length < 4) return NULL;
+    int32_t count = (int32_t)u32(b.at);
+    if (count < 0 || 4 + (Py_ssize_t)count * IO_RECORD != b.length) return NULL;
+    PyObject *out = PyTuple_New(count);
+    if (out == NULL) return NULL;
+    for (int32_t i = 0; i < count; i++) {
+        int32_t v[9];
+        for (int k = 0; k < 9; k++) v[k] = (int32_t)u32(b.at + 4 + i * IO_RECORD + 4 * k);
+        int bad = (v[6] != 1 && v[6] != 2 && v[6] != 4) || v[7] < 0;
+        for (int k = 0; k < 6; k++) bad |= v[k] < 0;
+        PyObject *t = bad ? NULL
+                          : Py_BuildValue("((iiiiii)iii)", v[0], v[1], v[2], v[3], v[4], v[5],
+                                          v[6], v[7], v[8]);
+        if (t == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, i, t);
+    }
+    return out;
+}
+
+/* parse_bin_stream(raw) -> (command stream, weights, scratch size, inputs, outputs, config word
+ * or None), or None */
+PyObject *etk_parse_bin_stream(PyObject *self, PyObject *raw) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(raw, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const uint8_t *data = view.buf;
+    Py_ssize_t size = view.len, pos = 0;
+    block cmd = {0}, weights = {0}, scratch = {0}, inputs = {0}, outputs = {0};
+    int found = 0, ended = 0;
+    PyObject *result = NULL;
+    while (pos + HEADER <= size) {
+        const uint8_t *header = data + pos;
+        Py_ssize_t length = u32(header + NAME);
+        if ((pos == 0 && !named(header, "vela_bin_stream")) || header[NAME + 4] ||
+            length > size - pos - HEADER)
+            goto done;
+        block b = {header + HEADER, length};
+        if (named(header, "cmd_data")) cmd = b, found |= 1;
+        else if (named(header, "weight_data")) weights = b, found |= 2;
+        else if (named(header, "scratch_size")) scratch = b, found |= 4;
+        else if (named(header, "inputs")) inputs = b, found |= 8;
+        else if (named(header, "outputs")) outputs = b, found |= 16;
+        pos += HEADER + (length + 15) / 16 * 16;
+        if (named(header, "vela_end_stream")) {
+            ended = 1;
+            break;
+        }
+    }
+    if (!ended || found != 31 || scratch.length != 4 || cmd.length % 4 || cmd.length < 4 ||
+        memcmp(cmd.at, "COP1", 4))
+        goto done;
+    Py_ssize_t words = cmd.length / 4, i = 1;
+    long long config = -1;
+    block stream = {0};
+    while (i < words && stream.at == NULL) {
+        uint32_t tag = u32(cmd.at + 4 * i), action = tag & 0xFF;
+        if (action == DA_CONFIG) {
+            if (i + 2 >= words) goto done;
+            config = u32(cmd.at + 4 * i + 4);
+            i += 3;
+        } else if (action == DA_CMDSTREAM) {
+            Py_ssize_t length = (Py_ssize_t)((tag >> 16) | ((tag >> 8) & 0xFF) << 16) * 4;
+            Py_ssize_t start = (i + 1) * 4;
+            if (start + length > cmd.length) goto done;
+            stream.at = cmd.at + start;
+            stream.length = length;
+        } else if (action == DA_NOP || action == DA_READ_APB || action == DA_DUMP_SHRAM) {
+            i += 1;
+        } else {
+            goto done;
+        }
+    }
+    if (stream.at == NULL) goto done;
+    PyObject *ins = tensors(inputs);
+    PyObject *outs = ins == NULL ? NULL : tensors(outputs);
+    if (outs != NULL) {
+        PyObject *cfg = config < 0 ? Py_NewRef(Py_None) : PyLong_FromLongLong(config);
+        if (cfg == NULL) {
+            Py_DECREF(ins);
+            Py_DECREF(outs);
+        } else { /* N: the tuple takes the three references */
+            result = Py_BuildValue("(y#y#INNN)", (const char *)stream.at, stream.length,
+                                   (const char *)weights.at, weights.length, u32(scratch.at), ins,
+                                   outs, cfg);
+        }
+    } else {
+        Py_XDECREF(ins);
+    }
+done:
+    PyBuffer_Release(&view);
+    if (result == NULL && !PyErr_Occurred()) Py_RETURN_NONE;
+    return result;
+}
