@@ -17,8 +17,9 @@ cold: the first inference of a freshly loaded program (load_payload of its bytes
       of the cycle model are per process, not per program, and are not counted. The TOSA reference
       model keeps nothing between runs, so each of its runs is a cold run.
 warm: per inference after that, the median of --repeat runs.
-Cold figures are the median of --cold-repeat fresh starts. Times are wall-clock (--clock wall) or
-the calling thread's CPU time (--clock cpu: steadier on a loaded machine). Both engines run on the
+Cold figures are the median of --cold-repeat fresh starts, the two engines taking turns. Times
+are wall-clock (--clock wall) or the calling thread's CPU time (--clock cpu: steadier on a
+loaded machine). Both engines run on the
 calling thread (the simulator holds BLAS to it; the reference model and TFLite's reference
 kernels make no threads): the process's CPU time also counted torch's idle OpenMP workers, which
 spin for a while after the runners' end-to-end check, and tripled small nets' first cold runs
@@ -98,13 +99,16 @@ class Timer:
         fn()
         return self.clock() - start
 
-    def cold(self, fresh, fn) -> float:
-        """Median over fresh starts: `fresh` (not timed) resets the state, then fn runs once."""
-        times = []
+    def cold(self, *engines) -> list[float]:
+        """For each engine (fresh, fn), the median over fresh starts: `fresh` (not timed) resets
+        its state, then fn runs once. The engines take turns, so a machine that slows down or
+        speeds up while they are measured weighs on each alike."""
+        times: list[list[float]] = [[] for _ in engines]
         for _ in range(self.cold_repeat):
-            fresh()
-            times.append(self.once(fn))
-        return statistics.median(times)
+            for (fresh, fn), kept in zip(engines, times):
+                fresh()
+                kept.append(self.once(fn))
+        return [statistics.median(t) for t in times]
 
     def warm(self, fn) -> float:
         fn()
@@ -211,9 +215,14 @@ def bench_net(spec: str, shape: str | None, accelerator: str, timer: Timer, out_
         for d, arrays in calls:
             run_tosa_delegate(d, arrays)
 
-    sim = timer.cold(forget_programs, run_sim), timer.warm(run_sim)
-    ref = timer.cold(lambda: None, run_ref), timer.warm(run_ref)
+    sim_cold, ref_cold = timer.cold((forget_programs, run_sim), (_nothing, run_ref))
+    sim = sim_cold, timer.warm(run_sim)
+    ref = ref_cold, timer.warm(run_ref)
     return sim, ref, exact
+
+
+def _nothing() -> None:
+    """The reference model's fresh start: it keeps nothing between runs."""
 
 
 def bench_tflite(stem: str, accelerator: str, timer: Timer, out_dir: Path, tflite):
@@ -230,9 +239,8 @@ def bench_tflite(stem: str, accelerator: str, timer: Timer, out_dir: Path, tflit
 
     run_sim()  # as a deploy's first run: what the simulator derives is kept with the program
 
-    sim = timer.cold(forget_programs, run_sim), timer.warm(run_sim)
     if tflite is None:
-        return sim, None, None
+        return (timer.cold((forget_programs, run_sim))[0], timer.warm(run_sim)), None, None
     interpreter_class, resolver = tflite
     state = {}
 
@@ -250,7 +258,9 @@ def bench_tflite(stem: str, accelerator: str, timer: Timer, out_dir: Path, tflit
         interpreter.invoke()
         return interpreter.get_tensor(state["output"])
 
-    ref = timer.cold(lambda: None, first_inference), timer.warm(next_inference)
+    sim_cold, ref_cold = timer.cold((forget_programs, run_sim), (_nothing, first_inference))
+    sim = sim_cold, timer.warm(run_sim)
+    ref = ref_cold, timer.warm(next_inference)
     exact = np.array_equal(run_sim()[0].reshape(-1), next_inference().reshape(-1))
     return sim, ref, exact
 
@@ -270,7 +280,9 @@ def main() -> int:
     )
     parser.add_argument("--accelerator", default="ethos-u55-128")
     parser.add_argument("--repeat", type=int, default=9, help="warm runs (median)")
-    parser.add_argument("--cold-repeat", type=int, default=3, help="fresh starts (median)")
+    parser.add_argument(
+        "--cold-repeat", type=int, default=9, help="fresh starts of each engine (median)"
+    )
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall")
     parser.add_argument(
         "--out",

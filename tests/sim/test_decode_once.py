@@ -220,7 +220,8 @@ def test_stored_weights_keep_their_values_in_the_narrowest_type(tmp_path, low, h
     path = tmp_path / "sim_test.bin"
     program_weights = b"abcstreamxyz"  # holds the first stream, not the second
     derived_store.save(path, derived, program_weights)
-    _, arrays = derived_store._parts(memoryview(path.read_bytes())[32:])
+    _, parts = derived_store._parts(memoryview(path.read_bytes())[32:])
+    arrays = {name: derived_store._array(part) for name, part in parts.items()}
     assert arrays["w_values"].dtype == dtype
     assert arrays["w_starts"].tolist() == [3, -1] and arrays["w_inline"].tobytes() == b"other"
     back = derived_store.load(path, program_weights).weights

@@ -72,24 +72,37 @@ def test_an_image_round_trips_and_a_broken_one_is_refused(vww, tmp_path):
     _, path = _fresh_store(tmp_path, npz, x)
     image = derived_store.load(path, load_payload(npz).weights).image
     numbers, arrays = to_parts(image)
-    back = from_parts(numbers, arrays)
-    for name in ("table", "blob"):
-        assert np.array_equal(getattr(back, name), getattr(image, name))
-    assert back.steps == image.steps
+    table, blob = arrays["image:table"], arrays["image:blob"]
+    back = from_parts(numbers, table, blob)
+    assert bytes(back.table) == bytes(image.table) and bytes(back.blob) == bytes(image.blob)
+    assert (back.steps, back.slots) == (image.steps, image.slots)
     assert (back.extent, back.constant_regions, back.operation_count) == (
         image.extent,
         image.constant_regions,
         image.operation_count,
     )
-    outside = dict(arrays, **{"image:blob": arrays["image:blob"][:16]})
+
+    def changed(row: int, word: int, value: int) -> np.ndarray:
+        table_copy = table.copy()
+        table_copy[row, word] = value
+        return table_copy
+
+    aligned = np.zeros(len(blob) + 16, np.uint8)
+    refused = {
+        "an array past the blob's end": (table, blob[:16]),
+        "an array before the blob": (changed(0, -1, -16), blob),
+        "a description reaching past the blob's end": (changed(0, 5, len(blob) - 8), blob),
+        "a memory slot that does not exist": (changed(0, 1, 9), blob),
+        "a kernel that does not exist": (changed(0, 0, 7), blob),
+        "a blob not 16-byte aligned": (table, aligned[1 : len(blob) + 1]),
+        "a row cut short": (table.reshape(-1)[:-1], blob),
+    }
+    for why, (bad_table, bad_blob) in refused.items():
+        with pytest.raises(ValueError, match="do not fit together"):
+            from_parts(numbers, bad_table, bad_blob)
+            pytest.fail(why)
     with pytest.raises(ValueError, match="do not fit together"):
-        from_parts(numbers, outside)
-    negative = arrays["image:table"].copy()
-    negative[0, -1] = -16  # an array before the blob
-    with pytest.raises(ValueError, match="do not fit together"):
-        from_parts(numbers, dict(arrays, **{"image:table": negative}))
-    with pytest.raises(ValueError, match="do not fit together"):
-        from_parts(dict(numbers, operations=1), arrays)  # steps past the last operation
+        from_parts(dict(numbers, operations=1), table, blob)  # steps past the last operation
 
 
 def test_without_native_batches_the_image_is_not_used(vww, tmp_path, monkeypatch):

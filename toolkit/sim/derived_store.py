@@ -59,7 +59,7 @@ def store_file(folder: Path | str, program: NpuProgram, accelerator: str) -> str
     digest = hashlib.sha256(_code_digest() + accelerator.encode() + b"\0")
     digest.update(len(program.command_stream).to_bytes(8, "little") + program.command_stream)
     digest.update(program.weights)
-    return os.path.join(folder, f"sim_{digest.hexdigest()[:32]}.bin")
+    return f"{os.fspath(folder)}/sim_{digest.hexdigest()[:32]}.bin"
 
 
 @dataclass
@@ -96,18 +96,27 @@ def load(path: Path | str, weights: bytes) -> Derived | None:
         return None
 
 
-def _parts(body: memoryview) -> tuple[dict, dict[str, np.ndarray]]:
+Part = tuple[str, list[int], memoryview]  # an array in the file: dtype, shape, its bytes
+
+
+def _parts(body: memoryview) -> tuple[dict, dict[str, Part]]:
     """The numbers and arrays of a body _body wrote: an 8-byte header length, a JSON header
     holding the numbers and naming each array's dtype, shape and byte range, then the arrays'
-    bytes (no zip: reading an .npz's members cost more than the rest of the load)."""
+    bytes (no zip: reading an .npz's members cost more than the rest of the load). The arrays
+    as views of the body's bytes (a plan image runs from them as they are)."""
     size = int.from_bytes(body[:8], "little")
     header = json.loads(str(body[8 : 8 + size], "ascii"))
     data = body[8 + size :]
-    arrays = {
-        name: np.frombuffer(data[start:end], dtype=dtype).reshape(shape)
+    parts = {
+        name: (dtype, shape, data[start:end])
         for name, (dtype, shape, start, end) in header.pop("arrays").items()
     }
-    return header, arrays
+    return header, parts
+
+
+def _array(part: Part) -> np.ndarray:
+    dtype, shape, raw = part
+    return np.frombuffer(raw, dtype=dtype).reshape(shape)
 
 
 def _body(numbers: dict, arrays: dict[str, np.ndarray]) -> bytes:
@@ -173,12 +182,14 @@ def _unpack_streams(a: dict[str, np.ndarray], weights: bytes, derived: Derived) 
         derived.scales.append((raw, channels, rounding))
 
 
-def _unpack(numbers: dict, arrays: dict[str, np.ndarray], weights: bytes) -> Derived:
+def _unpack(numbers: dict, parts: dict[str, Part], weights: bytes) -> Derived:
     """The Derived that save wrote."""
     derived = Derived()
-    if "w_values" in arrays:  # the streams (a file with an image holds none)
-        _unpack_streams(arrays, weights, derived)
-    derived.image = from_parts(numbers.get("image"), arrays)
+    if "w_values" in parts:  # the streams (a file with an image holds none)
+        _unpack_streams({name: _array(part) for name, part in parts.items()}, weights, derived)
+    image = numbers.get("image")
+    if image is not None:
+        derived.image = from_parts(image, parts["image:table"][2], parts["image:blob"][2])
     for key, (cycles, compute, pmu) in numbers["timing"].items():
         derived.timing[key] = (cycles, compute, tuple(pmu))
     return derived

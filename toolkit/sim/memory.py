@@ -45,7 +45,8 @@ class Memory:
         found = self._addresses.get(region)
         if found is None:
             buffer = self.internal if region == INTERNAL else self.regions[region]
-            found = self._addresses[region] = buffer.ctypes.data
+            # the interface's address: .ctypes builds its object in Python
+            found = self._addresses[region] = buffer.__array_interface__["data"][0]
         return found
 
     @property

@@ -11,9 +11,10 @@ import math
 import os
 import struct
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -31,36 +32,39 @@ _DA_CONFIG, _DA_CMDSTREAM, _DA_READ_APB, _DA_DUMP_SHRAM, _DA_NOP = 1, 2, 3, 4, 5
 DEFAULT_FAST_SCRATCH = 1 << 20
 
 
-_DTYPES = {1: np.dtype(np.int8), 2: np.dtype(np.int16), 4: np.dtype(np.int32)}
+_DTYPES: dict[int, np.dtype] = {1: np.dtype(np.int8), 2: np.dtype(np.int16), 4: np.dtype(np.int32)}
 
 
-@dataclass(frozen=True)
-class IOTensor:
-    """One delegate input or output as Vela placed it."""
+class IOTensor(NamedTuple):
+    """One delegate input or output as Vela placed it (a tuple: a first inference makes a few,
+    and a frozen dataclass's init cost more than the rest of their parse)."""
 
     shape: tuple[int, ...]  # 6-D, as Vela writes it
     elem_size: int
     offset: int
     region: int
-    # read by every run: set when made (a cached_property's first read cost more)
-    dtype: np.dtype = field(init=False, repr=False, compare=False)
-    squeezed_shape: tuple[int, ...] = field(init=False, repr=False, compare=False)
-    nbytes: int = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
+    @property
+    def dtype(self) -> np.dtype:
         dtype = _DTYPES.get(self.elem_size)
         if dtype is None:
             raise PayloadError(f"tensor element size {self.elem_size} is not 1, 2 or 4")
-        squeezed = self.shape
-        while len(squeezed) > 1 and squeezed[0] == 1:
-            squeezed = squeezed[1:]
-        object.__setattr__(self, "dtype", dtype)
-        object.__setattr__(self, "squeezed_shape", squeezed)
-        object.__setattr__(self, "nbytes", math.prod(self.shape) * self.elem_size)
+        return dtype
+
+    @property
+    def squeezed_shape(self) -> tuple[int, ...]:
+        """The shape without its leading ones (the last axis kept)."""
+        # which leading axes are not one, found without a Python loop (a 6-D shape's five
+        # steps cost more than the rest of placing a tensor)
+        kept = len(bytes(map((1).__ne__, self.shape[:-1])).lstrip(b"\0"))
+        return self.shape[len(self.shape) - 1 - kept :]
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * self.elem_size
 
 
-@dataclass(frozen=True)
-class DriverConfig:
+class DriverConfig(NamedTuple):
     """The COP1 config action: what hardware the stream was compiled for."""
 
     macs_per_cc_log2: int
@@ -136,8 +140,8 @@ def _parsed_bin_stream(raw: bytes) -> NpuProgram:
         weights,
         scratch,
         DEFAULT_FAST_SCRATCH,
-        tuple(IOTensor(*t) for t in inputs),
-        tuple(IOTensor(*t) for t in outputs),
+        tuple(map(IOTensor._make, inputs)),
+        tuple(map(IOTensor._make, outputs)),
         None if config is None else _driver_config(config),
         "vela_bin_stream",
     )

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +25,7 @@ from .errors import PayloadError, UnsupportedError, at
 from .memory import Memory, shram_bytes
 from .native.batch import available as native_batches
 from .native.batch import batched
+from .once import once
 from .payload import NpuProgram, forget_payloads
 from .plan_image import PlanImage, image_of
 from .pool import forget_tables, prepare_pool
@@ -38,7 +38,7 @@ _CACHE: OrderedDict[tuple[int, str], tuple[NpuProgram, Plan]] = OrderedDict()
 _CACHE_SIZE = 32
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)  # not frozen: a frozen init's setattr per field cost a cold run 2 us
 class Plan:
     program: NpuProgram
     accelerator: str
@@ -60,7 +60,7 @@ class Plan:
     # first: a convolution's streams are fixed only once it has read them
     batched: list = field(default_factory=list)
 
-    @cached_property
+    @once
     def steps(self) -> tuple[Step, ...]:
         """Every operation's step (for a plan read from an image, planned now)."""
         if self.planned is not None:
@@ -84,12 +84,12 @@ class Plan:
         for planned in self.steps[step:]:
             planned.run(memory)
 
-    @cached_property
+    @once
     def frame(self) -> RunFrame:
         """Memory for this plan's runs (the weights region shared where nothing writes it)."""
         return RunFrame(self.program, self.accelerator, self.extent, self.decoded.constant_regions)
 
-    @cached_property
+    @once
     def blas(self) -> bool:
         """Whether a run makes BLAS products (numpy convolutions, where no native kernel runs)."""
         return self.image is None and any(step.blas for step in self.steps)

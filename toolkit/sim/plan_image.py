@@ -6,9 +6,9 @@ a description, memory slots and the arrays it reads: decoded weights and scales,
 table, the streams it checks are still in place), run_batch's table of those rows is all a run
 needs, with the bytes of each region the program uses and the regions no operation writes. The
 image keeps the table with the arrays in one blob and, in place of addresses, offsets into it
-(a word no kernel reads: 0): a cold run adds the blob's address to them and runs the table as
-one NativeBatch. The
-operations' records are planned only when asked for (plan.Plan.steps).
+(a word no kernel reads: 0): run_batch adds the blob's address to them as it runs the table
+(one NativeBatch), so a cold run neither copies nor rewrites the table. The operations' records
+are planned only when asked for (plan.Plan.steps).
 """
 
 from __future__ import annotations
@@ -19,17 +19,29 @@ from dataclasses import dataclass
 import numpy as np
 
 from .memory import Memory
-from .native.batch import ADDRESS_WORDS, ROW_ARRAYS, ROW_WORDS, NativeBatch, Row, expanded, row_of
+from .native.batch import (
+    ROW_ARRAYS,
+    ROW_WORDS,
+    Buffer,
+    NativeBatch,
+    Row,
+    expanded,
+    image_fits,
+    row_of,
+)
+from .native.batch import available as native_batches
 
-_ALIGN = 16  # each array's offset in the blob (the blob itself is so aligned when read)
+_ALIGN = 16  # each array's offset in the blob (the blob itself is so aligned: image_fits)
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class PlanImage:
-    # run_batch's rows, their address words offsets into blob (one no kernel reads: 0)
-    table: np.ndarray
-    blob: np.ndarray  # uint8: every array the rows read
+    # run_batch's rows (int64 words), their address words offsets into blob (one no kernel
+    # reads: 0); as read from the file, views of its bytes
+    table: Buffer
+    blob: Buffer  # every array the rows read
     steps: tuple[int, ...]  # for each row of the table, the number of the planned step it runs
+    slots: tuple[int, ...]  # the memory slots the rows use
     extent: dict[int, int]  # plan.Plan.extent
     constant_regions: frozenset[int]
     operation_count: int  # planned steps, merged ones included
@@ -37,15 +49,10 @@ class PlanImage:
     def batch(self, run_from: Callable[[Memory, int], None]) -> NativeBatch:
         """The image's rows as one batch; run_from(memory, step): run the steps from this one
         on another way (a stream a row checks has changed)."""
-        blob = self.blob
-        base = blob.ctypes.data
-        if base % _ALIGN:
-            blob = np.copy(blob)  # numpy's own allocations are aligned
-            base = blob.ctypes.data
-        table = self.table.copy()
-        table[:, ADDRESS_WORDS] += base
         steps = self.steps
-        return NativeBatch(table, blob, lambda mem, row: run_from(mem, steps[row]))
+        return NativeBatch(
+            self.table, self, lambda mem, row: run_from(mem, steps[row]), self.slots, self.blob
+        )
 
 
 def image_of(
@@ -63,9 +70,10 @@ def image_of(
     blob, offsets = _blob(table)
     words = [[r.kernel, *r.slots, offsets[id(r.desc)], *_array_offsets(r, offsets)] for r in table]
     return PlanImage(
-        np.array(words, np.int64).reshape(len(words), -1),
+        np.array(words, np.int64).reshape(len(words), ROW_WORDS),
         blob,
         tuple(runs[k][0] for k in row_numbers),
+        tuple(sorted({s for r in table for s in r.slots if s >= 0})),
         dict(extent),
         constant_regions,
         operation_count,
@@ -103,31 +111,29 @@ def to_parts(image: PlanImage) -> tuple[dict, dict[str, np.ndarray]]:
         "extent": sorted(image.extent.items()),
         "constant": sorted(image.constant_regions),
         "steps": list(image.steps),
+        "slots": list(image.slots),
     }
-    return numbers, {"image:table": image.table, "image:blob": image.blob}
+    table = np.frombuffer(image.table, np.int64).reshape(-1, ROW_WORDS)
+    return numbers, {"image:table": table, "image:blob": np.frombuffer(image.blob, np.uint8)}
 
 
-def from_parts(numbers: dict | None, arrays: dict[str, np.ndarray]) -> PlanImage | None:
-    """The image to_parts gave, or None when the file holds none. Raises ValueError where its
-    tables do not fit together (an address outside the blob, a step that does not exist)."""
-    if numbers is None:
+def from_parts(numbers: dict | None, table: Buffer, blob: Buffer) -> PlanImage | None:
+    """The image to_parts gave (table and blob: the bytes of its arrays), or None when the file
+    holds none or the native kernels that would run it are not built. Raises ValueError where
+    its tables do not fit together (an address outside the blob, a step that does not exist)."""
+    if numbers is None or not native_batches():
         return None
-    table, blob = arrays["image:table"], arrays["image:blob"]
     count, steps = numbers["operations"], numbers["steps"]
-    # one reduction for both bounds of the addresses: a negative one is a huge unsigned one
-    if (
-        table.ndim != 2
-        or table.shape[1] != ROW_WORDS
-        or len(steps) != len(table)
-        or (len(table) and int(table[:, ADDRESS_WORDS].view(np.uint64).max()) >= max(len(blob), 1))
-        or (steps and not 0 <= min(steps) <= max(steps) < count)
+    if (steps and not 0 <= min(steps) <= max(steps) < count) or not image_fits(
+        table, blob, len(steps)
     ):
         raise ValueError("a plan image whose tables do not fit together")
     return PlanImage(
         table,
         blob,
         tuple(steps),
-        {region: size for region, size in numbers["extent"]},
+        tuple(numbers["slots"]),
+        dict(numbers["extent"]),
         frozenset(numbers["constant"]),
         count,
     )

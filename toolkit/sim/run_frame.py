@@ -30,11 +30,11 @@ class _Placed(NamedTuple):
     shape: tuple[int, ...]
 
 
-def _placed(memory: Memory, tensor: IOTensor, what: str) -> _Placed:
+def _placed(memory: Memory, tensor: IOTensor, what: str, number: int) -> _Placed:
     end = tensor.offset + tensor.nbytes
     region = memory.regions.get(tensor.region)
     if region is None or end > len(region):  # the message of Memory.check
-        memory.check(tensor.region, tensor.offset, end, what)
+        memory.check(tensor.region, tensor.offset, end, f"{what} {number}")
     return _Placed(tensor.region, tensor.offset, end, tensor.dtype, tensor.squeezed_shape)
 
 
@@ -55,16 +55,15 @@ class RunFrame:
         self._shared_weights = 0 in constant_regions
         scratch, fast = program.scratch_size, program.scratch_fast_size
         if extent is not None:  # what the program uses: the 1 MiB fast scratch is mostly unused
-            scratch, fast = (min(size, extent.get(r, 0)) for r, size in ((1, scratch), (2, fast)))
+            scratch, fast = min(scratch, extent.get(1, 0)), min(fast, extent.get(2, 0))
             if program.fast_scratch_aliases_scratch:
                 scratch = max(scratch, fast)
         self._sizes = scratch, fast
         self._shram = shram_bytes(accelerator)
-        self._kept: list[Memory] = []
         first = self._new()
-        self._inputs = [_placed(first, t, f"input {i}") for i, t in enumerate(program.inputs)]
-        self._outputs = [_placed(first, t, f"output {i}") for i, t in enumerate(program.outputs)]
-        self._kept.append(first)
+        self._inputs = [_placed(first, t, "input", i) for i, t in enumerate(program.inputs)]
+        self._outputs = [_placed(first, t, "output", i) for i, t in enumerate(program.outputs)]
+        self._kept = [first]
 
     def _new(self) -> Memory:
         scratch, fast = self._sizes

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from collections.abc import Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -162,7 +161,10 @@ def simulate(
     memory = frame.memory()
     frame.place_inputs(memory, inputs)
     ini_file = _ini_file(config_ini)
-    with one_blas_thread() if plan.blas else nullcontext():
+    if plan.blas:
+        with one_blas_thread():
+            plan.execute(memory)
+    else:
         plan.execute(memory)
     timing = _timed(plan, program, accelerator, npu.system_config, npu.memory_mode, ini_file)
     plan.save_if_new()

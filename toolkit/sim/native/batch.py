@@ -10,7 +10,7 @@ operations from there on run another way (their planned steps, which decode what
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,17 +20,20 @@ from . import KERNELS, function
 
 ROW_WORDS = 11  # kernel, IFM, IFM2, OFM and LUT memory slots, description, five arrays
 ROW_ARRAYS = 5
-SLOT_WORDS = slice(1, 5)
 ADDRESS_WORDS = slice(5, ROW_WORDS)  # the description's address, then the arrays' (0: none)
 KERNEL_IDS = {"conv": 0, "elementwise": 1, "pool": 2, "copy": 3}
 _CHECK = 4
 MEMORY_SLOTS = 9  # regions 0-7, then the SHRAM
 _SHRAM_SLOT = 8
 _CHECK_WORDS = 2  # offset, length
-# a module built before check rows neither knows them nor stops at one
+_RUN_ARGS = 2 + MEMORY_SLOTS  # table, blob, the memory slots
+# a module built before check rows neither knows them nor stops at one; one built before
+# run_batch read buffers takes addresses
 _RUN = (
     function("run_batch", ROW_WORDS)
-    if KERNELS and KERNELS.DESC_WORDS.get("check") == _CHECK_WORDS
+    if KERNELS
+    and KERNELS.DESC_WORDS.get("check") == _CHECK_WORDS
+    and KERNELS.DESC_WORDS.get("run_batch_args") == _RUN_ARGS
     else None
 )
 
@@ -109,17 +112,26 @@ def expanded(rows: Sequence[Row]) -> tuple[list[Row], list[int]]:
     return table, row_of
 
 
+Buffer = bytes | memoryview | np.ndarray  # what run_batch reads its rows and blob from
+
+
 class NativeBatch:
-    """Operations run in turn by one native call: `table` holds run_batch's rows (addresses
-    into `owners`, kept alive with it). When a check row finds a stream changed, resume(memory,
-    k) runs the operations from the one of the table's k-th row on another way (planned steps,
+    """Operations run in turn by one native call: `table` holds run_batch's rows, addresses
+    into `owners` (kept alive with it), or with `blob` offsets into it (a plan image). `slots`:
+    the memory slots the rows use. When a check row finds a stream changed, resume(memory, k)
+    runs the operations from the one of the table's k-th row on another way (planned steps,
     which read their streams as they run)."""
 
-    def __init__(self, table: np.ndarray, owners: object, resume: Callable[[Memory, int], None]):
-        self.table = table
-        self._address, self._count = table.ctypes.data, len(table)
-        slots = sorted(set(table[:, SLOT_WORDS].ravel().tolist()))  # np.unique cost 10 us
-        self._regions = tuple((s, slot_region(s)) for s in slots if s >= 0)
+    def __init__(
+        self,
+        table: Buffer,
+        owners: object,
+        resume: Callable[[Memory, int], None],
+        slots: Iterable[int],
+        blob: Buffer | None = None,
+    ):
+        self.table, self._blob = table, blob
+        self._regions = tuple((s, slot_region(s)) for s in sorted(set(slots)) if s >= 0)
         self._owners = owners
         self._resume = resume
 
@@ -128,13 +140,14 @@ class NativeBatch:
         """The batch of these rows; resume(memory, k): run the operations from the k-th on."""
         table, row_of = expanded(rows)
         words = np.array([r.words() for r in table], np.int64).reshape(-1, ROW_WORDS)
-        return cls(words, table, lambda mem, t: resume(mem, row_of[t]))
+        slots = [s for r in table for s in r.slots]
+        return cls(words, table, lambda mem, t: resume(mem, row_of[t]), slots)
 
     def __call__(self, mem: Memory) -> None:
         memory = [0] * MEMORY_SLOTS
         for slot, region in self._regions:
             memory[slot] = mem.address(region)
-        stopped = _RUN(self._address, self._count, *memory)  # type: ignore[misc]
+        stopped = _RUN(self.table, self._blob, *memory)  # type: ignore[misc]
         if stopped is not None:
             self._resume(mem, stopped)
 
@@ -180,3 +193,9 @@ def batched(runs: Sequence[Callable[[Memory], None]]) -> list[Callable[[Memory],
 def available() -> bool:
     """Whether run_batch is built (and the native kernels turned on)."""
     return _RUN is not None
+
+
+def image_fits(table: Buffer, blob: Buffer, rows: int) -> bool:
+    """Whether a plan image's table of `rows` rows can run (module.c's image_fits); False where
+    the native kernels are not built."""
+    return _RUN is not None and KERNELS is not None and bool(KERNELS.image_fits(table, blob, rows))

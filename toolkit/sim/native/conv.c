@@ -186,13 +186,17 @@ static int conv(const conv_desc *d, const conv_ptrs *p) {
                 if (narrow) depthwise_narrow(narrow + at, w, d, wp * c, c, oc, acc32, acc);
                 else depthwise_wide(padded + at, w, d, wp * c, c, oc, acc);
             } else {
-                /* the column of taps this output meets, tap by tap, channels within */
+                /* the column of taps this output meets, tap by tap, channels within: a
+                 * kernel row's taps lie together without dilation (one copy, not one per tap:
+                 * three channels' copies cost more than their products) */
+                int64_t run = d->dx == 1 ? d->kw : 1, pieces = d->kw / run;
                 for (int64_t i = 0; i < d->kh; i++) {
-                    for (int64_t j = 0; j < d->kw; j++) {
+                    for (int64_t j = 0; j < pieces; j++) {
                         int64_t from = at + (i * d->dy * wp + j * d->dx) * c;
                         int64_t to = (i * d->kw + j) * c;
-                        if (narrow) memcpy((int16_t *)col + to, narrow + from, (size_t)c * 2);
-                        else memcpy((int32_t *)col + to, padded + from, (size_t)c * 4);
+                        size_t n = (size_t)(run * c);
+                        if (narrow) memcpy((int16_t *)col + to, narrow + from, n * 2);
+                        else memcpy((int32_t *)col + to, padded + from, n * 4);
                     }
                 }
                 if (narrow && d->weights8)

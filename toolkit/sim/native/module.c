@@ -91,6 +91,7 @@ enum { KERNEL_CONV = 0, KERNEL_ELEMENTWISE = 1, KERNEL_POOL = 2, KERNEL_COPY = 3
 #define STALE 2 /* a check row's bytes differ: run_batch returns the row's number */
 #define ROW_WORDS 11
 #define MEMORY_SLOTS 9
+#define ADDRESS_WORD 5 /* the description's address, then the arrays' */
 
 /* A check row: whether `length` bytes at `offset` of its IFM slot's memory are still the
  * `expected` ones (row[6]) that the rows after it were made with (a stream Vela DMAs in). */
@@ -120,22 +121,82 @@ static int run_row(const int64_t *row, const int64_t *memory) {
     }
 }
 
+/* run_batch(table, blob, memory0, ..., memory7, shram): the rows of table (any buffer of int64
+ * words, ROW_WORDS a row) in turn. blob: None, or the buffer a plan image's rows hold offsets
+ * into: its address is added to each row's address words. */
+#define RUN_BATCH_ARGS (2 + MEMORY_SLOTS)
 static PyObject *run_batch(PyObject *self, PyObject *const *args, Py_ssize_t n) {
-    int64_t v[2 + MEMORY_SLOTS];
-    if (!int64_args(args, n, 2 + MEMORY_SLOTS, v, "run_batch")) return NULL;
-    const int64_t *table = (const int64_t *)(intptr_t)v[0];
-    for (int64_t r = 0; r < v[1]; r++) {
-        const int64_t *row = table + r * ROW_WORDS;
-        if (row[0] < KERNEL_CONV || row[0] > KERNEL_CHECK)
-            return PyErr_Format(PyExc_ValueError, "run_batch: row %lld names no kernel", r);
+    int64_t memory[MEMORY_SLOTS];
+    if (n != RUN_BATCH_ARGS)
+        return PyErr_Format(PyExc_TypeError, "run_batch takes %d arguments, got %zd",
+                            RUN_BATCH_ARGS, n);
+    if (!int64_args(args + 2, MEMORY_SLOTS, MEMORY_SLOTS, memory, "run_batch")) return NULL;
+    Py_buffer table, blob = {0};
+    if (PyObject_GetBuffer(args[0], &table, PyBUF_SIMPLE) < 0) return NULL;
+    if (args[1] != Py_None && PyObject_GetBuffer(args[1], &blob, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&table);
+        return NULL;
+    }
+    int64_t base = (int64_t)(intptr_t)blob.buf, rows = table.len / (ROW_WORDS * 8);
+    PyObject *result = NULL;
+    int64_t r = 0;
+    for (; r < rows; r++) {
+        int64_t row[ROW_WORDS];
+        memcpy(row, (const int64_t *)table.buf + r * ROW_WORDS, sizeof row);
+        if (row[0] < KERNEL_CONV || row[0] > KERNEL_CHECK) {
+            PyErr_Format(PyExc_ValueError, "run_batch: row %lld names no kernel", r);
+            goto done;
+        }
+        for (int i = ADDRESS_WORD; i < ROW_WORDS; i++) row[i] += base;
         int status;
         Py_BEGIN_ALLOW_THREADS
-        status = run_row(row, v + 2);
+        status = run_row(row, memory);
         Py_END_ALLOW_THREADS
-        if (status == STALE) return PyLong_FromLongLong(r);
-        if (status) return finished(status, "run_batch");
+        if (status == STALE) {
+            result = PyLong_FromLongLong(r);
+            goto done;
+        }
+        if (status) {
+            result = finished(status, "run_batch");
+            goto done;
+        }
     }
-    Py_RETURN_NONE;
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&table);
+    if (blob.obj != NULL) PyBuffer_Release(&blob);
+    return result;
+}
+
+/* image_fits(table, blob, rows): whether a plan image read from a file can run: `rows` whole
+ * rows, each naming a kernel and memory slots that exist, with every address word an offset
+ * inside blob (a description's whole words too), blob 16-byte aligned. One call where numpy's
+ * checks of the table were a tenth of a small program's first run. */
+static PyObject *image_fits(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    if (n != 3) return PyErr_Format(PyExc_TypeError, "image_fits takes 3 arguments, got %zd", n);
+    Py_ssize_t rows = PyLong_AsSsize_t(args[2]);
+    if (rows == -1 && PyErr_Occurred()) return NULL;
+    Py_buffer table, blob;
+    if (PyObject_GetBuffer(args[0], &table, PyBUF_SIMPLE) < 0) return NULL;
+    if (PyObject_GetBuffer(args[1], &blob, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&table);
+        return NULL;
+    }
+    const int64_t desc_words[] = {etk_conv_desc_words(), etk_elementwise_desc_words(),
+                                  etk_pool_desc_words(), etk_copy_desc_words(), CHECK_WORDS};
+    uint64_t size = (uint64_t)blob.len;
+    int fits = rows >= 0 && table.len == rows * ROW_WORDS * 8 && (uintptr_t)table.buf % 8 == 0 &&
+               (uintptr_t)blob.buf % 16 == 0;
+    for (Py_ssize_t r = 0; fits && r < rows; r++) {
+        const int64_t *row = (const int64_t *)table.buf + r * ROW_WORDS;
+        fits = row[0] >= KERNEL_CONV && row[0] <= KERNEL_CHECK;
+        for (int i = 1; fits && i < ADDRESS_WORD; i++) fits = row[i] >= -1 && row[i] < MEMORY_SLOTS;
+        for (int i = ADDRESS_WORD; fits && i < ROW_WORDS; i++) fits = (uint64_t)row[i] < size;
+        fits = fits && (uint64_t)row[ADDRESS_WORD] + 8 * (uint64_t)desc_words[row[0]] <= size;
+    }
+    PyBuffer_Release(&table);
+    PyBuffer_Release(&blob);
+    return PyBool_FromLong(fits);
 }
 
 static PyMethodDef methods[] = {
@@ -148,7 +209,9 @@ static PyMethodDef methods[] = {
     {"copy", (PyCFunction)(void (*)(void))copy, METH_FASTCALL,
      "copy(desc, src_mem, dst_mem, table): copy.c"},
     {"run_batch", (PyCFunction)(void (*)(void))run_batch, METH_FASTCALL,
-     "run_batch(table, rows, memory0, ..., memory7, shram): rows of kernel calls in turn"},
+     "run_batch(table, blob, memory0, ..., memory7, shram): rows of kernel calls in turn"},
+    {"image_fits", (PyCFunction)(void (*)(void))image_fits, METH_FASTCALL,
+     "image_fits(table, blob, rows): whether a plan image's rows can run"},
     {"parse_bin_stream", etk_parse_bin_stream, METH_O,
      "parse_bin_stream(raw): a vela_bin_stream's parts, or None (payload.c)"},
     {NULL, NULL, 0, NULL},
@@ -164,10 +227,10 @@ PyMODINIT_FUNC PyInit__kernels(void) {
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     PyObject *words = Py_BuildValue(
-        "{s:L,s:L,s:L,s:L,s:L,s:L}", "conv", (long long)etk_conv_desc_words(), "elementwise",
+        "{s:L,s:L,s:L,s:L,s:L,s:L,s:L}", "conv", (long long)etk_conv_desc_words(), "elementwise",
         (long long)etk_elementwise_desc_words(), "pool", (long long)etk_pool_desc_words(),
         "copy", (long long)etk_copy_desc_words(), "check", (long long)CHECK_WORDS, "run_batch",
-        (long long)ROW_WORDS);
+        (long long)ROW_WORDS, "run_batch_args", (long long)RUN_BATCH_ARGS);
     if (words == NULL || PyModule_AddObject(m, "DESC_WORDS", words) < 0) {
         Py_XDECREF(words);
         Py_DECREF(m);
