@@ -319,14 +319,19 @@ def _kernel_stride(sy: int, sx: int, dy: int, dx: int) -> int:
     return (x & 1) | (y & 1) << 1 | (dx - 1) << 3 | (dy - 1) << 4 | (x >> 1) << 6 | (y >> 1) << 9
 
 
-def random_pool(seed: int, pad_past_kernel: bool = False) -> tuple[Op, int]:
-    """One random NPU_OP_POOL that the simulator implements: (op, mode)."""
+def random_pool(
+    seed: int, pad_past_kernel: bool = False, one_by_one: bool = False
+) -> tuple[Op, int]:
+    """One random NPU_OP_POOL that the simulator implements: (op, mode). one_by_one: a 1x1
+    window at stride 1, unpadded, not upscaled (Vela's transposes; pool.c's shortcut)."""
     for attempt in itertools.count():  # until the padding leaves some IFM
         rng = np.random.default_rng((seed, attempt))
-        mode = int(rng.integers(3))
+        mode = int(rng.integers(2 if one_by_one else 3))
         oh, ow = (int(v) for v in rng.integers(1, 6, 2))
         kh, kw, sy, sx = (int(v) for v in rng.integers(1, [5, 5, 4, 4]))
         dy, dx = (int(v) for v in rng.choice([1, 1, 2], 2))
+        if one_by_one:
+            kh = kw = sy = sx = dy = dx = 1
         pads = [0] * 4
         if mode != POOL_SUM:
             pads = [int(rng.integers(0, k)) for k in (kh, kw, kh, kw)]
@@ -338,13 +343,15 @@ def random_pool(seed: int, pad_past_kernel: bool = False) -> tuple[Op, int]:
         if h_in >= 1 and w_in >= 1:
             break
     op = Op(rng)
-    upscale = int(rng.integers(2))  # NEAREST
+    upscale = 0 if one_by_one else int(rng.integers(2))  # NEAREST
     ifm_h, ifm_w = (-(-n // 2) if upscale else n for n in (h_in, w_in))
     size = int(rng.choice([1, 1, 2, 4]))
     ofm_size = int(rng.choice([1, 2, 4]))
     signed, ofm_signed = (bool(v) for v in rng.integers(2, size=2))
     ofm_depth = 1 if mode == POOL_SUM else int(rng.integers(1, 40))
     ifm_depth = int(rng.integers(1, 40)) if mode == POOL_SUM else ofm_depth + int(rng.integers(3))
+    if one_by_one:
+        ifm_depth = ofm_depth
     ifm_bits = op.feature_map("IFM", ifm_h, ifm_w, ifm_depth, size, signed, _zp(rng, size))
     ofm_bits = op.feature_map("OFM", oh, ow, ofm_depth, ofm_size, ofm_signed, _zp(rng, ofm_size))
     op.output_stage(ofm_size, ofm_signed)
@@ -380,6 +387,18 @@ def test_pool_random_operations_native_equals_numpy(block):
         assert calls == 1, f"seed {seed}: the numpy path ran"
         modes.append(mode)
     assert set(modes) == {POOL_MAX, POOL_AVERAGE, POOL_SUM}
+
+
+def test_pool_one_by_one_windows_native_equals_numpy():
+    """60 random 1x1 max and average pools at stride 1 (Vela's transposes and rescales: the
+    kernel reads them straight into its outputs), every IFM and OFM size, scaled or not."""
+    modes = []
+    for seed in range(60):
+        op, mode = random_pool(seed, one_by_one=True)
+        calls, _ = op.run_both_ways(_pool_step(op, mode), native_pool)
+        assert calls == 1, f"seed {seed}: the numpy path ran"
+        modes.append(mode)
+    assert set(modes) == {POOL_MAX, POOL_AVERAGE}
 
 
 def test_scaled_max_pool_of_a_window_in_the_padding_falls_back():
