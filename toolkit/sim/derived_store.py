@@ -55,8 +55,14 @@ def _code_digest() -> bytes:
     return digest.digest()
 
 
+@lru_cache(maxsize=8)
+def _key_prefix(accelerator: str):
+    """The key's hash over the simulator's code and the accelerator, copied for each program."""
+    return hashlib.sha256(_code_digest() + accelerator.encode() + b"\0")
+
+
 def store_file(folder: Path | str, program: NpuProgram, accelerator: str) -> str:
-    digest = hashlib.sha256(_code_digest() + accelerator.encode() + b"\0")
+    digest = _key_prefix(accelerator).copy()
     digest.update(len(program.command_stream).to_bytes(8, "little") + program.command_stream)
     digest.update(program.weights)
     return f"{os.fspath(folder)}/sim_{digest.hexdigest()[:32]}.bin"
@@ -92,11 +98,14 @@ def load(path: Path | str, weights: bytes) -> Derived | None:
         return None
     try:
         return _unpack(*_parts(body), weights)
-    except (ValueError, KeyError, IndexError, TypeError):
+    except (ValueError, KeyError, IndexError, TypeError, StopIteration):
         return None
 
 
 Part = tuple[str, list[int], memoryview]  # an array in the file: dtype, shape, its bytes
+# json.loads's own scanner, called without its three Python frames and two regex matches (a
+# tenth of a small program's first run): the header is one object, padded with spaces
+_SCAN = json.JSONDecoder().scan_once
 
 
 def _parts(body: memoryview) -> tuple[dict, dict[str, Part]]:
@@ -105,7 +114,7 @@ def _parts(body: memoryview) -> tuple[dict, dict[str, Part]]:
     bytes (no zip: reading an .npz's members cost more than the rest of the load). The arrays
     as views of the body's bytes (a plan image runs from them as they are)."""
     size = int.from_bytes(body[:8], "little")
-    header = json.loads(str(body[8 : 8 + size], "ascii"))
+    header, _ = _SCAN(str(body[8 : 8 + size], "ascii"), 0)  # StopIteration: not JSON
     data = body[8 + size :]
     parts = {
         name: (dtype, shape, data[start:end])

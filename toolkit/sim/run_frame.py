@@ -73,7 +73,7 @@ class RunFrame:
         }
         if self.program.fast_scratch_aliases_scratch:
             regions[2] = regions[1]
-        elif self.program.scratch_fast_size:
+        elif fast:  # none where the plan's extent says nothing uses it
             regions[2] = np.zeros(fast, np.uint8)
         return Memory(regions, self._shram)
 
