@@ -28,6 +28,7 @@ import configparser
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 from . import cycles as cycle_model
 from .commands import decode
@@ -137,8 +138,7 @@ def fvp_memory(
     )
 
 
-@dataclass(frozen=True)
-class PmuPrediction:
+class PmuPrediction(NamedTuple):  # a tuple: a first run reads one from the store
     active: int
     idle: int
     axi0_read: int

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -120,7 +119,7 @@ def _timed(
     stored_key = f"{system_config}|{memory_mode}|{_ini_digest(ini)}" if plan.store else None
     stored = plan.stored.timing.get(stored_key) if stored_key is not None else None
     if stored is not None and len(stored[0]) == plan.operation_count:
-        timed = plan.timed[key] = Timing(plan, stored[0], stored[1], PmuPrediction(*stored[2]))
+        timed = plan.timed[key] = Timing(plan, stored[0], stored[1], PmuPrediction._make(stored[2]))
         return timed
     ports = cycle_model.memory_system(accelerator, system_config, memory_mode, ini)
     timings = [cycle_model.op_timing(s.record, accelerator, ports) for s in plan.steps]
@@ -136,7 +135,7 @@ def _timed(
         accelerator,
     )
     if stored_key is not None:
-        plan.stored.timing[stored_key] = (cycles, compute, dataclasses.astuple(pmu))
+        plan.stored.timing[stored_key] = (cycles, compute, tuple(pmu))
     timed = plan.timed[key] = Timing(plan, cycles, compute, pmu, records)
     return timed
 
