@@ -76,6 +76,7 @@ def test_an_image_round_trips_and_a_broken_one_is_refused(vww, tmp_path):
     back = from_parts(numbers, table, blob)
     assert bytes(back.table) == bytes(image.table) and bytes(back.blob) == bytes(image.blob)
     assert (back.steps, back.slots) == (image.steps, image.slots)
+    assert back.slots == tuple(sorted({s for s in table[:, 1:5].ravel().tolist() if s >= 0}))
     assert (back.extent, back.constant_regions, back.operation_count) == (
         image.extent,
         image.constant_regions,

@@ -54,10 +54,10 @@ class IOTensor(NamedTuple):
     @property
     def squeezed_shape(self) -> tuple[int, ...]:
         """The shape without its leading ones (the last axis kept)."""
-        # which leading axes are not one, found without a Python loop (a 6-D shape's five
-        # steps cost more than the rest of placing a tensor)
-        kept = len(bytes(map((1).__ne__, self.shape[:-1])).lstrip(b"\0"))
-        return self.shape[len(self.shape) - 1 - kept :]
+        shape, first = self.shape, 0
+        while first < len(shape) - 1 and shape[first] == 1:
+            first += 1
+        return tuple(shape[first:])
 
     @property
     def nbytes(self) -> int:

@@ -26,12 +26,12 @@ from .native.batch import (
     NativeBatch,
     Row,
     expanded,
-    image_fits,
+    image_slots,
     row_of,
 )
 from .native.batch import available as native_batches
 
-_ALIGN = 16  # each array's offset in the blob (the blob itself is so aligned: image_fits)
+_ALIGN = 16  # each array's offset in the blob (the blob itself is so aligned: image_slots)
 
 
 @dataclass(eq=False)
@@ -111,7 +111,6 @@ def to_parts(image: PlanImage) -> tuple[dict, dict[str, np.ndarray]]:
         "extent": sorted(image.extent.items()),
         "constant": sorted(image.constant_regions),
         "steps": list(image.steps),
-        "slots": list(image.slots),
     }
     table = np.frombuffer(image.table, np.int64).reshape(-1, ROW_WORDS)
     return numbers, {"image:table": table, "image:blob": np.frombuffer(image.blob, np.uint8)}
@@ -124,15 +123,14 @@ def from_parts(numbers: dict | None, table: Buffer, blob: Buffer) -> PlanImage |
     if numbers is None or not native_batches():
         return None
     count, steps = numbers["operations"], numbers["steps"]
-    if (steps and not 0 <= min(steps) <= max(steps) < count) or not image_fits(
-        table, blob, len(steps)
-    ):
+    slots = image_slots(table, blob, len(steps))
+    if slots is None or (steps and not 0 <= min(steps) <= max(steps) < count):
         raise ValueError("a plan image whose tables do not fit together")
     return PlanImage(
         table,
         blob,
         tuple(steps),
-        tuple(numbers["slots"]),
+        slots,
         dict(numbers["extent"]),
         frozenset(numbers["constant"]),
         count,

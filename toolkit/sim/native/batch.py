@@ -20,7 +20,6 @@ from . import KERNELS, function
 
 ROW_WORDS = 11  # kernel, IFM, IFM2, OFM and LUT memory slots, description, five arrays
 ROW_ARRAYS = 5
-ADDRESS_WORDS = slice(5, ROW_WORDS)  # the description's address, then the arrays' (0: none)
 KERNEL_IDS = {"conv": 0, "elementwise": 1, "pool": 2, "copy": 3}
 _CHECK = 4
 MEMORY_SLOTS = 9  # regions 0-7, then the SHRAM
@@ -195,7 +194,9 @@ def available() -> bool:
     return _RUN is not None
 
 
-def image_fits(table: Buffer, blob: Buffer, rows: int) -> bool:
-    """Whether a plan image's table of `rows` rows can run (module.c's image_fits); False where
-    the native kernels are not built."""
-    return _RUN is not None and KERNELS is not None and bool(KERNELS.image_fits(table, blob, rows))
+def image_slots(table: Buffer, blob: Buffer, rows: int) -> tuple[int, ...] | None:
+    """The memory slots a plan image's table of `rows` rows uses, or None where it cannot run
+    (module.c's image_slots); None where the native kernels are not built."""
+    if _RUN is None or KERNELS is None:
+        return None
+    return KERNELS.image_slots(table, blob, rows)

@@ -168,12 +168,13 @@ done:
     return result;
 }
 
-/* image_fits(table, blob, rows): whether a plan image read from a file can run: `rows` whole
- * rows, each naming a kernel and memory slots that exist, with every address word an offset
- * inside blob (a description's whole words too), blob 16-byte aligned. One call where numpy's
- * checks of the table were a tenth of a small program's first run. */
-static PyObject *image_fits(PyObject *self, PyObject *const *args, Py_ssize_t n) {
-    if (n != 3) return PyErr_Format(PyExc_TypeError, "image_fits takes 3 arguments, got %zd", n);
+/* image_slots(table, blob, rows): the memory slots a plan image read from a file uses (sorted),
+ * or None where it cannot run: `rows` whole rows, each naming a kernel and memory slots that
+ * exist, every address word an offset inside blob (a description's whole words too), blob
+ * 16-byte aligned. One call where numpy's checks of the table were a tenth of a small
+ * program's first run. */
+static PyObject *image_slots(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    if (n != 3) return PyErr_Format(PyExc_TypeError, "image_slots takes 3 arguments, got %zd", n);
     Py_ssize_t rows = PyLong_AsSsize_t(args[2]);
     if (rows == -1 && PyErr_Occurred()) return NULL;
     Py_buffer table, blob;
@@ -185,18 +186,32 @@ static PyObject *image_fits(PyObject *self, PyObject *const *args, Py_ssize_t n)
     const int64_t desc_words[] = {etk_conv_desc_words(), etk_elementwise_desc_words(),
                                   etk_pool_desc_words(), etk_copy_desc_words(), CHECK_WORDS};
     uint64_t size = (uint64_t)blob.len;
+    int used[MEMORY_SLOTS] = {0};
     int fits = rows >= 0 && table.len == rows * ROW_WORDS * 8 && (uintptr_t)table.buf % 8 == 0 &&
                (uintptr_t)blob.buf % 16 == 0;
     for (Py_ssize_t r = 0; fits && r < rows; r++) {
         const int64_t *row = (const int64_t *)table.buf + r * ROW_WORDS;
         fits = row[0] >= KERNEL_CONV && row[0] <= KERNEL_CHECK;
-        for (int i = 1; fits && i < ADDRESS_WORD; i++) fits = row[i] >= -1 && row[i] < MEMORY_SLOTS;
+        for (int i = 1; fits && i < ADDRESS_WORD; i++) {
+            fits = row[i] >= -1 && row[i] < MEMORY_SLOTS;
+            if (fits && row[i] >= 0) used[row[i]] = 1;
+        }
         for (int i = ADDRESS_WORD; fits && i < ROW_WORDS; i++) fits = (uint64_t)row[i] < size;
         fits = fits && (uint64_t)row[ADDRESS_WORD] + 8 * (uint64_t)desc_words[row[0]] <= size;
     }
     PyBuffer_Release(&table);
     PyBuffer_Release(&blob);
-    return PyBool_FromLong(fits);
+    if (!fits) Py_RETURN_NONE;
+    PyObject *slots = PyList_New(0);
+    for (int i = 0; slots != NULL && i < MEMORY_SLOTS; i++) {
+        PyObject *slot = used[i] ? PyLong_FromLong(i) : NULL;
+        if (used[i] && (slot == NULL || PyList_Append(slots, slot) < 0)) Py_CLEAR(slots);
+        Py_XDECREF(slot);
+    }
+    if (slots == NULL) return NULL;
+    PyObject *result = PyList_AsTuple(slots);
+    Py_DECREF(slots);
+    return result;
 }
 
 static PyMethodDef methods[] = {
@@ -210,8 +225,8 @@ static PyMethodDef methods[] = {
      "copy(desc, src_mem, dst_mem, table): copy.c"},
     {"run_batch", (PyCFunction)(void (*)(void))run_batch, METH_FASTCALL,
      "run_batch(table, blob, memory0, ..., memory7, shram): rows of kernel calls in turn"},
-    {"image_fits", (PyCFunction)(void (*)(void))image_fits, METH_FASTCALL,
-     "image_fits(table, blob, rows): whether a plan image's rows can run"},
+    {"image_slots", (PyCFunction)(void (*)(void))image_slots, METH_FASTCALL,
+     "image_slots(table, blob, rows): the memory slots a plan image uses, or None"},
     {"parse_bin_stream", etk_parse_bin_stream, METH_O,
      "parse_bin_stream(raw): a vela_bin_stream's parts, or None (payload.c)"},
     {NULL, NULL, 0, NULL},
