@@ -29,6 +29,7 @@ from typing import get_type_hints
 
 import numpy as np
 
+from .native import KERNELS
 from .payload import NpuProgram
 from .plan_image import PlanImage, from_parts, to_parts
 from .weights import WeightFormat
@@ -82,15 +83,24 @@ class Derived:
     image: PlanImage | None = None
 
 
+_READ_FILE = getattr(KERNELS, "read_file", None)  # native/payload.c: the file in one call
+
+
+def _read(path: Path | str) -> bytes:
+    if _READ_FILE is not None:
+        return _READ_FILE(path)
+    fd = os.open(path, os.O_RDONLY)
+    try:  # one read of the file's size (open()'s file object cost more than the read)
+        return os.read(fd, os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
+
+
 def load(path: Path | str, weights: bytes) -> Derived | None:
     """The derived state in path for the program with these weights, or None when it is missing
     or cannot be trusted."""
     try:
-        fd = os.open(path, os.O_RDONLY)
-        try:  # one read of the file's size (open()'s file object cost more than the read)
-            raw = os.read(fd, os.fstat(fd).st_size)
-        finally:
-            os.close(fd)
+        raw = _read(path)
     except OSError:
         return None
     body = memoryview(raw)[_DIGEST:]  # not a copy: the arrays are views of raw

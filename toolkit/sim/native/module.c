@@ -20,6 +20,7 @@ int64_t etk_pool_desc_words(void);
 int etk_copy(const void *desc, int64_t src_mem, int64_t dst_mem, int64_t table);
 int64_t etk_copy_desc_words(void);
 PyObject *etk_parse_bin_stream(PyObject *self, PyObject *raw);
+PyObject *etk_read_file(PyObject *self, PyObject *path);
 
 /* args as int64 into `out`, or 0 with the exception set */
 static int int64_args(PyObject *const *args, Py_ssize_t n, Py_ssize_t expected, int64_t *out,
@@ -229,6 +230,7 @@ static PyMethodDef methods[] = {
      "image_slots(table, blob, rows): the memory slots a plan image uses, or None"},
     {"parse_bin_stream", etk_parse_bin_stream, METH_O,
      "parse_bin_stream(raw): a vela_bin_stream's parts, or None (payload.c)"},
+    {"read_file", etk_read_file, METH_O, "read_file(path): a whole file's bytes (payload.c)"},
     {NULL, NULL, 0, NULL},
 };
 
