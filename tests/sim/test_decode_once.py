@@ -415,3 +415,21 @@ def test_a_program_file_is_read_again_only_when_it_changes(kws_npz, tmp_path):
     path.write_bytes(b"not a payload")
     with pytest.raises(PayloadError):
         load_payload(path)
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_the_store_is_read_whole_or_not_at_all(tmp_path, monkeypatch, native):
+    """derived_store._read: native/payload.c's read_file, or os calls without the kernels; both
+    give the file's bytes, and a missing file is an OSError, which load turns into None."""
+    if not native:
+        monkeypatch.setattr(derived_store, "_READ_FILE", None)
+    elif derived_store._READ_FILE is None:
+        pytest.skip("native kernels not built")
+    path = tmp_path / "sim_x.bin"
+    data = bytes(range(256)) * 300  # more than one page
+    path.write_bytes(data)
+    assert derived_store._read(path) == data and derived_store._read(str(path)) == data
+    with pytest.raises(FileNotFoundError, match="sim_missing.bin"):
+        derived_store._read(tmp_path / "sim_missing.bin")
+    assert derived_store.load(tmp_path / "sim_missing.bin", b"") is None
+    assert derived_store.load(path, b"") is None  # not a store: its digest does not match
