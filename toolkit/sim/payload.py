@@ -24,7 +24,6 @@ from .native import KERNELS
 _BLOCK_HEADER = struct.Struct("<16sIB11s")
 _IO_RECORD = struct.Struct("<9i")
 _WORD = struct.Struct("<I").unpack_from
-_COUNT = struct.Struct("<i").unpack_from
 _FOURCC = b"COP1"
 # Driver-action tags in the COP1 header (low byte of each word).
 _DA_CONFIG, _DA_CMDSTREAM, _DA_READ_APB, _DA_DUMP_SHRAM, _DA_NOP = 1, 2, 3, 4, 5
@@ -148,75 +147,73 @@ def _parsed_bin_stream(raw: bytes) -> NpuProgram:
 
 
 def _load_bin_stream(raw: bytes, source: str) -> NpuProgram:
-    blocks: dict[bytes, bytes] = {}
-    pos, size, header = 0, len(raw), _BLOCK_HEADER.unpack_from
+    blocks: dict[str, bytes] = {}
+    pos = 0
     while True:
-        if pos + 32 > size:
+        if pos + _BLOCK_HEADER.size > len(raw):
             raise PayloadError(
                 f"{source}: truncated at byte {pos}: expected a 32-byte block "
-                f"header, {size - pos} bytes left (no vela_end_stream)"
+                f"header, {len(raw) - pos} bytes left (no vela_end_stream)"
             )
-        name_raw, length, external, _ = header(raw, pos)
-        name = name_raw.split(b"\0", 1)[0]
-        if pos == 0 and name != b"vela_bin_stream":
-            raise PayloadError(f"{source}: not a vela_bin_stream (first block is '{_text(name)}')")
-        pos += 32
-        if pos + length > size:
+        name_raw, length, external, _ = _BLOCK_HEADER.unpack_from(raw, pos)
+        name = name_raw.split(b"\0", 1)[0].decode("ascii", "replace")
+        if pos == 0 and name != "vela_bin_stream":
+            raise PayloadError(f"{source}: not a vela_bin_stream (first block is '{name}')")
+        pos += _BLOCK_HEADER.size
+        if pos + length > len(raw):
             raise PayloadError(
-                f"{source}: block '{_text(name)}' at byte {pos - 32} says {length} bytes, "
-                f"only {size - pos} left: truncated"
+                f"{source}: block '{name}' at byte {pos - 32} says {length} bytes, "
+                f"only {len(raw) - pos} left: truncated"
             )
         if external:
             raise PayloadError(
-                f"{source}: block '{_text(name)}' is stored outside the payload "
+                f"{source}: block '{name}' is stored outside the payload "
                 "(external reference); give the simulator the full payload"
             )
         blocks[name] = raw[pos : pos + length]
-        pos += (length + 15) & ~15
-        if name == b"vela_end_stream":
+        pos += (length + 15) // 16 * 16
+        if name == "vela_end_stream":
             break
-    for required in (b"cmd_data", b"weight_data", b"scratch_size", b"inputs", b"outputs"):
+    for required in ("cmd_data", "weight_data", "scratch_size", "inputs", "outputs"):
         if required not in blocks:
-            raise PayloadError(f"{source}: block '{_text(required)}' is missing")
-    if len(blocks[b"scratch_size"]) != 4:
+            raise PayloadError(f"{source}: block '{required}' is missing")
+    if len(blocks["scratch_size"]) != 4:
         raise PayloadError(
-            f"{source}: scratch_size block has {len(blocks[b'scratch_size'])} bytes, expected 4"
+            f"{source}: scratch_size block has {len(blocks['scratch_size'])} bytes, expected 4"
         )
-    stream, config = _strip_driver_header(blocks[b"cmd_data"], source)
+    scratch = struct.unpack("<I", blocks["scratch_size"])[0]
+    stream, config = _strip_driver_header(blocks["cmd_data"], source)
     return NpuProgram(
         stream,
-        blocks[b"weight_data"],
-        _WORD(blocks[b"scratch_size"])[0],
+        blocks["weight_data"],
+        scratch,
         DEFAULT_FAST_SCRATCH,
-        _io_block(blocks[b"inputs"], "inputs", source),
-        _io_block(blocks[b"outputs"], "outputs", source),
+        _io_block(blocks["inputs"], "inputs", source),
+        _io_block(blocks["outputs"], "outputs", source),
         config,
         source,
     )
 
 
-def _text(name: bytes) -> str:
-    return name.decode("ascii", "replace")
-
-
 def _io_block(raw: bytes, name: str, source: str) -> tuple[IOTensor, ...]:
     if len(raw) < 4:
         raise PayloadError(f"{source}: block '{name}' is too short for its count")
-    count = _COUNT(raw)[0]
+    count = struct.unpack_from("<i", raw)[0]
     if count < 0 or 4 + count * _IO_RECORD.size != len(raw):
         raise PayloadError(
             f"{source}: block '{name}' says {count} tensors but holds "
             f"{len(raw) - 4} bytes ({_IO_RECORD.size} per tensor)"
         )
-    return tuple(
-        _io_tensor(record[:6], record[6], record[7], record[8], f"{source}: {name}[{i}]")
-        for i, record in enumerate(_IO_RECORD.iter_unpack(raw[4:]))
-    )
+    tensors = []
+    for i in range(count):
+        *shape, elem, offset, region = _IO_RECORD.unpack_from(raw, 4 + i * _IO_RECORD.size)
+        tensors.append(_io_tensor(shape, elem, offset, region, f"{source}: {name}[{i}]"))
+    return tuple(tensors)
 
 
 def _io_tensor(shape, elem, offset, region, where: str) -> IOTensor:
     shape = tuple(int(s) for s in shape)
-    if min(shape) < 0 or int(elem) not in (1, 2, 4) or int(offset) < 0:
+    if any(s < 0 for s in shape) or int(elem) not in (1, 2, 4) or int(offset) < 0:
         raise PayloadError(
             f"{where}: bad tensor record shape={shape} elem_size={elem} offset={offset}"
         )

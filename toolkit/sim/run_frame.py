@@ -32,9 +32,7 @@ class _Placed(NamedTuple):
 
 def _placed(memory: Memory, tensor: IOTensor, what: str, number: int) -> _Placed:
     end = tensor.offset + tensor.nbytes
-    region = memory.regions.get(tensor.region)
-    if region is None or tensor.offset < 0 or end > len(region):  # Memory.check's message
-        memory.check(tensor.region, tensor.offset, end, f"{what} {number}")
+    memory.check(tensor.region, tensor.offset, end, f"{what} {number}")
     return _Placed(tensor.region, tensor.offset, end, tensor.dtype, tensor.squeezed_shape)
 
 

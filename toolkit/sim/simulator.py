@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -160,10 +161,7 @@ def simulate(
     memory = frame.memory()
     frame.place_inputs(memory, inputs)
     ini_file = _ini_file(config_ini)
-    if plan.blas:
-        with one_blas_thread():
-            plan.execute(memory)
-    else:
+    with one_blas_thread() if plan.blas else nullcontext():
         plan.execute(memory)
     timing = _timed(plan, program, accelerator, npu.system_config, npu.memory_mode, ini_file)
     plan.save_if_new()

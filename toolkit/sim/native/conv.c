@@ -131,14 +131,11 @@ static void write_pixel(const conv_desc *d, const conv_ptrs *p, int64_t y, int64
     if (plain) { /* rescale_saturated's 64-bit way and finish_value without a LUT, inline */
         int64_t zp = d->finish.zero_point, lo = d->finish.lo, hi = d->finish.hi;
         for (int64_t ch = 0; ch < f->depth; ch++) {
-            int64_t a = acc[ch] + bias[ch], v;
-            if (a > -LIMIT31 && a < LIMIT31) {
-                int64_t s = shift[ch], r = right[ch];
-                v = (a * scale[ch] + (s > 0 ? (int64_t)1 << (s - 1) : 0)) >> s;
-                if (r > 0) v = (v + ((int64_t)1 << (r - 1)) - (v < 0 ? 1 : 0)) >> r;
-            } else {
-                v = rescale_saturated(a, scale[ch], shift[ch], right[ch], d->finish.rounding);
-            }
+            int64_t a = acc[ch] + bias[ch];
+            int64_t v = a > -LIMIT31 && a < LIMIT31
+                            ? rescale64(a, scale[ch], shift[ch], right[ch])
+                            : rescale_saturated(a, scale[ch], shift[ch], right[ch],
+                                                d->finish.rounding);
             v += zp;
             pixel[ch] = (uint8_t)(v < lo ? lo : v > hi ? hi : v);
         }
@@ -186,17 +183,13 @@ static int conv(const conv_desc *d, const conv_ptrs *p) {
                 if (narrow) depthwise_narrow(narrow + at, w, d, wp * c, c, oc, acc32, acc);
                 else depthwise_wide(padded + at, w, d, wp * c, c, oc, acc);
             } else {
-                /* the column of taps this output meets, tap by tap, channels within: a
-                 * kernel row's taps lie together without dilation (one copy, not one per tap:
-                 * three channels' copies cost more than their products) */
-                int64_t run = d->dx == 1 ? d->kw : 1, pieces = d->kw / run;
+                /* the column of taps this output meets, tap by tap, channels within */
                 for (int64_t i = 0; i < d->kh; i++) {
-                    for (int64_t j = 0; j < pieces; j++) {
+                    for (int64_t j = 0; j < d->kw; j++) {
                         int64_t from = at + (i * d->dy * wp + j * d->dx) * c;
                         int64_t to = (i * d->kw + j) * c;
-                        size_t n = (size_t)(run * c);
-                        if (narrow) memcpy((int16_t *)col + to, narrow + from, n * 2);
-                        else memcpy((int32_t *)col + to, padded + from, n * 4);
+                        if (narrow) memcpy((int16_t *)col + to, narrow + from, (size_t)c * 2);
+                        else memcpy((int32_t *)col + to, padded + from, (size_t)c * 4);
                     }
                 }
                 if (narrow && d->weights8)

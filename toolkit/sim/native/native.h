@@ -116,15 +116,19 @@ static inline __int128 rescale_wide(int64_t acc, int64_t m, int64_t s, int64_t r
  * beyond: finish_value then adds the zero point without overflow and clips it to the OFM
  * value that outstage.Finish gives (numpy rescales in Python ints where int64 could overflow) */
 #define SATURATED ((int64_t)1 << 62)
+
+/* rescale_wide in 64 bits, TFL's second rounding too: exact where |acc * m| < 2^62 and
+ * 0 <= s < 63 (half <= 2^61), rounding not TRUNCATE */
+static inline int64_t rescale64(int64_t acc, int64_t m, int64_t s, int64_t r) {
+    int64_t half = s > 0 ? (int64_t)1 << (s - 1) : 0, out = (acc * m + half) >> s;
+    if (r > 0) out = (out + ((int64_t)1 << (r - 1)) - (out < 0 ? 1 : 0)) >> r;
+    return out;
+}
 static inline int64_t rescale_saturated(int64_t acc, int64_t m, int64_t s, int64_t r,
                                         int64_t rounding) {
     if (acc > -LIMIT31 && acc < LIMIT31 && m > -LIMIT31 && m < LIMIT31 && s < 63 &&
-        rounding != TRUNCATE) {
-        /* |acc * m| < 2^62, half <= 2^61: rescale_wide in 64 bits, TFL's second rounding too */
-        int64_t half = s > 0 ? (int64_t)1 << (s - 1) : 0, out = (acc * m + half) >> s;
-        if (r > 0) out = (out + ((int64_t)1 << (r - 1)) - (out < 0 ? 1 : 0)) >> r;
-        return out;
-    }
+        rounding != TRUNCATE)
+        return rescale64(acc, m, s, r);
     __int128 v = m == 1 && s == 0 && r == 0 ? (__int128)acc : rescale_wide(acc, m, s, r, rounding);
     if (v > SATURATED) return SATURATED;
     if (v < -SATURATED) return -SATURATED;
