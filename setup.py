@@ -13,10 +13,11 @@ setup(
                 "toolkit/sim/native/conv.c",
                 "toolkit/sim/native/copy.c",
                 "toolkit/sim/native/elementwise.c",
+                "toolkit/sim/native/image.c",
                 "toolkit/sim/native/payload.c",
                 "toolkit/sim/native/pool.c",
             ],
-            depends=["toolkit/sim/native/native.h"],
+            depends=["toolkit/sim/native/native.h", "toolkit/sim/native/table.h"],
             extra_compile_args=["-O3"],
             optional=True,
         )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import pickle
 from pathlib import Path
 
@@ -146,7 +145,7 @@ def test_the_store_is_per_program_and_accelerator(kws_npz, tmp_path):
     program = load_payload(kws_npz)
     key = derived_store.store_file(tmp_path, program, ACC)
     assert derived_store.store_file(tmp_path, program, "ethos-u65-256") != key
-    changed = dataclasses.replace(program, weights=program.weights[:-1] + b"\x00")
+    changed = program._replace(weights=program.weights[:-1] + b"\x00")
     assert derived_store.store_file(tmp_path, changed, ACC) != key
 
 
@@ -379,7 +378,7 @@ def test_a_run_zeroes_only_the_scratch_its_plan_checked(kws_npz):
     """Planning bounds-checks every access, so a run's scratch regions are as large as the
     highest byte checked (the .pte payload's 1 MiB fast scratch is mostly unused)."""
     # as a .pte payload gives it: a fast scratch of 1 MiB, which this program never touches
-    program = dataclasses.replace(load_payload(kws_npz), scratch_fast_size=1 << 20)
+    program = load_payload(kws_npz)._replace(scratch_fast_size=1 << 20)
     plan = plan_module.plan_for(program, ACC)
     memory = plan_module.new_memory(program, ACC, plan)
     sizes = {r: len(memory.regions.get(r, ())) for r in (1, 2)}
@@ -419,17 +418,19 @@ def test_a_program_file_is_read_again_only_when_it_changes(kws_npz, tmp_path):
 
 @pytest.mark.parametrize("native", [True, False])
 def test_the_store_is_read_whole_or_not_at_all(tmp_path, monkeypatch, native):
-    """derived_store._read: native/payload.c's read_file, or os calls without the kernels; both
-    give the file's bytes, and a missing file is an OSError, which load turns into None."""
+    """The store is read by native/payload.c's read_file, or by os calls without the kernels
+    (derived_store._read); both give the file's bytes, and a missing file is an OSError, which
+    load turns into None."""
     if not native:
         monkeypatch.setattr(derived_store, "_READ_FILE", None)
     elif derived_store._READ_FILE is None:
         pytest.skip("native kernels not built")
+    read = derived_store._READ_FILE or derived_store._read
     path = tmp_path / "sim_x.bin"
     data = bytes(range(256)) * 300  # more than one page
     path.write_bytes(data)
-    assert derived_store._read(path) == data and derived_store._read(str(path)) == data
+    assert read(path) == data and read(str(path)) == data
     with pytest.raises(FileNotFoundError, match="sim_missing.bin"):
-        derived_store._read(tmp_path / "sim_missing.bin")
+        read(tmp_path / "sim_missing.bin")
     assert derived_store.load(tmp_path / "sim_missing.bin", b"") is None
     assert derived_store.load(path, b"") is None  # not a store: its digest does not match

@@ -3,7 +3,6 @@ values."""
 
 from __future__ import annotations
 
-import dataclasses
 import struct
 
 import numpy as np
@@ -62,7 +61,7 @@ def _patch(program, name: str, value: int, nth: int = 0, param: int | None = Non
         if param is not None:
             head = struct.unpack_from("<I", words, cmd.offset)[0]
             struct.pack_into("<I", words, cmd.offset, (head & 0xFFFF) | (param << 16))
-    return dataclasses.replace(program, command_stream=bytes(words)), cmd
+    return program._replace(command_stream=bytes(words)), cmd
 
 
 def test_bin_stream_and_npz_agree(conv_case, program, bin_stream):
@@ -134,7 +133,7 @@ def test_unknown_opcode(program, conv_case):
     words = bytearray(program.command_stream)
     struct.pack_into("<I", words, 0, 0x3FE)  # cmd0 opcode 0x3fe does not exist
     with pytest.raises(PayloadError, match=r"unknown opcode 0x3fe .* offset 0x0"):
-        simulate(dataclasses.replace(program, command_stream=bytes(words)), [conv_case.input], ACC)
+        simulate(program._replace(command_stream=bytes(words)), [conv_case.input], ACC)
 
 
 def test_region_overflow(program, conv_case):
@@ -157,7 +156,7 @@ def test_unimplemented_elementwise_mode(program, conv_case):
         rf"\(NPU_OP_ELEMENTWISE \(value 0xa\) at command-stream offset "
         rf"{op.offset:#x}\)",
     ):
-        simulate(dataclasses.replace(program, command_stream=bytes(words)), [conv_case.input], ACC)
+        simulate(program._replace(command_stream=bytes(words)), [conv_case.input], ACC)
 
 
 def test_unimplemented_elementwise_register_value(cases):
@@ -232,7 +231,7 @@ def _without_blockdep(program):
             struct.pack_into(
                 "<I", words, c.offset, struct.unpack_from("<I", words, c.offset)[0] & 0xFFFF
             )
-    return dataclasses.replace(program, command_stream=bytes(words))
+    return program._replace(command_stream=bytes(words))
 
 
 def test_fused_and_unfused_relu_same_cycles_and_diff(cases):

@@ -5,7 +5,6 @@ some of them, or none (test_bitexact checks both runs against the TOSA reference
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -88,7 +87,7 @@ def test_a_checked_stream_that_changed_runs_the_rest_as_planned(tmp_path):
     assert imaged.image is not None and imaged.planned is None
     weights = bytearray(program.weights)
     weights[source + 2] ^= 0x40  # channel 0's bias, by 2^22
-    changed = dataclasses.replace(program, weights=bytes(weights))
+    changed = program._replace(weights=bytes(weights))
     expected = simulate(changed, [x], accelerator).outputs[0]  # planned afresh
     plan_module._CACHE[(id(changed), accelerator)] = (changed, imaged)  # run it from the image
     imaged.__dict__["frame"] = RunFrame(  # with the changed weights in memory

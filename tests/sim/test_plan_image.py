@@ -14,7 +14,7 @@ from toolkit.lower.tflite import compile_tflite
 from toolkit.sim import derived_store, forget_programs, load_payload, simulate
 from toolkit.sim import plan as plan_module
 from toolkit.sim.native import batch
-from toolkit.sim.plan_image import from_parts, to_parts
+from toolkit.sim.plan_image import MAGIC, image_body, open_image
 from toolkit.targets import load_target
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -67,43 +67,89 @@ def test_a_new_process_runs_the_image_without_planning(vww, tmp_path, monkeypatc
     forget_programs()
 
 
+def _file(words: list[int], table: np.ndarray, blob: np.ndarray) -> bytes:
+    """A store file (an unchecked digest first) of these header words, table and blob, laid
+    out as plan_image.image_body lays them out."""
+
+    def padded(chunk: bytes) -> bytes:
+        return chunk + bytes(-len(chunk) % 16)
+
+    head = MAGIC + np.array(words[1:], np.int64).tobytes()
+    return bytes(32) + padded(head) + padded(table.tobytes()) + blob.tobytes()
+
+
 def test_an_image_round_trips_and_a_broken_one_is_refused(vww, tmp_path):
     npz, x = vww
     _, path = _fresh_store(tmp_path, npz, x)
-    image = derived_store.load(path, load_payload(npz).weights).image
-    numbers, arrays = to_parts(image)
-    table, blob = arrays["image:table"], arrays["image:blob"]
-    back = from_parts(numbers, table, blob)
+    kept = derived_store.load(path, load_payload(npz).weights)
+    image = kept.image
+    raw = bytes(32) + image_body(image, kept.timing)
+    back, timing = open_image(raw)
     assert bytes(back.table) == bytes(image.table) and bytes(back.blob) == bytes(image.blob)
-    assert (back.steps, back.slots) == (image.steps, image.slots)
-    assert back.slots == tuple(sorted({s for s in table[:, 1:5].ravel().tolist() if s >= 0}))
+    assert (back.steps, back.regions, timing) == (image.steps, image.regions, kept.timing)
+    table = np.frombuffer(image.table, np.int64).reshape(-1, 11)
+    slots = sorted({s for s in table[:, 1:5].ravel().tolist() if s >= 0})
+    assert back.regions == tuple((s, -1 if s == 8 else s) for s in slots)
     assert (back.extent, back.constant_regions, back.operation_count) == (
         image.extent,
         image.constant_regions,
         image.operation_count,
     )
+    blob = np.frombuffer(image.blob, np.uint8)
+    words = np.frombuffer(raw[32:], np.int64, count=int.from_bytes(raw[40:48], "little"))
+    assert _file(words.tolist(), table, blob) == raw  # the layout as the test builds it
 
-    def changed(row: int, word: int, value: int) -> np.ndarray:
-        table_copy = table.copy()
-        table_copy[row, word] = value
-        return table_copy
+    def changed(array: np.ndarray, at, value: int) -> np.ndarray:
+        array = array.copy()
+        array[at] = value
+        return array
 
-    aligned = np.zeros(len(blob) + 16, np.uint8)
+    extent_at, constant_at = 5, 5 + 2 * len(image.extent)
+    timing_at = constant_at + 1 + len(image.constant_regions) + len(image.steps)
+    assert words[timing_at] == len(kept.timing) == 1
     refused = {
-        "an array past the blob's end": (table, blob[:16]),
-        "an array before the blob": (changed(0, -1, -16), blob),
-        "a description reaching past the blob's end": (changed(0, 5, len(blob) - 8), blob),
-        "a memory slot that does not exist": (changed(0, 1, 9), blob),
-        "a kernel that does not exist": (changed(0, 0, 7), blob),
-        "a blob not 16-byte aligned": (table, aligned[1 : len(blob) + 1]),
-        "a row cut short": (table.reshape(-1)[:-1], blob),
+        "an array past the blob's end": (words, table, blob[:16]),
+        "an array before the blob": (words, changed(table, (0, -1), -16), blob),
+        "a description past the blob's end": (words, changed(table, (0, 5), len(blob) - 8), blob),
+        "a memory slot that does not exist": (words, changed(table, (0, 1), 9), blob),
+        "a kernel that does not exist": (words, changed(table, (0, 0), 7), blob),
+        "a step past the last operation": (changed(words, 2, 1), table, blob),
+        "more rows than the header holds": (changed(words, 3, 10**6), table, blob),
+        "a header longer than the file": (changed(words, 1, 10**9), table, blob),
+        "a header shorter than its numbers": (changed(words, 1, len(words) - 1), table, blob),
+        "a region that does not exist": (changed(words, extent_at, 8), table, blob),
+        "negative bytes": (changed(words, extent_at + 1, -1), table, blob),
+        "a constant region that does not exist": (changed(words, constant_at + 1, 8), table, blob),
+        "a count past the header": (changed(words, constant_at, 10**6), table, blob),
+        "a negative operation count": (changed(words, timing_at + 2, -1), table, blob),
+        "a negative figure count": (changed(words, timing_at + 3, -1), table, blob),
+        "figures past the header": (changed(words, timing_at + 3, 10**6), table, blob),
     }
-    for why, (bad_table, bad_blob) in refused.items():
-        with pytest.raises(ValueError, match="do not fit together"):
-            from_parts(numbers, bad_table, bad_blob)
-            pytest.fail(why)
-    with pytest.raises(ValueError, match="do not fit together"):
-        from_parts(dict(numbers, operations=1), table, blob)  # steps past the last operation
+    for why, (bad_words, bad_table, bad_blob) in refused.items():
+        assert open_image(_file(list(bad_words), bad_table, bad_blob)) is None, why
+    assert open_image(raw[:-1] + b"\0") is not None  # a blob byte is only data
+    assert open_image(memoryview(b"\0" + raw)[1:]) is None  # not 16-byte aligned
+    assert open_image(raw[: 32 + 8 * len(words)]) is None  # cut after the header
+
+
+def test_no_file_makes_open_image_reach_outside_it(vww, tmp_path):
+    """Random words anywhere in a real image's header and table: each file is refused or opens
+    (a crash here ends the test run)."""
+    npz, x = vww
+    _, path = _fresh_store(tmp_path, npz, x)
+    kept = derived_store.load(path, load_payload(npz).weights)
+    raw = bytearray(bytes(32) + image_body(kept.image, kept.timing))
+    words = int.from_bytes(raw[40:48], "little")
+    table_end = 32 + -(-8 * words // 16) * 16 + len(bytes(kept.image.table))
+    rng = np.random.default_rng(11)
+    opened = 0
+    for _ in range(2000):
+        bad = bytearray(raw)
+        for at in rng.integers(4, table_end // 8, size=rng.integers(1, 4)):
+            value = int(rng.choice([-1, 0, 1, 8, 9, 2**31, 2**62, int(rng.integers(0, 64))]))
+            bad[8 * at : 8 * at + 8] = value.to_bytes(8, "little", signed=True)
+        opened += open_image(bytes(bad)) is not None
+    assert 0 < opened < 2000  # some mutations are harmless (a figure), most are refused
 
 
 def test_without_native_batches_the_image_is_not_used(vww, tmp_path, monkeypatch):

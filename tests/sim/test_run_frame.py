@@ -18,8 +18,8 @@ def _program(output_offset: int = 8) -> NpuProgram:
         weights=bytes(range(32)),
         scratch_size=64,
         scratch_fast_size=0,
-        inputs=(IOTensor((1, 1, 1, 1, 2, 4), 1, 0, 1),),
-        outputs=(IOTensor((1, 1, 1, 1, 1, 4), 2, output_offset, 1),),
+        inputs=(IOTensor.of((1, 1, 1, 1, 2, 4), 1, 0, 1),),
+        outputs=(IOTensor.of((1, 1, 1, 1, 1, 4), 2, output_offset, 1),),
         config=None,
         source="test program",
     )

@@ -9,7 +9,6 @@ on logits that spread its outputs, and each new piece of arithmetic on one NPU o
 
 from __future__ import annotations
 
-import dataclasses
 import struct
 from pathlib import Path
 
@@ -188,7 +187,7 @@ def _as_vela_3x(payload, zero_point: int):
     at = [c.offset // 4 for c in decode(payload.command_stream)]
     hits = [i for i in at if words[i] == zp_set]  # cmd0, parameter 0
     words[hits] = zp_set | (zero_point & 0xFFFF) << 16
-    return dataclasses.replace(payload, command_stream=words.tobytes()), len(hits)
+    return payload._replace(command_stream=words.tobytes()), len(hits)
 
 
 def test_int32_ofm_ignores_the_zero_point_vela_3x_programs(kws_softmax):

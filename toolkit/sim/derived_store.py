@@ -7,7 +7,8 @@ them; as int8 when all of a program's fit), the scale streams, and the per-opera
 figures of each memory system. The streams, which lookups go by, are kept as where they lie in
 the program's weights. Where every operation of the program runs natively, the file keeps the
 plan's image instead of the streams (plan_image.py): a later process runs the program from it
-without planning.
+without planning. An image's file is int64 words that the native module reads and checks in one
+call (native/image.c); a file of streams has a JSON header naming its arrays.
 
 The key hashes the command stream, the weight region, the accelerator and the simulator's own
 source files and built kernels, so an edited simulator never reads what an older one derived. The file starts
@@ -31,10 +32,11 @@ import numpy as np
 
 from .native import KERNELS
 from .payload import NpuProgram
-from .plan_image import PlanImage, from_parts, to_parts
+from .plan_image import MAGIC as IMAGE_MAGIC
+from .plan_image import PlanImage, Timing, image_body, open_image
 from .weights import WeightFormat
 
-_VERSION = b"etk-sim-derived 6"
+_VERSION = b"etk-sim-derived 7"
 _ALIGN = 16  # each array's bytes start at a multiple of this in the file (the image's int64)
 _DIGEST = 32  # bytes of SHA-256 at the head of the file
 _FORMAT_FIELDS = WeightFormat._fields
@@ -69,6 +71,13 @@ def store_file(folder: Path | str, program: NpuProgram, accelerator: str) -> str
     return f"{os.fspath(folder)}/sim_{digest.hexdigest()[:32]}.bin"
 
 
+def timing_key(system_config: str, memory_mode: str, ini_digest: str) -> int:
+    """A memory system's key for its figures in the file: the first 8 bytes of the SHA-256 of
+    its names and its ini file's digest, as a signed int64 (an image's numbers are int64)."""
+    text = f"{system_config}|{memory_mode}|{ini_digest}".encode()
+    return int.from_bytes(hashlib.sha256(text).digest()[:8], "little", signed=True)
+
+
 @dataclass
 class Derived:
     """Decoded weights ((stream, format) -> matrix), scale streams ((raw, channels, rounding)),
@@ -78,8 +87,8 @@ class Derived:
 
     weights: dict[tuple[bytes, WeightFormat], np.ndarray] = field(default_factory=dict)
     scales: list[tuple[bytes, int, int]] = field(default_factory=list)
-    # memory-system key -> per operation cycles and compute cycles, and the PMU figures
-    timing: dict[str, tuple[list[int], list[int], tuple[int, ...]]] = field(default_factory=dict)
+    # timing_key of a memory system -> per operation cycles and compute cycles, and the PMU figures
+    timing: Timing = field(default_factory=dict)
     image: PlanImage | None = None
 
 
@@ -87,8 +96,7 @@ _READ_FILE = getattr(KERNELS, "read_file", None)  # native/payload.c: the file i
 
 
 def _read(path: Path | str) -> bytes:
-    if _READ_FILE is not None:
-        return _READ_FILE(path)
+    """The file's bytes, without the native kernels."""
     fd = os.open(path, os.O_RDONLY)
     try:  # one read of the file's size (open()'s file object cost more than the read)
         return os.read(fd, os.fstat(fd).st_size)
@@ -100,12 +108,15 @@ def load(path: Path | str, weights: bytes) -> Derived | None:
     """The derived state in path for the program with these weights, or None when it is missing
     or cannot be trusted."""
     try:
-        raw = _read(path)
+        raw = _READ_FILE(path) if _READ_FILE is not None else _read(path)
     except OSError:
         return None
     body = memoryview(raw)[_DIGEST:]  # not a copy: the arrays are views of raw
     if len(raw) <= _DIGEST or hashlib.sha256(body).digest() != raw[:_DIGEST]:
         return None
+    if raw[_DIGEST : _DIGEST + 8] == IMAGE_MAGIC:
+        opened = open_image(raw)
+        return None if opened is None else Derived({}, [], opened[1], opened[0])
     try:
         return _unpack(*_parts(body), weights)
     except (ValueError, KeyError, IndexError, TypeError, StopIteration):
@@ -119,7 +130,7 @@ _SCAN = json.JSONDecoder().scan_once
 
 
 def _parts(body: memoryview) -> tuple[dict, dict[str, Part]]:
-    """The numbers and arrays of a body _body wrote: an 8-byte header length, a JSON header
+    """The timing and arrays of a body _body wrote: an 8-byte header length, a JSON header
     holding the numbers and naming each array's dtype, shape and byte range, then the arrays'
     bytes (no zip: reading an .npz's members cost more than the rest of the load). The arrays
     as views of the body's bytes (a plan image runs from them as they are)."""
@@ -202,15 +213,11 @@ def _unpack_streams(a: dict[str, np.ndarray], weights: bytes, derived: Derived) 
 
 
 def _unpack(numbers: dict, parts: dict[str, Part], weights: bytes) -> Derived:
-    """The Derived that save wrote."""
+    """The Derived that save wrote without an image."""
     derived = Derived()
-    if "w_values" in parts:  # the streams (a file with an image holds none)
-        _unpack_streams({name: _array(part) for name, part in parts.items()}, weights, derived)
-    image = numbers.get("image")
-    if image is not None:
-        derived.image = from_parts(image, parts["image:table"][2], parts["image:blob"][2])
+    _unpack_streams({name: _array(part) for name, part in parts.items()}, weights, derived)
     for key, (cycles, compute, pmu) in numbers["timing"].items():
-        derived.timing[key] = (cycles, compute, tuple(pmu))
+        derived.timing[int(key)] = (cycles, compute, tuple(pmu))
     return derived
 
 
@@ -243,14 +250,13 @@ def save(path: Path | str, derived: Derived, program_weights: bytes) -> None:
     """Write derived to path atomically; a folder that cannot be written is left as it is.
     program_weights: the weights of the program the file is kept for."""
     timing = {
-        k: [[int(v) for v in part] for part in figures] for k, figures in derived.timing.items()
+        key: ([int(v) for v in cycles], [int(v) for v in compute], tuple(int(v) for v in pmu))
+        for key, (cycles, compute, pmu) in derived.timing.items()
     }
-    numbers: dict = {"timing": timing}
     if derived.image is not None:
-        numbers["image"], arrays = to_parts(derived.image)
+        body = image_body(derived.image, timing)
     else:
-        arrays = _stream_arrays(derived, program_weights)
-    body = _body(numbers, arrays)
+        body = _body({"timing": timing}, _stream_arrays(derived, program_weights))
     try:
         folder, name = os.path.split(path)
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=name, suffix=".tmp")

@@ -11,8 +11,8 @@ import math
 import os
 import struct
 import zipfile
-from dataclasses import dataclass
 from functools import lru_cache
+from itertools import repeat
 from pathlib import Path
 from typing import NamedTuple
 
@@ -31,17 +31,29 @@ _DA_CONFIG, _DA_CMDSTREAM, _DA_READ_APB, _DA_DUMP_SHRAM, _DA_NOP = 1, 2, 3, 4, 5
 DEFAULT_FAST_SCRATCH = 1 << 20
 
 
+_as = tuple.__new__  # (NamedTuple class, its fields): NamedTuple._make without the length check
 _DTYPES: dict[int, np.dtype] = {1: np.dtype(np.int8), 2: np.dtype(np.int16), 4: np.dtype(np.int32)}
 
 
 class IOTensor(NamedTuple):
-    """One delegate input or output as Vela placed it (a tuple: a first inference makes a few,
-    and a frozen dataclass's init cost more than the rest of their parse)."""
+    """One delegate input or output as Vela placed it, with its size and squeezed shape (a
+    tuple made once: a first inference reads them, and each property or frozen dataclass field
+    cost more than the rest of placing it). Made by IOTensor.of or native/payload.c."""
 
     shape: tuple[int, ...]  # 6-D, as Vela writes it
     elem_size: int
     offset: int
     region: int
+    nbytes: int
+    squeezed_shape: tuple[int, ...]  # the shape without its leading ones (the last axis kept)
+
+    @classmethod
+    def of(cls, shape: tuple[int, ...], elem_size: int, offset: int, region: int) -> IOTensor:
+        first = 0
+        while first < len(shape) - 1 and shape[first] == 1:
+            first += 1
+        nbytes = math.prod(shape) * elem_size
+        return cls(shape, elem_size, offset, region, nbytes, tuple(shape[first:]))
 
     @property
     def dtype(self) -> np.dtype:
@@ -49,18 +61,6 @@ class IOTensor(NamedTuple):
         if dtype is None:
             raise PayloadError(f"tensor element size {self.elem_size} is not 1, 2 or 4")
         return dtype
-
-    @property
-    def squeezed_shape(self) -> tuple[int, ...]:
-        """The shape without its leading ones (the last axis kept)."""
-        shape, first = self.shape, 0
-        while first < len(shape) - 1 and shape[first] == 1:
-            first += 1
-        return tuple(shape[first:])
-
-    @property
-    def nbytes(self) -> int:
-        return math.prod(self.shape) * self.elem_size
 
 
 class DriverConfig(NamedTuple):
@@ -76,8 +76,10 @@ class DriverConfig(NamedTuple):
         return f"{family}-{1 << self.macs_per_cc_log2}"
 
 
-@dataclass(frozen=True)
-class NpuProgram:
+class NpuProgram(NamedTuple):
+    """A compiled program as the simulator runs it (a tuple: a frozen dataclass's init cost a
+    small program's first inference more than its parse)."""
+
     command_stream: bytes  # register commands only, offset 0 = first command
     weights: bytes  # region 0
     scratch_size: int  # region 1
@@ -134,15 +136,20 @@ def _parsed_bin_stream(raw: bytes) -> NpuProgram:
     if parts is None:
         return _load_bin_stream(raw, "vela_bin_stream")
     stream, weights, scratch, inputs, outputs, config = parts
-    return NpuProgram(
-        stream,
-        weights,
-        scratch,
-        DEFAULT_FAST_SCRATCH,
-        tuple(map(IOTensor._make, inputs)),
-        tuple(map(IOTensor._make, outputs)),
-        None if config is None else _driver_config(config),
-        "vela_bin_stream",
+    # the tuples made as _make makes them, without a Python call each (a first inference's)
+    return _as(
+        NpuProgram,
+        (
+            stream,
+            weights,
+            scratch,
+            DEFAULT_FAST_SCRATCH,
+            tuple(map(_as, repeat(IOTensor), inputs)),
+            tuple(map(_as, repeat(IOTensor), outputs)),
+            None if config is None else _driver_config(config),
+            "vela_bin_stream",
+            False,
+        ),
     )
 
 
@@ -217,7 +224,7 @@ def _io_tensor(shape, elem, offset, region, where: str) -> IOTensor:
         raise PayloadError(
             f"{where}: bad tensor record shape={shape} elem_size={elem} offset={offset}"
         )
-    return IOTensor(shape, int(elem), int(offset), int(region))
+    return IOTensor.of(shape, int(elem), int(offset), int(region))
 
 
 _NPZ_MEMBERS = frozenset(
@@ -271,7 +278,7 @@ def load_npz(raw: bytes, source: str) -> NpuProgram:
 
 
 def _driver_config(word: int) -> DriverConfig:
-    return DriverConfig(word & 0xF, (word >> 8) & 0xFF, word >> 28)
+    return _as(DriverConfig, (word & 0xF, (word >> 8) & 0xFF, word >> 28))
 
 
 def _strip_driver_header(cmd_data: bytes, source: str) -> tuple[bytes, DriverConfig | None]:

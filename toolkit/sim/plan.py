@@ -97,8 +97,10 @@ class Plan:
     def save_if_new(self) -> None:
         """Write what this process derived to the store, when it holds something new: with the
         plan's image once every operation has run natively."""
+        if self.store is None:
+            return
         size = [self.decoded.size, len(self.stored.timing)]
-        if self.store is None or size == self.saved:
+        if size == self.saved:
             return
         if self.stored.image is None and self.planned is not None:
             runs = [(i, s.run) for i, s in enumerate(self.planned) if s.run is not _merged]
@@ -179,7 +181,7 @@ def _from_image(
         program,
         accelerator,
         decoded,
-        dict(image.extent),
+        image.extent,  # read only, as the image's
         image.operation_count,
         None,
         image,

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .memory import Memory
+from .native import KERNELS
 from .native.batch import (
     ROW_ARRAYS,
     ROW_WORDS,
@@ -26,12 +27,13 @@ from .native.batch import (
     NativeBatch,
     Row,
     expanded,
-    image_slots,
     row_of,
+    slot_regions,
 )
 from .native.batch import available as native_batches
 
-_ALIGN = 16  # each array's offset in the blob (the blob itself is so aligned: image_slots)
+_ALIGN = 16  # each array's offset in the blob, and the table's and blob's in the file
+_OPEN_IMAGE = KERNELS.open_image if KERNELS and native_batches() else None  # native/image.c
 
 
 @dataclass(eq=False)
@@ -41,7 +43,7 @@ class PlanImage:
     table: Buffer
     blob: Buffer  # every array the rows read
     steps: tuple[int, ...]  # for each row of the table, the number of the planned step it runs
-    slots: tuple[int, ...]  # the memory slots the rows use
+    regions: tuple[tuple[int, int], ...]  # (memory slot, region) of each slot the rows use
     extent: dict[int, int]  # plan.Plan.extent
     constant_regions: frozenset[int]
     operation_count: int  # planned steps, merged ones included
@@ -51,7 +53,7 @@ class PlanImage:
         on another way (a stream a row checks has changed)."""
         steps = self.steps
         return NativeBatch(
-            self.table, self, lambda mem, row: run_from(mem, steps[row]), self.slots, self.blob
+            self.table, self, lambda mem, row: run_from(mem, steps[row]), self.regions, self.blob
         )
 
 
@@ -73,7 +75,7 @@ def image_of(
         np.array(words, np.int64).reshape(len(words), ROW_WORDS),
         blob,
         tuple(runs[k][0] for k in row_numbers),
-        tuple(sorted({s for r in table for s in r.slots if s >= 0})),
+        slot_regions(s for r in table for s in r.slots),
         dict(extent),
         constant_regions,
         operation_count,
@@ -103,35 +105,37 @@ def _array_offsets(r: Row, offsets: dict[int, int]) -> list[int]:
     return [0 if a is None else offsets[id(a)] for a in padded]
 
 
-def to_parts(image: PlanImage) -> tuple[dict, dict[str, np.ndarray]]:
-    """The image as derived_store keeps it: its numbers (for the file's JSON header: reading
-    them there cost less than reading an array of them) and its arrays."""
-    numbers = {
-        "operations": image.operation_count,
-        "extent": sorted(image.extent.items()),
-        "constant": sorted(image.constant_regions),
-        "steps": list(image.steps),
-    }
-    table = np.frombuffer(image.table, np.int64).reshape(-1, ROW_WORDS)
-    return numbers, {"image:table": table, "image:blob": np.frombuffer(image.blob, np.uint8)}
+MAGIC = b"ETKIMAGE"  # a plan image's file body starts so (derived_store: a JSON one does not)
+Timing = dict[int, tuple[list[int], list[int], tuple[int, ...]]]  # derived_store.Derived.timing
 
 
-def from_parts(numbers: dict | None, table: Buffer, blob: Buffer) -> PlanImage | None:
-    """The image to_parts gave (table and blob: the bytes of its arrays), or None when the file
-    holds none or the native kernels that would run it are not built. Raises ValueError where
-    its tables do not fit together (an address outside the blob, a step that does not exist)."""
-    if numbers is None or not native_batches():
+def image_body(image: PlanImage, timing: Timing) -> bytes:
+    """The file body (after its digest) that native/image.c's open_image reads: the image's
+    numbers and the timing as int64 words, then its table and blob, each 16-byte aligned."""
+    extent, constant = sorted(image.extent.items()), sorted(image.constant_regions)
+    words = [0, 0, image.operation_count, len(image.steps), len(extent)]
+    words += [v for pair in extent for v in pair]
+    words += [len(constant), *constant, *image.steps, len(timing)]
+    for key, (cycles, compute, pmu) in timing.items():
+        assert len(cycles) == len(compute)
+        words += [key, len(cycles), len(pmu), *cycles, *compute, *pmu]
+    words[1] = len(words)
+    head = MAGIC + np.array(words[1:], np.int64).tobytes()
+    table = bytes(image.table)
+    return b"".join((_padded(head), _padded(table), bytes(image.blob)))
+
+
+def _padded(chunk: bytes) -> bytes:
+    return chunk + bytes(-len(chunk) % _ALIGN)
+
+
+def open_image(raw: bytes) -> tuple[PlanImage, Timing] | None:
+    """The image and timing in a store file image_body wrote (raw: the whole file, digest
+    first), table and blob as views of raw; None where it does not fit together (an address
+    outside the blob, a step that does not exist) or the native kernels that would run it are
+    not built."""
+    opened = _OPEN_IMAGE(raw) if _OPEN_IMAGE is not None else None
+    if opened is None:
         return None
-    count, steps = numbers["operations"], numbers["steps"]
-    slots = image_slots(table, blob, len(steps))
-    if slots is None or (steps and not 0 <= min(steps) <= max(steps) < count):
-        raise ValueError("a plan image whose tables do not fit together")
-    return PlanImage(
-        table,
-        blob,
-        tuple(steps),
-        slots,
-        dict(numbers["extent"]),
-        frozenset(numbers["constant"]),
-        count,
-    )
+    table, blob, steps, regions, extent, constant, operations, timing = opened
+    return PlanImage(table, blob, steps, regions, extent, constant, operations), timing

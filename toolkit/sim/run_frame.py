@@ -1,5 +1,5 @@
-"""Where a plan's runs happen: memory of the sizes the plan uses, with the program's inputs and
-outputs located in it once, and kept from one run for the next.
+"""Where a plan's runs happen: memory of the sizes the plan uses, the program's inputs and
+outputs checked once to lie in it, kept from one run for the next.
 
 A small program's run took longer to set up (a fresh Memory, every input's and output's checks)
 than to simulate. A finished run's memory is taken back and made as new for the next: scratch
@@ -9,7 +9,6 @@ and SHRAM zeroed, the weights copied again where the program writes them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
 
 import numpy as np
 
@@ -20,20 +19,13 @@ from .payload import IOTensor, NpuProgram
 _KEPT = 2  # finished runs' memories kept (two runs at once on one plan, from two threads)
 
 
-class _Placed(NamedTuple):
-    """An input's or output's bytes in its region."""
-
-    region: int
-    start: int
-    end: int
-    dtype: np.dtype
-    shape: tuple[int, ...]
-
-
-def _placed(memory: Memory, tensor: IOTensor, what: str, number: int) -> _Placed:
-    end = tensor.offset + tensor.nbytes
-    memory.check(tensor.region, tensor.offset, end, f"{what} {number}")
-    return _Placed(tensor.region, tensor.offset, end, tensor.dtype, tensor.squeezed_shape)
+def _check_placed(tensors: Sequence[IOTensor], memory: Memory, what: str) -> None:
+    """Refuse a tensor whose bytes lie outside its region, as Memory.check refuses it."""
+    regions = memory.regions
+    for number, (_, _, offset, region, nbytes, _) in enumerate(tensors):
+        buffer = regions.get(region)
+        if buffer is None or offset < 0 or offset + nbytes > len(buffer):
+            memory.check(region, offset, offset + nbytes, f"{what} {number}")
 
 
 class RunFrame:
@@ -59,8 +51,8 @@ class RunFrame:
         self._sizes = scratch, fast
         self._shram = shram_bytes(accelerator)
         first = self._new()
-        self._inputs = [_placed(first, t, "input", i) for i, t in enumerate(program.inputs)]
-        self._outputs = [_placed(first, t, "output", i) for i, t in enumerate(program.outputs)]
+        _check_placed(program.inputs, first, "input")
+        _check_placed(program.outputs, first, "output")
         self._kept = [first]
 
     def _new(self) -> Memory:
@@ -98,29 +90,33 @@ class RunFrame:
         self._kept.append(memory)
 
     def place_inputs(self, memory: Memory, inputs: Sequence[np.ndarray]) -> None:
-        program = self.program
-        if len(inputs) != len(self._inputs):
-            raise SimError(f"{program.source} takes {len(self._inputs)} inputs, got {len(inputs)}")
-        for i, (placed, value) in enumerate(zip(self._inputs, inputs)):
-            value = np.asarray(value)
-            if value.size * placed.dtype.itemsize != placed.end - placed.start:
+        tensors = self.program.inputs
+        if len(inputs) != len(tensors):
+            raise SimError(f"{self.program.source} takes {len(tensors)} inputs, got {len(inputs)}")
+        for i, (tensor, value) in enumerate(zip(tensors, inputs)):
+            value, dtype = np.asarray(value), tensor.dtype
+            if value.size * dtype.itemsize != tensor.nbytes:
                 raise SimError(
                     f"input {i} has shape {value.shape} ({value.size} elements); the "
-                    f"program expects {placed.shape}"
+                    f"program expects {tensor.squeezed_shape}"
                 )
-            if value.dtype != placed.dtype:
-                if value.dtype.kind not in "iu" or value.dtype.itemsize != placed.dtype.itemsize:
+            if value.dtype != dtype:
+                if value.dtype.kind not in "iu" or value.dtype.itemsize != dtype.itemsize:
                     raise SimError(
-                        f"input {i} is {value.dtype}; the program expects "
-                        f"{placed.dtype} (quantize it first)"
+                        f"input {i} is {value.dtype}; the program expects {dtype} (quantize it "
+                        "first)"
                     )
-                value = value.astype(placed.dtype)  # the other sign, or byte order
-            region = memory.regions[placed.region]
-            region[placed.start : placed.end] = value.reshape(-1).view(np.uint8)
+                value = value.astype(dtype)  # the other sign, or byte order
+            start = tensor.offset
+            region = memory.regions[tensor.region]
+            region[start : start + tensor.nbytes] = value.reshape(-1).view(np.uint8)
 
     def read_outputs(self, memory: Memory) -> list[np.ndarray]:
         """Copies of the outputs."""
         return [
-            memory.regions[p.region][p.start : p.end].view(p.dtype).reshape(p.shape).copy()
-            for p in self._outputs
+            memory.regions[t.region][t.offset : t.offset + t.nbytes]
+            .view(t.dtype)
+            .reshape(t.squeezed_shape)
+            .copy()
+            for t in self.program.outputs
         ]

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
 from ..npu import ARM_VELA_INI, npu_config, vela_ini_path
 from . import cycles as cycle_model
 from .blas import one_blas_thread
+from .derived_store import timing_key
 from .errors import SimError
 from .fvp_timing import PmuPrediction, fvp_memory, predict_pmu
 from .layouts import ofm_map
@@ -91,37 +92,40 @@ def check_simulated_accelerator(program: NpuProgram, accelerator: str) -> None:
         )
 
 
-_npu_config = lru_cache(maxsize=16)(npu_config)
+class MemorySystem(NamedTuple):
+    """Vela's memory system a run's cycle figures are for: its names, its ini file and the key
+    of its figures in a program's derived store (the ini file by its content)."""
+
+    system_config: str
+    memory_mode: str
+    ini: str
+    stored_key: int
 
 
 @lru_cache(maxsize=16)
-def _ini_file(config_ini: str) -> str:
-    return str(vela_ini_path(config_ini))
+def memory_system(
+    accelerator: str, system_config: str | None, memory_mode: str | None, config_ini: str
+) -> MemorySystem:
+    """The memory system (defaults: ExecuTorch's for the NPU family), once per process."""
+    npu = npu_config(accelerator, system_config, memory_mode)
+    ini = str(vela_ini_path(config_ini))
+    ini_digest = hashlib.sha256(Path(ini).read_bytes()).hexdigest()
+    stored_key = timing_key(npu.system_config, npu.memory_mode, ini_digest)
+    return MemorySystem(npu.system_config, npu.memory_mode, ini, stored_key)
 
 
-@lru_cache(maxsize=16)
-def _ini_digest(ini: str) -> str:
-    return hashlib.sha256(Path(ini).read_bytes()).hexdigest()
-
-
-def _timed(
-    plan: Plan,
-    program: NpuProgram,
-    accelerator: str,
-    system_config: str,
-    memory_mode: str,
-    ini: str,
-) -> Timing:
+def _timed(plan: Plan, program: NpuProgram, accelerator: str, system: MemorySystem) -> Timing:
     """The plan's cycle figures, computed once per memory system (or read from its store)."""
-    key = (system_config, memory_mode, ini)
-    timed = plan.timed.get(key)
+    timed = plan.timed.get(system)
     if timed is not None:
         return timed
-    stored_key = f"{system_config}|{memory_mode}|{_ini_digest(ini)}" if plan.store else None
-    stored = plan.stored.timing.get(stored_key) if stored_key is not None else None
+    stored = plan.stored.timing.get(system.stored_key) if plan.store else None
     if stored is not None and len(stored[0]) == plan.operation_count:
-        timed = plan.timed[key] = Timing(plan, stored[0], stored[1], PmuPrediction._make(stored[2]))
+        timed = plan.timed[system] = Timing(
+            plan, stored[0], stored[1], PmuPrediction._make(stored[2])
+        )
         return timed
+    system_config, memory_mode, ini, _ = system
     ports = cycle_model.memory_system(accelerator, system_config, memory_mode, ini)
     timings = [cycle_model.op_timing(s.record, accelerator, ports) for s in plan.steps]
     cycles, compute = [t.total for t in timings], [t.compute for t in timings]
@@ -135,9 +139,9 @@ def _timed(
         fvp_memory(accelerator, ini, system_config, memory_mode),
         accelerator,
     )
-    if stored_key is not None:
-        plan.stored.timing[stored_key] = (cycles, compute, tuple(pmu))
-    timed = plan.timed[key] = Timing(plan, cycles, compute, pmu, records)
+    if plan.store:
+        plan.stored.timing[system.stored_key] = (cycles, compute, tuple(pmu))
+    timed = plan.timed[system] = Timing(plan, cycles, compute, pmu, records)
     return timed
 
 
@@ -155,15 +159,17 @@ def simulate(
     program's folder, where what the simulator derives from the program is kept for the first
     run in another process (derived_store.py)."""
     check_simulated_accelerator(program, accelerator)
-    npu = _npu_config(accelerator, system_config, memory_mode)
+    system = memory_system(accelerator, system_config, memory_mode, config_ini)
     plan = plan_for(program, accelerator, store)
     frame = plan.frame
     memory = frame.memory()
     frame.place_inputs(memory, inputs)
-    ini_file = _ini_file(config_ini)
-    with one_blas_thread() if plan.blas else nullcontext():
+    if plan.blas:
+        with one_blas_thread():
+            plan.execute(memory)
+    else:  # no context at all: nullcontext's two calls were a first inference's microsecond
         plan.execute(memory)
-    timing = _timed(plan, program, accelerator, npu.system_config, npu.memory_mode, ini_file)
+    timing = _timed(plan, program, accelerator, system)
     plan.save_if_new()
     outputs = frame.read_outputs(memory)
     frame.release(memory)
@@ -206,7 +212,5 @@ def predict_pmu_counts(
     """The cycle model's FVP PMU prediction without running the program: its figures depend on
     the command stream only, never on the data (tests/sim check that)."""
     check_simulated_accelerator(program, accelerator)
-    npu = npu_config(accelerator, system_config, memory_mode)
-    plan = plan_for(program, accelerator)
-    ini_file = str(vela_ini_path(config_ini))
-    return _timed(plan, program, accelerator, npu.system_config, npu.memory_mode, ini_file).pmu
+    system = memory_system(accelerator, system_config, memory_mode, config_ini)
+    return _timed(plan_for(program, accelerator), program, accelerator, system).pmu

@@ -135,7 +135,7 @@ def _io(tensor: GraphTensor, offset: int, base: int, where: str) -> IOTensor:
             "OfflineMemoryAllocation metadata"
         )
     shape = (1,) * (6 - len(tensor.shape)) + tensor.shape
-    return IOTensor(shape, tensor.dtype.itemsize, int(offset) - base, 1)
+    return IOTensor.of(shape, tensor.dtype.itemsize, int(offset) - base, 1)
 
 
 def _npu_program(model: Model, graph, op, plan: np.ndarray, tensors, source: str) -> NpuProgram:

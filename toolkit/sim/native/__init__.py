@@ -8,7 +8,7 @@ not built or an operation has something they do not do. ETK_SIM_NATIVE=0 turns t
 
 The C side reads its descriptions as arrays of int64 words: fm_words and finish_words pack the
 structures native.h declares, field for field. The module also reads a vela_bin_stream's blocks
-(payload.c, payload.py's fast path) and checks a stored plan image (module.c's image_slots).
+(payload.c, payload.py's fast path) and a stored plan image's file (image.c).
 """
 
 from __future__ import annotations

@@ -25,14 +25,12 @@ _CHECK = 4
 MEMORY_SLOTS = 9  # regions 0-7, then the SHRAM
 _SHRAM_SLOT = 8
 _CHECK_WORDS = 2  # offset, length
-_RUN_ARGS = 2 + MEMORY_SLOTS  # table, blob, the memory slots
-# a module built before check rows neither knows them nor stops at one; one built before
-# run_batch read buffers takes addresses
+_INTERFACE = 7  # table.h's: run_batch takes its memory as buffers (a build of another is not run)
 _RUN = (
     function("run_batch", ROW_WORDS)
     if KERNELS
     and KERNELS.DESC_WORDS.get("check") == _CHECK_WORDS
-    and KERNELS.DESC_WORDS.get("run_batch_args") == _RUN_ARGS
+    and KERNELS.DESC_WORDS.get("interface") == _INTERFACE
     else None
 )
 
@@ -42,8 +40,10 @@ def memory_slot(region: int) -> int:
     return _SHRAM_SLOT if region == INTERNAL else region
 
 
-def slot_region(slot: int) -> int:
-    return INTERNAL if slot == _SHRAM_SLOT else slot
+def slot_regions(slots: Iterable[int]) -> tuple[tuple[int, int], ...]:
+    """(memory slot, region) of each slot used (slots: any number of each, -1 for none), as
+    native/image.c gives them for a stored image."""
+    return tuple((s, INTERNAL if s == _SHRAM_SLOT else s) for s in sorted(set(slots)) if s >= 0)
 
 
 @dataclass(frozen=True)
@@ -116,21 +116,20 @@ Buffer = bytes | memoryview | np.ndarray  # what run_batch reads its rows and bl
 
 class NativeBatch:
     """Operations run in turn by one native call: `table` holds run_batch's rows, addresses
-    into `owners` (kept alive with it), or with `blob` offsets into it (a plan image). `slots`:
-    the memory slots the rows use. When a check row finds a stream changed, resume(memory, k)
-    runs the operations from the one of the table's k-th row on another way (planned steps,
-    which read their streams as they run)."""
+    into `owners` (kept alive with it), or with `blob` offsets into it (a plan image).
+    `regions`: (memory slot, region) of each slot the rows use (slot_regions). When a check row
+    finds a stream changed, resume(memory, k) runs the operations from the one of the table's
+    k-th row on another way (planned steps, which read their streams as they run)."""
 
     def __init__(
         self,
         table: Buffer,
         owners: object,
         resume: Callable[[Memory, int], None],
-        slots: Iterable[int],
+        regions: tuple[tuple[int, int], ...],
         blob: Buffer | None = None,
     ):
-        self.table, self._blob = table, blob
-        self._regions = tuple((s, slot_region(s)) for s in sorted(set(slots)) if s >= 0)
+        self.table, self._blob, self._regions = table, blob, regions
         self._owners = owners
         self._resume = resume
 
@@ -139,13 +138,13 @@ class NativeBatch:
         """The batch of these rows; resume(memory, k): run the operations from the k-th on."""
         table, row_of = expanded(rows)
         words = np.array([r.words() for r in table], np.int64).reshape(-1, ROW_WORDS)
-        slots = [s for r in table for s in r.slots]
-        return cls(words, table, lambda mem, t: resume(mem, row_of[t]), slots)
+        regions = slot_regions(s for r in table for s in r.slots)
+        return cls(words, table, lambda mem, t: resume(mem, row_of[t]), regions)
 
     def __call__(self, mem: Memory) -> None:
-        memory = [0] * MEMORY_SLOTS
+        memory: list[np.ndarray | None] = [None] * MEMORY_SLOTS
         for slot, region in self._regions:
-            memory[slot] = mem.address(region)
+            memory[slot] = mem.internal if region == INTERNAL else mem.regions[region]
         stopped = _RUN(self.table, self._blob, *memory)  # type: ignore[misc]
         if stopped is not None:
             self._resume(mem, stopped)
@@ -192,11 +191,3 @@ def batched(runs: Sequence[Callable[[Memory], None]]) -> list[Callable[[Memory],
 def available() -> bool:
     """Whether run_batch is built (and the native kernels turned on)."""
     return _RUN is not None
-
-
-def image_slots(table: Buffer, blob: Buffer, rows: int) -> tuple[int, ...] | None:
-    """The memory slots a plan image's table of `rows` rows uses, or None where it cannot run
-    (module.c's image_slots); None where the native kernels are not built."""
-    if _RUN is None or KERNELS is None:
-        return None
-    return KERNELS.image_slots(table, blob, rows)

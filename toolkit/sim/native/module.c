@@ -9,18 +9,17 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "table.h"
+
 int etk_conv(const void *desc, int64_t ifm_mem, int64_t ofm_mem, int64_t weights, int64_t bias,
              int64_t scale, int64_t shift, int64_t right, int64_t lut_mem);
-int64_t etk_conv_desc_words(void);
 int etk_elementwise(const void *desc, int64_t ifm_mem, int64_t ifm2_mem, int64_t ofm_mem,
                     int64_t lut_mem);
-int64_t etk_elementwise_desc_words(void);
 int etk_pool(const void *desc, int64_t ifm_mem, int64_t ofm_mem, int64_t lut_mem);
-int64_t etk_pool_desc_words(void);
 int etk_copy(const void *desc, int64_t src_mem, int64_t dst_mem, int64_t table);
-int64_t etk_copy_desc_words(void);
 PyObject *etk_parse_bin_stream(PyObject *self, PyObject *raw);
 PyObject *etk_read_file(PyObject *self, PyObject *path);
+PyObject *etk_open_image(PyObject *self, PyObject *raw);
 
 /* args as int64 into `out`, or 0 with the exception set */
 static int int64_args(PyObject *const *args, Py_ssize_t n, Py_ssize_t expected, int64_t *out,
@@ -88,15 +87,10 @@ static PyObject *pool(PyObject *self, PyObject *const *args, Py_ssize_t n) {
  * slot the destination), or a check row's expected bytes.
  * Runs them in turn and stops at the first that fails, or at a check row whose bytes changed:
  * then returns that row's number (the caller runs the rest another way), else None. */
-enum { KERNEL_CONV = 0, KERNEL_ELEMENTWISE = 1, KERNEL_POOL = 2, KERNEL_COPY = 3, KERNEL_CHECK = 4 };
 #define STALE 2 /* a check row's bytes differ: run_batch returns the row's number */
-#define ROW_WORDS 11
-#define MEMORY_SLOTS 9
-#define ADDRESS_WORD 5 /* the description's address, then the arrays' */
 
 /* A check row: whether `length` bytes at `offset` of its IFM slot's memory are still the
  * `expected` ones (row[6]) that the rows after it were made with (a stream Vela DMAs in). */
-#define CHECK_WORDS 2 /* offset, length */
 static int check(const int64_t *desc, int64_t memory, int64_t expected) {
     const uint8_t *at = (const uint8_t *)(intptr_t)memory + desc[0];
     return memcmp(at, (const void *)(intptr_t)expected, (size_t)desc[1]) ? STALE : 0;
@@ -124,26 +118,31 @@ static int run_row(const int64_t *row, const int64_t *memory) {
 
 /* run_batch(table, blob, memory0, ..., memory7, shram): the rows of table (any buffer of int64
  * words, ROW_WORDS a row) in turn. blob: None, or the buffer a plan image's rows hold offsets
- * into: its address is added to each row's address words. */
+ * into: its address is added to each row's address words. memory0-7 and shram: each the buffer
+ * of a memory slot the rows use, or None (their addresses: getting a numpy array's in Python
+ * cost more than a small row's work). */
 #define RUN_BATCH_ARGS (2 + MEMORY_SLOTS)
 static PyObject *run_batch(PyObject *self, PyObject *const *args, Py_ssize_t n) {
-    int64_t memory[MEMORY_SLOTS];
     if (n != RUN_BATCH_ARGS)
         return PyErr_Format(PyExc_TypeError, "run_batch takes %d arguments, got %zd",
                             RUN_BATCH_ARGS, n);
-    if (!int64_args(args + 2, MEMORY_SLOTS, MEMORY_SLOTS, memory, "run_batch")) return NULL;
-    Py_buffer table, blob = {0};
-    if (PyObject_GetBuffer(args[0], &table, PyBUF_SIMPLE) < 0) return NULL;
-    if (args[1] != Py_None && PyObject_GetBuffer(args[1], &blob, PyBUF_SIMPLE) < 0) {
-        PyBuffer_Release(&table);
-        return NULL;
+    Py_buffer buffers[2 + MEMORY_SLOTS];
+    int64_t memory[MEMORY_SLOTS] = {0};
+    Py_ssize_t got = 0;
+    for (; got < RUN_BATCH_ARGS; got++) {
+        buffers[got].obj = NULL;
+        if (got >= 1 && args[got] == Py_None) continue;
+        if (PyObject_GetBuffer(args[got], &buffers[got], PyBUF_SIMPLE) < 0) break;
+        if (got >= 2) memory[got - 2] = (int64_t)(intptr_t)buffers[got].buf;
     }
-    int64_t base = (int64_t)(intptr_t)blob.buf, rows = table.len / (ROW_WORDS * 8);
     PyObject *result = NULL;
-    int64_t r = 0;
-    for (; r < rows; r++) {
+    if (got < RUN_BATCH_ARGS) goto done;
+    const Py_buffer *table = &buffers[0];
+    int64_t base = (int64_t)(intptr_t)buffers[1].buf, rows = table->len / (ROW_WORDS * 8);
+    if (buffers[1].obj == NULL) base = 0;
+    for (int64_t r = 0; r < rows; r++) {
         int64_t row[ROW_WORDS];
-        memcpy(row, (const int64_t *)table.buf + r * ROW_WORDS, sizeof row);
+        memcpy(row, (const int64_t *)table->buf + r * ROW_WORDS, sizeof row);
         if (row[0] < KERNEL_CONV || row[0] > KERNEL_CHECK) {
             PyErr_Format(PyExc_ValueError, "run_batch: row %lld names no kernel", r);
             goto done;
@@ -164,55 +163,27 @@ static PyObject *run_batch(PyObject *self, PyObject *const *args, Py_ssize_t n) 
     }
     result = Py_NewRef(Py_None);
 done:
-    PyBuffer_Release(&table);
-    if (blob.obj != NULL) PyBuffer_Release(&blob);
+    for (Py_ssize_t i = 0; i < got; i++)
+        if (buffers[i].obj != NULL) PyBuffer_Release(&buffers[i]);
     return result;
 }
 
-/* image_slots(table, blob, rows): the memory slots a plan image read from a file uses (sorted),
- * or None where it cannot run: `rows` whole rows, each naming a kernel and memory slots that
- * exist, every address word an offset inside blob (a description's whole words too), blob
- * 16-byte aligned. One call where numpy's checks of the table were a tenth of a small
- * program's first run. */
-static PyObject *image_slots(PyObject *self, PyObject *const *args, Py_ssize_t n) {
-    if (n != 3) return PyErr_Format(PyExc_TypeError, "image_slots takes 3 arguments, got %zd", n);
-    Py_ssize_t rows = PyLong_AsSsize_t(args[2]);
-    if (rows == -1 && PyErr_Occurred()) return NULL;
-    Py_buffer table, blob;
-    if (PyObject_GetBuffer(args[0], &table, PyBUF_SIMPLE) < 0) return NULL;
-    if (PyObject_GetBuffer(args[1], &blob, PyBUF_SIMPLE) < 0) {
-        PyBuffer_Release(&table);
-        return NULL;
-    }
+int etk_table_fits(const int64_t *table, int64_t rows, const void *blob, uint64_t blob_size,
+                   int used[MEMORY_SLOTS]) {
     const int64_t desc_words[] = {etk_conv_desc_words(), etk_elementwise_desc_words(),
                                   etk_pool_desc_words(), etk_copy_desc_words(), CHECK_WORDS};
-    uint64_t size = (uint64_t)blob.len;
-    int used[MEMORY_SLOTS] = {0};
-    int fits = rows >= 0 && table.len == rows * ROW_WORDS * 8 && (uintptr_t)table.buf % 8 == 0 &&
-               (uintptr_t)blob.buf % 16 == 0;
-    for (Py_ssize_t r = 0; fits && r < rows; r++) {
-        const int64_t *row = (const int64_t *)table.buf + r * ROW_WORDS;
+    int fits = rows >= 0 && (uintptr_t)table % 8 == 0 && (uintptr_t)blob % 16 == 0;
+    for (int64_t r = 0; fits && r < rows; r++) {
+        const int64_t *row = table + r * ROW_WORDS;
         fits = row[0] >= KERNEL_CONV && row[0] <= KERNEL_CHECK;
         for (int i = 1; fits && i < ADDRESS_WORD; i++) {
             fits = row[i] >= -1 && row[i] < MEMORY_SLOTS;
             if (fits && row[i] >= 0) used[row[i]] = 1;
         }
-        for (int i = ADDRESS_WORD; fits && i < ROW_WORDS; i++) fits = (uint64_t)row[i] < size;
-        fits = fits && (uint64_t)row[ADDRESS_WORD] + 8 * (uint64_t)desc_words[row[0]] <= size;
+        for (int i = ADDRESS_WORD; fits && i < ROW_WORDS; i++) fits = (uint64_t)row[i] < blob_size;
+        fits = fits && (uint64_t)row[ADDRESS_WORD] + 8 * (uint64_t)desc_words[row[0]] <= blob_size;
     }
-    PyBuffer_Release(&table);
-    PyBuffer_Release(&blob);
-    if (!fits) Py_RETURN_NONE;
-    PyObject *slots = PyList_New(0);
-    for (int i = 0; slots != NULL && i < MEMORY_SLOTS; i++) {
-        PyObject *slot = used[i] ? PyLong_FromLong(i) : NULL;
-        if (used[i] && (slot == NULL || PyList_Append(slots, slot) < 0)) Py_CLEAR(slots);
-        Py_XDECREF(slot);
-    }
-    if (slots == NULL) return NULL;
-    PyObject *result = PyList_AsTuple(slots);
-    Py_DECREF(slots);
-    return result;
+    return fits;
 }
 
 static PyMethodDef methods[] = {
@@ -226,8 +197,8 @@ static PyMethodDef methods[] = {
      "copy(desc, src_mem, dst_mem, table): copy.c"},
     {"run_batch", (PyCFunction)(void (*)(void))run_batch, METH_FASTCALL,
      "run_batch(table, blob, memory0, ..., memory7, shram): rows of kernel calls in turn"},
-    {"image_slots", (PyCFunction)(void (*)(void))image_slots, METH_FASTCALL,
-     "image_slots(table, blob, rows): the memory slots a plan image uses, or None"},
+    {"open_image", etk_open_image, METH_O,
+     "open_image(raw): a stored plan image's parts, or None (image.c)"},
     {"parse_bin_stream", etk_parse_bin_stream, METH_O,
      "parse_bin_stream(raw): a vela_bin_stream's parts, or None (payload.c)"},
     {"read_file", etk_read_file, METH_O, "read_file(path): a whole file's bytes (payload.c)"},
@@ -239,7 +210,8 @@ static struct PyModuleDef module = {
     -1, methods, NULL, NULL, NULL, NULL,
 };
 
-/* DESC_WORDS: each kernel's description size, which the Python packer checks its layout against */
+/* DESC_WORDS: each kernel's description size, which the Python packer checks its layout
+ * against, and the module's interface (table.h) */
 PyMODINIT_FUNC PyInit__kernels(void) {
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
@@ -247,7 +219,7 @@ PyMODINIT_FUNC PyInit__kernels(void) {
         "{s:L,s:L,s:L,s:L,s:L,s:L,s:L}", "conv", (long long)etk_conv_desc_words(), "elementwise",
         (long long)etk_elementwise_desc_words(), "pool", (long long)etk_pool_desc_words(),
         "copy", (long long)etk_copy_desc_words(), "check", (long long)CHECK_WORDS, "run_batch",
-        (long long)ROW_WORDS, "run_batch_args", (long long)RUN_BATCH_ARGS);
+        (long long)ROW_WORDS, "interface", (long long)INTERFACE);
     if (words == NULL || PyModule_AddObject(m, "DESC_WORDS", words) < 0) {
         Py_XDECREF(words);
         Py_DECREF(m);

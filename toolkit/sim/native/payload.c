@@ -31,8 +31,25 @@ static int named(const uint8_t *header, const char *name) {
     return memcmp(header, name, n) == 0 && (n == NAME || header[n] == 0);
 }
 
-/* The tensors of an inputs/outputs block as ((shape), element size, offset, region), or NULL
- * (no exception set) when the block is not well formed. */
+/* A tensor's bytes: the product of its element size and shape, in Python ints past 62 bits */
+static PyObject *tensor_bytes(const int32_t *v) {
+    int64_t bytes = v[6];
+    for (int k = 0; k < 6 && bytes >= 0; k++)
+        bytes = v[k] > 0 && bytes > ((int64_t)1 << 62) / v[k] ? -1 : bytes * v[k];
+    if (bytes >= 0) return PyLong_FromLongLong(bytes);
+    PyObject *product = PyLong_FromLong(v[6]);
+    for (int k = 0; product != NULL && k < 6; k++) {
+        PyObject *dim = PyLong_FromLong(v[k]);
+        PyObject *next = dim == NULL ? NULL : PyNumber_Multiply(product, dim);
+        Py_XDECREF(dim);
+        Py_SETREF(product, next);
+    }
+    return product;
+}
+
+/* The tensors of an inputs/outputs block as payload.IOTensor's fields: ((shape), element size,
+ * offset, region, bytes, (shape without its leading ones)), or NULL (no exception set) when the
+ * block is not well formed. */
 static PyObject *tensors(block b) {
     if (b.length < 4) return NULL;
     int32_t count = (int32_t)u32(b.at);
@@ -44,9 +61,19 @@ static PyObject *tensors(block b) {
         for (int k = 0; k < 9; k++) v[k] = (int32_t)u32(b.at + 4 + i * IO_RECORD + 4 * k);
         int bad = (v[6] != 1 && v[6] != 2 && v[6] != 4) || v[7] < 0;
         for (int k = 0; k < 6; k++) bad |= v[k] < 0;
-        PyObject *t = bad ? NULL
-                          : Py_BuildValue("((iiiiii)iii)", v[0], v[1], v[2], v[3], v[4], v[5],
-                                          v[6], v[7], v[8]);
+        int first = 0;
+        while (first < 5 && v[first] == 1) first++;
+        PyObject *squeezed = bad ? NULL : PyTuple_New(6 - first);
+        for (int k = first; squeezed != NULL && k < 6; k++) {
+            PyObject *n = PyLong_FromLong(v[k]);
+            if (n == NULL) Py_CLEAR(squeezed);
+            else PyTuple_SET_ITEM(squeezed, k - first, n);
+        }
+        PyObject *bytes = squeezed == NULL ? NULL : tensor_bytes(v);
+        PyObject *t = bytes == NULL ? NULL
+                                    : Py_BuildValue("((iiiiii)iiiNN)", v[0], v[1], v[2], v[3],
+                                                    v[4], v[5], v[6], v[7], v[8], bytes, squeezed);
+        if (t == NULL && bytes == NULL) Py_XDECREF(squeezed);
         if (t == NULL) {
             Py_DECREF(out);
             return NULL;
@@ -57,7 +84,7 @@ static PyObject *tensors(block b) {
 }
 
 /* parse_bin_stream(raw) -> (command stream, weights, scratch size, inputs, outputs, config word
- * or None), or None */
+ * or None), or None; inputs and outputs as tensors() gives them */
 PyObject *etk_parse_bin_stream(PyObject *self, PyObject *raw) {
     Py_buffer view;
     if (PyObject_GetBuffer(raw, &view, PyBUF_SIMPLE) < 0) return NULL;
