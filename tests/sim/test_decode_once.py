@@ -21,6 +21,7 @@ from toolkit.sim.commands import decode as decode_commands
 from toolkit.sim.errors import PayloadError
 from toolkit.sim.memory import Memory
 from toolkit.sim.native import conv as native_conv
+from toolkit.sim.native.batch import available as native_batches
 from toolkit.sim.registers import RegisterFile
 from toolkit.targets import load_target
 
@@ -162,6 +163,9 @@ def test_a_program_planned_before_its_store_is_known_is_not_planned_again(kws_np
     _run(kws_npz, EXPECTED[NAME][0], tmp_path)
     (path,) = tmp_path.glob("sim_*.bin")
     kept = derived_store.load(path, program.weights)
+    if not native_batches():  # every operation ran in numpy: the file keeps the streams
+        assert (kept.image, len(kept.timing)) == (None, 1) and kept.weights
+        return
     # every operation ran natively: the image holds the decoded streams, which are not kept twice
     assert (len(kept.weights), kept.image.operation_count, len(kept.timing)) == (0, 22, 1)
 

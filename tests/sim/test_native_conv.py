@@ -232,6 +232,7 @@ def test_native_conv_writes_the_numpy_paths_bytes(name, seed):
     assert differ.size == 0, f"{differ.size} bytes differ, first at {differ[:5]}"
 
 
+@pytest.mark.skipif(native.KERNELS is None, reason=native.STATUS)
 def test_native_conv_takes_the_wide_path_where_sums_leave_int32():
     """narrow (int16 products summed in int32) only where every sum fits: a 16-bit IFM, or
     weights whose column sums times the largest |IFM - zp| reach 2^31, take the 64-bit path;
@@ -254,6 +255,7 @@ def test_native_conv_takes_the_wide_path_where_sums_leave_int32():
     assert (wide.desc[_NARROW], wide.desc[_WEIGHTS8]) == (0, 0)
 
 
+@pytest.mark.skipif(native.KERNELS is None, reason=native.STATUS)
 def test_native_conv_declines_a_lut_the_clip_could_index_outside_of():
     """ACTIVATION_MAX below the table's range (no Vela stream has it): numpy indexes from the
     table's end there, so numpy runs it."""
