@@ -39,6 +39,8 @@ static void padded_ifm(const conv_desc *d, const uint8_t *mem, int64_t wp, int64
     }
 }
 
+#define KP 16 /* int16 elements in an AVX2 vector */
+
 /* acc[ch] = the dot product of col with weight row ch, for every output channel; four rows
  * at a time, so each column element is loaded once for four. Made for int16 weights
  * (dots_narrow) and int8 ones (dots_narrow8: conv_desc.weights8). */
@@ -165,15 +167,26 @@ static int conv(const conv_desc *d, const conv_ptrs *p) {
     int16_t *narrow = d->narrow ? malloc((n ? n : 1) * sizeof(int16_t)) : NULL;
     int64_t *acc = malloc((size_t)(oc ? oc : 1) * sizeof(int64_t));
     int32_t *acc32 = malloc((size_t)(oc ? oc : 1) * sizeof(int32_t));
-    void *col = malloc((size_t)(k ? k : 1) * sizeof(int32_t));
+    /* a narrow convolution's columns and weight rows zero-padded to whole vectors (KP): the
+     * dots' loop over k then has no scalar tail, which a short column (3x3x3) spent most in */
+    int64_t kp = d->narrow && !d->depthwise ? (k + KP - 1) / KP * KP : k;
+    void *col = calloc((size_t)(kp ? kp : 1), sizeof(int32_t));
+    void *wpad = kp != k ? calloc((size_t)(kp * oc), d->weights8 ? 1 : 2) : NULL;
     int status = 0;
-    if (!padded || (d->narrow && !narrow) || !acc || !acc32 || !col) {
+    if (!padded || (d->narrow && !narrow) || !acc || !acc32 || !col || (kp != k && !wpad)) {
         status = -1;
         goto done;
     }
     padded_ifm(d, (const uint8_t *)p->ifm_mem, wp, h_in, w_in, c, padded);
     if (narrow)
         for (size_t i = 0; i < n; i++) narrow[i] = (int16_t)padded[i];
+    const void *weights = (const void *)(intptr_t)p->weights;
+    if (wpad != NULL) {
+        size_t e = d->weights8 ? 1 : 2;
+        for (int64_t ch = 0; ch < oc; ch++)
+            memcpy((char *)wpad + ch * kp * e, (const char *)weights + ch * k * e, (size_t)k * e);
+        weights = wpad;
+    }
     const int16_t *w = (const int16_t *)p->weights;
     int plain = plain_outputs(d, p);
     for (int64_t y = 0; y < oh; y++) {
@@ -183,18 +196,20 @@ static int conv(const conv_desc *d, const conv_ptrs *p) {
                 if (narrow) depthwise_narrow(narrow + at, w, d, wp * c, c, oc, acc32, acc);
                 else depthwise_wide(padded + at, w, d, wp * c, c, oc, acc);
             } else {
-                /* the column of taps this output meets, tap by tap, channels within */
+                /* the column of taps this output meets, tap by tap, channels within: a
+                 * kernel row's taps are one run where they are next to each other (dx 1) */
+                int64_t run = d->dx == 1 ? d->kw * c : c, runs = d->dx == 1 ? 1 : d->kw;
                 for (int64_t i = 0; i < d->kh; i++) {
-                    for (int64_t j = 0; j < d->kw; j++) {
+                    for (int64_t j = 0; j < runs; j++) {
                         int64_t from = at + (i * d->dy * wp + j * d->dx) * c;
                         int64_t to = (i * d->kw + j) * c;
-                        if (narrow) memcpy((int16_t *)col + to, narrow + from, (size_t)c * 2);
-                        else memcpy((int32_t *)col + to, padded + from, (size_t)c * 4);
+                        if (narrow) memcpy((int16_t *)col + to, narrow + from, (size_t)run * 2);
+                        else memcpy((int32_t *)col + to, padded + from, (size_t)run * 4);
                     }
                 }
                 if (narrow && d->weights8)
-                    dots_narrow8((const int16_t *)col, (const int8_t *)p->weights, k, oc, acc);
-                else if (narrow) dots_narrow((const int16_t *)col, w, k, oc, acc);
+                    dots_narrow8((const int16_t *)col, (const int8_t *)weights, kp, oc, acc);
+                else if (narrow) dots_narrow((const int16_t *)col, (const int16_t *)weights, kp, oc, acc);
                 else dots_wide((const int32_t *)col, w, k, oc, acc);
             }
             write_pixel(d, p, y, x, acc, plain);
@@ -206,6 +221,7 @@ done:
     free(acc);
     free(acc32);
     free(col);
+    free(wpad);
     return status;
 }
 
