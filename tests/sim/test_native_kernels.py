@@ -22,7 +22,7 @@ from toolkit.sim.elementwise import prepare_elementwise
 from toolkit.sim.memory import Memory, shram_bytes
 from toolkit.sim.native import elementwise as native_elementwise
 from toolkit.sim.native import pool as native_pool
-from toolkit.sim.native.copy import copy_kernel
+from toolkit.sim.native.copy import NativeCopy, copy_kernel
 from toolkit.sim.outstage import NATURAL, TFL, TRUNCATE
 from toolkit.sim.pool import prepare_pool
 from toolkit.sim.registers import RegisterFile
@@ -441,13 +441,16 @@ def _per_operation_both_ways(payload, inputs) -> dict[str, int]:
 
 
 def _pools_run_alone(payload) -> int:
-    """The pools not in a merged run of 1x1 pools (plan._merge_run: the run's first operation
-    does them all, in numpy)."""
+    """The pools that run the pool kernel: neither in a merged run of 1x1 pools (plan._merge_run:
+    the run's first operation does them all, as a copy) nor a copy on their own
+    (pool.ByteMap.copy_run)."""
     steps = plan.plan_for(payload, ACC).steps
-    merged = [step.run is plan._merged for step in steps]
-    leaders = sum(follows and not merged[i] for i, follows in enumerate(merged[1:]))
-    pools = sum(step.record.kind.startswith("pool.") for step in steps)
-    return pools - sum(merged) - leaders
+    return sum(
+        step.record.kind.startswith("pool.")
+        and step.run is not plan._merged
+        and not isinstance(step.run, NativeCopy)
+        for step in steps
+    )
 
 
 @pytest.mark.parametrize(

@@ -239,6 +239,10 @@ def _build(program: NpuProgram, accelerator: str) -> Plan:
             # have the same overlap (and each try lists their bytes: quadratic in the run)
             alone_until = i if taken else run_end
             i += taken
+        if steps[-1] is step and step.byte_map is not None:  # not merged: a copy on its own
+            copied = step.byte_map.copy_run(memory)
+            if copied is not None:
+                steps[-1] = Step(step.record, copied, step.byte_map)
     for tensor in (*program.inputs, *program.outputs):
         memory.reach(tensor.region, tensor.offset + tensor.nbytes)
     decoded.constant_regions = _constant_regions(program, memory, steps)

@@ -15,7 +15,7 @@ from .errors import UnsupportedError, at
 from .kernel import NEAREST, NO_UPSCALE, kernel_from
 from .layouts import FeatureMap, ifm_map, ofm_map
 from .memory import Memory
-from .native.copy import copy_kernel
+from .native.copy import NativeCopy, copy_kernel
 from .native.pool import pool_kernel
 from .records import Step, feature_map_fields, make_record
 from .registers import Registers
@@ -56,6 +56,13 @@ class ByteMap:
     ofm: FeatureMap
     table: np.ndarray
     depth: int
+
+    def copy_run(self, memory: Memory) -> NativeCopy | None:
+        """This operation alone as a native strided copy (copy.c reads everything before it
+        writes, as the pool does), where merged_run gives one: a copy's typed rows cost a
+        transpose a tenth of the pool kernel's output stage per element."""
+        run = self.merged_run(1, 1, 1, memory)
+        return run if isinstance(run, NativeCopy) else None
 
     def merged_run(self, count: int, ifm_step: int, ofm_step: int, memory: Memory):
         """One run for `count` operations like this one, the k-th with its IFM and OFM at
