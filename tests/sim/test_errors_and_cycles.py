@@ -21,6 +21,7 @@ from toolkit.sim import (
 from toolkit.sim import payload as payload_module
 from toolkit.sim.commands import decode
 from toolkit.sim.diff import diff_programs
+from toolkit.sim.payload import DriverConfig, IOTensor
 
 ACC = "ethos-u55-128"
 
@@ -120,13 +121,15 @@ def test_native_parse_refuses_what_the_python_parse_refuses(bin_stream):
             want = payload_module._load_bin_stream(raw, "vela_bin_stream")
         except PayloadError:
             want = None
-        got = payload_module._NATIVE_PARSE(raw)
+        got = payload_module._NATIVE_PARSE(raw, IOTensor, DriverConfig)
         if want is None:
             refused += 1
             assert got is None, raw
         else:
             assert got is not None and payload_module._parsed_bin_stream.__wrapped__(raw) == want
     assert refused > 500, refused  # the variants reach the refusals, not only the contents
+    with pytest.raises(TypeError, match="is not a tuple type"):
+        payload_module._NATIVE_PARSE(bin_stream, IOTensor, dict)
 
 
 def test_unknown_opcode(program, conv_case):

@@ -12,7 +12,6 @@ import os
 import struct
 import zipfile
 from functools import lru_cache
-from itertools import repeat
 from pathlib import Path
 from typing import NamedTuple
 
@@ -132,25 +131,13 @@ _NATIVE_PARSE = getattr(KERNELS, "parse_bin_stream", None)
 def _parsed_bin_stream(raw: bytes) -> NpuProgram:
     """A delegate's payload is parsed once: runners pass the same bytes object at every run,
     whose hash Python keeps (NpuProgram is immutable)."""
-    parts = _NATIVE_PARSE(raw) if _NATIVE_PARSE is not None else None
+    parts = _NATIVE_PARSE(raw, IOTensor, DriverConfig) if _NATIVE_PARSE is not None else None
     if parts is None:
         return _load_bin_stream(raw, "vela_bin_stream")
     stream, weights, scratch, inputs, outputs, config = parts
-    # the tuples made as _make makes them, without a Python call each (a first inference's)
-    return _as(
-        NpuProgram,
-        (
-            stream,
-            weights,
-            scratch,
-            DEFAULT_FAST_SCRATCH,
-            tuple(map(_as, repeat(IOTensor), inputs)),
-            tuple(map(_as, repeat(IOTensor), outputs)),
-            None if config is None else _driver_config(config),
-            "vela_bin_stream",
-            False,
-        ),
-    )
+    # as NpuProgram._make makes it, without its Python call (a first inference's)
+    fields = (stream, weights, scratch, DEFAULT_FAST_SCRATCH, inputs, outputs, config)
+    return _as(NpuProgram, (*fields, "vela_bin_stream", False))
 
 
 def _load_bin_stream(raw: bytes, source: str) -> NpuProgram:
@@ -278,7 +265,7 @@ def load_npz(raw: bytes, source: str) -> NpuProgram:
 
 
 def _driver_config(word: int) -> DriverConfig:
-    return _as(DriverConfig, (word & 0xF, (word >> 8) & 0xFF, word >> 28))
+    return DriverConfig(word & 0xF, (word >> 8) & 0xFF, word >> 28)
 
 
 def _strip_driver_header(cmd_data: bytes, source: str) -> tuple[bytes, DriverConfig | None]:

@@ -17,7 +17,7 @@ int etk_elementwise(const void *desc, int64_t ifm_mem, int64_t ifm2_mem, int64_t
                     int64_t lut_mem);
 int etk_pool(const void *desc, int64_t ifm_mem, int64_t ofm_mem, int64_t lut_mem);
 int etk_copy(const void *desc, int64_t src_mem, int64_t dst_mem, int64_t table);
-PyObject *etk_parse_bin_stream(PyObject *self, PyObject *raw);
+PyObject *etk_parse_bin_stream(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *etk_read_file(PyObject *self, PyObject *path);
 PyObject *etk_open_image(PyObject *self, PyObject *raw);
 
@@ -199,8 +199,9 @@ static PyMethodDef methods[] = {
      "run_batch(table, blob, memory0, ..., memory7, shram): rows of kernel calls in turn"},
     {"open_image", etk_open_image, METH_O,
      "open_image(raw): a stored plan image's parts, or None (image.c)"},
-    {"parse_bin_stream", etk_parse_bin_stream, METH_O,
-     "parse_bin_stream(raw): a vela_bin_stream's parts, or None (payload.c)"},
+    {"parse_bin_stream", (PyCFunction)(void (*)(void))etk_parse_bin_stream, METH_FASTCALL,
+     "parse_bin_stream(raw, tensor_type, config_type): a vela_bin_stream's parts, or None "
+     "(payload.c)"},
     {"read_file", etk_read_file, METH_O, "read_file(path): a whole file's bytes (payload.c)"},
     {NULL, NULL, 0, NULL},
 };

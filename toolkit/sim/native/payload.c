@@ -47,10 +47,21 @@ static PyObject *tensor_bytes(const int32_t *v) {
     return product;
 }
 
-/* The tensors of an inputs/outputs block as payload.IOTensor's fields: ((shape), element size,
- * offset, region, bytes, (shape without its leading ones)), or NULL (no exception set) when the
- * block is not well formed. */
-static PyObject *tensors(block b) {
+/* A NamedTuple `type` of these fields (its reference taken), as type._make makes it:
+ * tuple.__new__(type, fields) */
+static PyObject *made(PyObject *type, PyObject *fields) {
+    if (fields == NULL) return NULL;
+    PyObject *args = PyTuple_Pack(1, fields);
+    Py_DECREF(fields);
+    PyObject *result = args == NULL ? NULL : PyTuple_Type.tp_new((PyTypeObject *)type, args, NULL);
+    Py_XDECREF(args);
+    return result;
+}
+
+/* The tensors of an inputs/outputs block as `type` (payload.IOTensor) of ((shape), element
+ * size, offset, region, bytes, (shape without its leading ones)), or NULL (no exception set)
+ * when the block is not well formed. */
+static PyObject *tensors(block b, PyObject *type) {
     if (b.length < 4) return NULL;
     int32_t count = (int32_t)u32(b.at);
     if (count < 0 || 4 + (Py_ssize_t)count * IO_RECORD != b.length) return NULL;
@@ -71,8 +82,9 @@ static PyObject *tensors(block b) {
         }
         PyObject *bytes = squeezed == NULL ? NULL : tensor_bytes(v);
         PyObject *t = bytes == NULL ? NULL
-                                    : Py_BuildValue("((iiiiii)iiiNN)", v[0], v[1], v[2], v[3],
-                                                    v[4], v[5], v[6], v[7], v[8], bytes, squeezed);
+                                    : made(type, Py_BuildValue("((iiiiii)iiiNN)", v[0], v[1],
+                                                               v[2], v[3], v[4], v[5], v[6], v[7],
+                                                               v[8], bytes, squeezed));
         if (t == NULL && bytes == NULL) Py_XDECREF(squeezed);
         if (t == NULL) {
             Py_DECREF(out);
@@ -83,9 +95,18 @@ static PyObject *tensors(block b) {
     return out;
 }
 
-/* parse_bin_stream(raw) -> (command stream, weights, scratch size, inputs, outputs, config word
- * or None), or None; inputs and outputs as tensors() gives them */
-PyObject *etk_parse_bin_stream(PyObject *self, PyObject *raw) {
+/* parse_bin_stream(raw, tensor_type, config_type) -> (command stream, weights, scratch size,
+ * inputs, outputs, config or None), or None: inputs and outputs as tensors() gives them, the
+ * config as config_type (payload.DriverConfig) of (MACs per cycle log2, SHRAM KB, product) */
+PyObject *etk_parse_bin_stream(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3)
+        return PyErr_Format(PyExc_TypeError, "parse_bin_stream takes 3 arguments, got %zd",
+                            nargs);
+    PyObject *raw = args[0], *tensor_type = args[1], *config_type = args[2];
+    for (int i = 1; i < 3; i++)
+        if (!PyType_Check(args[i]) || !PyType_IsSubtype((PyTypeObject *)args[i], &PyTuple_Type))
+            return PyErr_Format(PyExc_TypeError, "parse_bin_stream: %R is not a tuple type",
+                                args[i]);
     Py_buffer view;
     if (PyObject_GetBuffer(raw, &view, PyBUF_SIMPLE) < 0) return NULL;
     const uint8_t *data = view.buf;
@@ -136,10 +157,13 @@ PyObject *etk_parse_bin_stream(PyObject *self, PyObject *raw) {
         }
     }
     if (stream.at == NULL) goto done;
-    PyObject *ins = tensors(inputs);
-    PyObject *outs = ins == NULL ? NULL : tensors(outputs);
+    PyObject *ins = tensors(inputs, tensor_type);
+    PyObject *outs = ins == NULL ? NULL : tensors(outputs, tensor_type);
     if (outs != NULL) {
-        PyObject *cfg = config < 0 ? Py_NewRef(Py_None) : PyLong_FromLongLong(config);
+        PyObject *cfg = config < 0 ? Py_NewRef(Py_None)
+                                   : made(config_type, Py_BuildValue("(LLL)", config & 0xF,
+                                                                     (config >> 8) & 0xFF,
+                                                                     config >> 28));
         if (cfg == NULL) {
             Py_DECREF(ins);
             Py_DECREF(outs);
