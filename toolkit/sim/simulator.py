@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
@@ -66,15 +65,17 @@ class Timing:
         self.__dict__.update(state, _plan=None)
 
 
-@dataclass(frozen=True)
-class SimResult:
+class SimResult(NamedTuple):
+    """One run's outputs and figures (a tuple, immutable: a frozen dataclass's field by field
+    init was a microsecond of a small program's first inference)."""
+
     outputs: list[np.ndarray]
     npu_cycles: int  # our cycle model's compute cycles, summed over the operations
     total_cycles: int  # the FVP PMU's NPU TOTAL as predicted (pmu.total)
     accelerator: str
     pmu: PmuPrediction  # what the FVP's PMU would count (fvp_timing): cycles and AXI beats
     operation_count: int
-    timing: Timing = field(repr=False, compare=False)
+    timing: Timing  # the records behind the figures
 
     @property
     def operations(self) -> tuple[OpRecord, ...]:

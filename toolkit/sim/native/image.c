@@ -123,7 +123,7 @@ PyObject *etk_open_image(PyObject *self, PyObject *raw) {
     if (PyObject_GetBuffer(raw, &file, PyBUF_SIMPLE) < 0) return NULL;
     const uint8_t *body = (const uint8_t *)file.buf + DIGEST;
     Py_ssize_t size = file.len - DIGEST;
-    PyObject *steps = NULL, *extent = NULL, *constant = NULL, *timing = NULL, *slots = NULL;
+    PyObject *steps = NULL, *extent = NULL, *constant = NULL, *timing = NULL, *regions = NULL;
     PyObject *whole = NULL, *table = NULL, *blob = NULL, *operations = NULL, *result = NULL;
     reader r = {(const int64_t *)body, 0, 2, 1};
     int used[MEMORY_SLOTS] = {0};
@@ -133,9 +133,9 @@ PyObject *etk_open_image(PyObject *self, PyObject *raw) {
     int64_t operation_count = next(&r), rows = next(&r);
     extent = read_extent(&r);
     int64_t constant_count = count(&r, 1);
-    PyObject *regions = int_list(&r, constant_count, 0, REGIONS);
-    constant = regions == NULL ? NULL : PyFrozenSet_New(regions);
-    Py_XDECREF(regions);
+    PyObject *constant_list = int_list(&r, constant_count, 0, REGIONS);
+    constant = constant_list == NULL ? NULL : PyFrozenSet_New(constant_list);
+    Py_XDECREF(constant_list);
     if (rows < 0 || rows > r.end - r.at) r.ok = 0;
     steps = as_tuple(int_list(&r, rows, 0, operation_count));
     timing = read_timing(&r);
@@ -152,15 +152,15 @@ PyObject *etk_open_image(PyObject *self, PyObject *raw) {
         if (used[i] && (pair == NULL || PyList_Append(list, pair) < 0)) Py_CLEAR(list);
         Py_XDECREF(pair);
     }
-    slots = as_tuple(list);
+    regions = as_tuple(list);
     whole = PyMemoryView_FromObject(raw);
     if (whole != NULL) {
         table = PySequence_GetSlice(whole, DIGEST + table_start, DIGEST + table_end);
         blob = PySequence_GetSlice(whole, DIGEST + blob_start, file.len);
     }
     operations = PyLong_FromLongLong(operation_count);
-    if (slots && table && blob && operations)
-        result = PyTuple_Pack(8, table, blob, steps, slots, extent, constant, operations, timing);
+    if (regions && table && blob && operations)
+        result = PyTuple_Pack(8, table, blob, steps, regions, extent, constant, operations, timing);
 done:
     PyBuffer_Release(&file);
     Py_XDECREF(whole);
@@ -169,7 +169,7 @@ done:
     Py_XDECREF(extent);
     Py_XDECREF(constant);
     Py_XDECREF(timing);
-    Py_XDECREF(slots);
+    Py_XDECREF(regions);
     Py_XDECREF(table);
     Py_XDECREF(blob);
     if (result == NULL && !PyErr_Occurred()) Py_RETURN_NONE;
