@@ -17,7 +17,7 @@ cold: the first inference of a freshly loaded program (load_payload of its bytes
       of the cycle model are per process, not per program, and are not counted. The TOSA reference
       model keeps nothing between runs, so each of its runs is a cold run.
 warm: per inference after that, the median of --repeat runs.
-Cold figures are the median of --cold-repeat fresh starts, the two engines taking turns. Times
+Cold figures are the median of --cold-repeat (21) fresh starts, the two engines taking turns. Times
 are wall-clock (--clock wall) or the calling thread's CPU time (--clock cpu: steadier on a
 loaded machine). Both engines run on the
 calling thread (the simulator holds BLAS to it; the reference model and TFLite's reference
@@ -281,7 +281,11 @@ def main() -> int:
     parser.add_argument("--accelerator", default="ethos-u55-128")
     parser.add_argument("--repeat", type=int, default=9, help="warm runs (median)")
     parser.add_argument(
-        "--cold-repeat", type=int, default=9, help="fresh starts of each engine (median)"
+        "--cold-repeat",
+        type=int,
+        default=21,
+        help="fresh starts of each engine (median; a small net's reference run varies by a third "
+        "from one to the next, and 9 left one run's ratios a tenth apart)",
     )
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall")
     parser.add_argument(

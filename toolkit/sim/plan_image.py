@@ -14,7 +14,7 @@ are planned only when asked for (plan.Plan.steps).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -36,8 +36,10 @@ _ALIGN = 16  # each array's offset in the blob, and the table's and blob's in th
 _OPEN_IMAGE = KERNELS.open_image if KERNELS and native_batches() else None  # native/image.c
 
 
-@dataclass(eq=False)
-class PlanImage:
+class PlanImage(NamedTuple):
+    """A plan's native rows and what runs them (a tuple: open_image's fields become one
+    without an __init__ call, on a small program's first inference)."""
+
     # run_batch's rows (int64 words), their address words offsets into blob (one no kernel
     # reads: 0); as read from the file, views of its bytes
     table: Buffer
@@ -137,5 +139,5 @@ def open_image(raw: bytes) -> tuple[PlanImage, Timing] | None:
     opened = _OPEN_IMAGE(raw) if _OPEN_IMAGE is not None else None
     if opened is None:
         return None
-    table, blob, steps, regions, extent, constant, operations, timing = opened
-    return PlanImage(table, blob, steps, regions, extent, constant, operations), timing
+    # (table, blob, steps, regions, extent, constant regions, operations): PlanImage's fields
+    return tuple.__new__(PlanImage, opened[:7]), opened[7]
