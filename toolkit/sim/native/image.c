@@ -68,22 +68,25 @@ static PyObject *as_tuple(PyObject *list) {
     return tuple;
 }
 
+/* dict[key] = value, both references taken; a NULL one (or a failed set) drops the dict and
+ * marks the reader not ok */
+static void put(reader *r, PyObject **dict, PyObject *key, PyObject *value) {
+    if (*dict != NULL && (key == NULL || value == NULL || PyDict_SetItem(*dict, key, value) < 0)) {
+        r->ok = 0;
+        Py_CLEAR(*dict);
+    }
+    Py_XDECREF(key);
+    Py_XDECREF(value);
+}
+
 static PyObject *read_extent(reader *r) {
     int64_t n = count(r, 2);
     PyObject *extent = r->ok ? PyDict_New() : NULL;
     for (int64_t i = 0; extent != NULL && i < n; i++) {
         int64_t region = next(r), bytes = next(r);
-        PyObject *key = NULL, *value = NULL;
-        if (r->ok && region >= 0 && region < REGIONS && bytes >= 0) {
-            key = PyLong_FromLongLong(region);
-            value = PyLong_FromLongLong(bytes);
-        }
-        if (key == NULL || value == NULL || PyDict_SetItem(extent, key, value) < 0) {
-            r->ok = 0;
-            Py_CLEAR(extent);
-        }
-        Py_XDECREF(key);
-        Py_XDECREF(value);
+        int fits = r->ok && region >= 0 && region < REGIONS && bytes >= 0;
+        put(r, &extent, fits ? PyLong_FromLongLong(region) : NULL,
+            fits ? PyLong_FromLongLong(bytes) : NULL);
     }
     return extent;
 }
@@ -97,17 +100,11 @@ static PyObject *read_timing(reader *r) {
         PyObject *cycles = int_list(r, ops, INT64_MIN, INT64_MAX);
         PyObject *compute = int_list(r, ops, INT64_MIN, INT64_MAX);
         PyObject *pmu = as_tuple(int_list(r, figures, INT64_MIN, INT64_MAX));
-        PyObject *name = PyLong_FromLongLong(key);
         PyObject *entry = cycles && compute && pmu ? PyTuple_Pack(3, cycles, compute, pmu) : NULL;
-        if (name == NULL || entry == NULL || PyDict_SetItem(timing, name, entry) < 0) {
-            r->ok = 0;
-            Py_CLEAR(timing);
-        }
         Py_XDECREF(cycles);
         Py_XDECREF(compute);
         Py_XDECREF(pmu);
-        Py_XDECREF(name);
-        Py_XDECREF(entry);
+        put(r, &timing, PyLong_FromLongLong(key), entry);
     }
     return timing;
 }
