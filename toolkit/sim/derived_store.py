@@ -37,7 +37,7 @@ from .plan_image import PlanImage, Timing, image_body, open_image
 from .weights import WeightFormat
 
 _VERSION = b"etk-sim-derived 7"
-_ALIGN = 16  # each array's bytes start at a multiple of this in the file (the image's int64)
+_ALIGN = 16  # each array's bytes start at a multiple of this in a file of streams
 _DIGEST = 32  # bytes of SHA-256 at the head of the file
 _FORMAT_FIELDS = WeightFormat._fields
 _FORMAT_TYPES = tuple(get_type_hints(WeightFormat)[name] for name in _FORMAT_FIELDS)  # int, bool
@@ -133,7 +133,7 @@ def _parts(body: memoryview) -> tuple[dict, dict[str, Part]]:
     """The timing and arrays of a body _body wrote: an 8-byte header length, a JSON header
     holding the numbers and naming each array's dtype, shape and byte range, then the arrays'
     bytes (no zip: reading an .npz's members cost more than the rest of the load). The arrays
-    as views of the body's bytes (a plan image runs from them as they are)."""
+    as views of the body's bytes."""
     size = int.from_bytes(body[:8], "little")
     header, _ = _SCAN(str(body[8 : 8 + size], "ascii"), 0)  # StopIteration: not JSON
     data = body[8 + size :]
