@@ -30,7 +30,6 @@ _DA_CONFIG, _DA_CMDSTREAM, _DA_READ_APB, _DA_DUMP_SHRAM, _DA_NOP = 1, 2, 3, 4, 5
 DEFAULT_FAST_SCRATCH = 1 << 20
 
 
-_as = tuple.__new__  # (NamedTuple class, its fields): NamedTuple._make without the length check
 _DTYPES: dict[int, np.dtype] = {1: np.dtype(np.int8), 2: np.dtype(np.int16), 4: np.dtype(np.int32)}
 
 
@@ -135,9 +134,9 @@ def _parsed_bin_stream(raw: bytes) -> NpuProgram:
     if parts is None:
         return _load_bin_stream(raw, "vela_bin_stream")
     stream, weights, scratch, inputs, outputs, config = parts
-    # as NpuProgram._make makes it, without its Python call (a first inference's)
-    fields = (stream, weights, scratch, DEFAULT_FAST_SCRATCH, inputs, outputs, config)
-    return _as(NpuProgram, (*fields, "vela_bin_stream", False))
+    return NpuProgram(
+        stream, weights, scratch, DEFAULT_FAST_SCRATCH, inputs, outputs, config, "vela_bin_stream"
+    )
 
 
 def _load_bin_stream(raw: bytes, source: str) -> NpuProgram:

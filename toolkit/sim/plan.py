@@ -49,7 +49,7 @@ class Plan:
     # from an image, which plans them when first asked for (steps)
     planned: tuple[Step, ...] | None
     image: PlanImage | None = None
-    timed: dict = field(default_factory=dict)  # (system config, memory mode, ini) -> records
+    timed: dict = field(default_factory=dict)  # simulator.MemorySystem -> its Timing
     store: str | None = None  # derived_store file kept next to the compiled program
     # what the store holds (timing keyed by memory system and ini content), and its size as
     # (decoded streams, timing entries) when it was last read or written

@@ -37,8 +37,7 @@ _OPEN_IMAGE = KERNELS.open_image if KERNELS and native_batches() else None  # na
 
 
 class PlanImage(NamedTuple):
-    """A plan's native rows and what runs them (a tuple: open_image's fields become one
-    without an __init__ call, on a small program's first inference)."""
+    """A plan's native rows and what runs them (a tuple, as open_image's fields come)."""
 
     # run_batch's rows (int64 words), their address words offsets into blob (one no kernel
     # reads: 0); as read from the file, views of its bytes
@@ -140,4 +139,4 @@ def open_image(raw: bytes) -> tuple[PlanImage, Timing] | None:
     if opened is None:
         return None
     # (table, blob, steps, regions, extent, constant regions, operations): PlanImage's fields
-    return tuple.__new__(PlanImage, opened[:7]), opened[7]
+    return PlanImage._make(opened[:7]), opened[7]

@@ -20,12 +20,9 @@ _KEPT = 2  # finished runs' memories kept (two runs at once on one plan, from tw
 
 
 def _check_placed(tensors: Sequence[IOTensor], memory: Memory, what: str) -> None:
-    """Refuse a tensor whose bytes lie outside its region, as Memory.check refuses it."""
-    regions = memory.regions
-    for number, (_, _, offset, region, nbytes, _) in enumerate(tensors):
-        buffer = regions.get(region)
-        if buffer is None or offset < 0 or offset + nbytes > len(buffer):
-            memory.check(region, offset, offset + nbytes, f"{what} {number}")
+    """Refuse a tensor whose bytes lie outside its region (Memory.check's message)."""
+    for number, t in enumerate(tensors):
+        memory.check(t.region, t.offset, t.offset + t.nbytes, f"{what} {number}")
 
 
 class RunFrame:

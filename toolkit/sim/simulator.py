@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from contextlib import nullcontext
 from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
@@ -165,10 +166,7 @@ def simulate(
     frame = plan.frame
     memory = frame.memory()
     frame.place_inputs(memory, inputs)
-    if plan.blas:
-        with one_blas_thread():
-            plan.execute(memory)
-    else:  # no context at all: nullcontext's two calls were a first inference's microsecond
+    with one_blas_thread() if plan.blas else nullcontext():
         plan.execute(memory)
     timing = _timed(plan, program, accelerator, system)
     plan.save_if_new()
