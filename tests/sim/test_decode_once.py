@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import pickle
 from pathlib import Path
 
@@ -21,7 +22,6 @@ from toolkit.sim.commands import decode as decode_commands
 from toolkit.sim.errors import PayloadError
 from toolkit.sim.memory import Memory
 from toolkit.sim.native import conv as native_conv
-from toolkit.sim.native.batch import available as native_batches
 from toolkit.sim.registers import RegisterFile
 from toolkit.targets import load_target
 
@@ -163,11 +163,7 @@ def test_a_program_planned_before_its_store_is_known_is_not_planned_again(kws_np
     _run(kws_npz, EXPECTED[NAME][0], tmp_path)
     (path,) = tmp_path.glob("sim_*.bin")
     kept = derived_store.load(path, program.weights)
-    if not native_batches():  # every operation ran in numpy: the file keeps the streams
-        assert (kept.image, len(kept.timing)) == (None, 1) and kept.weights
-        return
-    # every operation ran natively: the image holds the decoded streams, which are not kept twice
-    assert (len(kept.weights), kept.image.operation_count, len(kept.timing)) == (0, 22, 1)
+    assert len(kept.timing) == 1 and kept.weights and kept.scales  # the decoded streams, timed
 
 
 def test_stored_scale_streams_decode_together_as_each_alone():
@@ -213,7 +209,7 @@ _FORMAT = weights.WeightFormat(4, 1, 1, 3, 8, False, True, 8, 1, 1, 8, 8)
 @pytest.mark.parametrize("low, high, dtype", [(-128, 127, np.int8), (-255, 255, np.int16)])
 def test_stored_weights_keep_their_values_in_the_narrowest_type(tmp_path, low, high, dtype):
     rng = np.random.default_rng(2)
-    matrix = rng.integers(low, high + 1, (3, 4)).astype(np.int16)
+    matrix = rng.integers(low, high + 1, weights.matrix_shape(_FORMAT)).astype(np.int16)
     matrix[0, :2] = low, high
     single_format = _FORMAT._replace(ofm_depth=2, depthwise=True)
     single = rng.integers(-128, 128, (1, 1, 2)).astype(np.int16)
@@ -420,16 +416,10 @@ def test_a_program_file_is_read_again_only_when_it_changes(kws_npz, tmp_path):
         load_payload(path)
 
 
-@pytest.mark.parametrize("native", [True, False])
-def test_the_store_is_read_whole_or_not_at_all(tmp_path, monkeypatch, native):
-    """The store is read by native/payload.c's read_file, or by os calls without the kernels
-    (derived_store._read); both give the file's bytes, and a missing file is an OSError, which
+def test_the_store_is_read_whole_or_not_at_all(tmp_path):
+    """derived_store._read gives a regular file's bytes; a missing file is an OSError, which
     load turns into None."""
-    if not native:
-        monkeypatch.setattr(derived_store, "_READ_FILE", None)
-    elif derived_store._READ_FILE is None:
-        pytest.skip("native kernels not built")
-    read = derived_store._READ_FILE or derived_store._read
+    read = derived_store._read
     path = tmp_path / "sim_x.bin"
     data = bytes(range(256)) * 300  # more than one page
     path.write_bytes(data)
@@ -438,3 +428,16 @@ def test_the_store_is_read_whole_or_not_at_all(tmp_path, monkeypatch, native):
         read(tmp_path / "sim_missing.bin")
     assert derived_store.load(tmp_path / "sim_missing.bin", b"") is None
     assert derived_store.load(path, b"") is None  # not a store: its digest does not match
+
+
+def test_a_fifo_or_a_symlink_where_the_store_would_be_is_not_read(tmp_path):
+    """A FIFO is opened without blocking and refused (a blocking open waited forever for a
+    writer); a symlink is not followed, even to a valid store."""
+    fifo = tmp_path / "sim_fifo.bin"
+    os.mkfifo(fifo)
+    assert derived_store.load(fifo, b"") is None
+    real = tmp_path / "sim_real.bin"
+    derived_store.save(real, derived_store.Derived(), b"")
+    assert derived_store.load(real, b"") is not None
+    (tmp_path / "sim_link.bin").symlink_to(real)
+    assert derived_store.load(tmp_path / "sim_link.bin", b"") is None

@@ -22,8 +22,6 @@ MODEL = ("MeanOnly", "1,3,16,16")
 @pytest.fixture
 def program(fixture_model, monkeypatch):
     monkeypatch.setattr(plan, "_CACHE", OrderedDict())  # patched plans stay in this test
-    # and are made: no run from the image an earlier test's run kept in the program's store
-    monkeypatch.setattr(plan, "native_batches", lambda: False)
     vr = fixture_model(*MODEL).variants["fused"]
     return vr
 

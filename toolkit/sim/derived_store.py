@@ -5,16 +5,17 @@ a deploy in a new process would pay that again on its first inference. One file 
 (sim_<key>.bin in the program's folder) keeps the decoded weights (int16, as the kernels read
 them; as int8 when all of a program's fit), the scale streams, and the per-operation cycle
 figures of each memory system. The streams, which lookups go by, are kept as where they lie in
-the program's weights. Where every operation of the program runs natively, the file keeps the
-plan's image instead of the streams (plan_image.py): a later process runs the program from it
-without planning. An image's file is int64 words that the native module reads and checks in one
-call (native/image.c); a file of streams has a JSON header naming its arrays.
+the program's weights. A JSON header names the arrays.
 
 The key hashes the command stream, the weight region, the accelerator and the simulator's own
 source files and built kernels, so an edited simulator never reads what an older one derived. The file starts
 with the SHA-256 of the rest (the program store's rule, program_store.py): a file that is
-unreadable, truncated or changed is ignored and derived again, never trusted. Written
-atomically (temporary file, then rename).
+unreadable, truncated or changed is ignored and derived again. The digest is a checksum, not a
+signature (anyone who can write the folder can recompute it), so what the file holds is checked
+as data: every decoded matrix must have the shape its weight format gives (the kernels index it
+by that shape), every figure must be an int; anything else and the file is ignored. Only a
+regular file is read (a FIFO or a device there is ignored, never opened for blocking reads).
+Written atomically (temporary file, then rename).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import tempfile
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -30,13 +32,10 @@ from typing import get_type_hints
 
 import numpy as np
 
-from .native import KERNELS
 from .payload import NpuProgram
-from .plan_image import MAGIC as IMAGE_MAGIC
-from .plan_image import PlanImage, Timing, image_body, open_image
-from .weights import WeightFormat
+from .weights import WeightFormat, matrix_shape
 
-_VERSION = b"etk-sim-derived 7"
+_VERSION = b"etk-sim-derived 8"
 _ALIGN = 16  # each array's bytes start at a multiple of this in a file of streams
 _DIGEST = 32  # bytes of SHA-256 at the head of the file
 _FORMAT_FIELDS = WeightFormat._fields
@@ -46,7 +45,7 @@ _FORMAT_TYPES = tuple(get_type_hints(WeightFormat)[name] for name in _FORMAT_FIE
 @lru_cache(maxsize=1)
 def _code_digest() -> bytes:
     """SHA-256 over the simulator's source files and its built native kernels (what the derived
-    state depends on: a plan image's rows are the kernels' descriptions)."""
+    state depends on)."""
     digest = hashlib.sha256(_VERSION)
     here = Path(__file__).parent
     for path in sorted(
@@ -73,33 +72,37 @@ def store_file(folder: Path | str, program: NpuProgram, accelerator: str) -> str
 
 def timing_key(system_config: str, memory_mode: str, ini_digest: str) -> int:
     """A memory system's key for its figures in the file: the first 8 bytes of the SHA-256 of
-    its names and its ini file's digest, as a signed int64 (an image's numbers are int64)."""
+    its names and its ini file's digest, as a signed int64."""
     text = f"{system_config}|{memory_mode}|{ini_digest}".encode()
     return int.from_bytes(hashlib.sha256(text).digest()[:8], "little", signed=True)
+
+
+Timing = dict[int, tuple[list[int], list[int], tuple[int, ...]]]
 
 
 @dataclass
 class Derived:
     """Decoded weights ((stream, format) -> matrix), scale streams ((raw, channels, rounding)),
-    per memory-system key the per-operation (cycles, compute cycles) and PMU figures, and the
-    plan's image where every operation runs natively (then it holds the decoded streams, which
-    are not kept twice)."""
+    and per memory-system key the per-operation (cycles, compute cycles) and PMU figures."""
 
     weights: dict[tuple[bytes, WeightFormat], np.ndarray] = field(default_factory=dict)
     scales: list[tuple[bytes, int, int]] = field(default_factory=list)
     # timing_key of a memory system -> per operation cycles and compute cycles, and the PMU figures
     timing: Timing = field(default_factory=dict)
-    image: PlanImage | None = None
 
 
-_READ_FILE = getattr(KERNELS, "read_file", None)  # native/payload.c: the file in one call
+_MAX_BYTES = 1 << 31  # a store file larger than this is not one save wrote for any NPU program
 
 
 def _read(path: Path | str) -> bytes:
-    """The file's bytes, without the native kernels."""
-    fd = os.open(path, os.O_RDONLY)
-    try:  # one read of the file's size (open()'s file object cost more than the read)
-        return os.read(fd, os.fstat(fd).st_size)
+    """The bytes of a regular file; OSError for anything else (a FIFO is opened without
+    blocking, then refused; a symlink is not followed)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_BYTES:
+            raise OSError(f"{path}: not a store file")
+        return os.read(fd, info.st_size)
     finally:
         os.close(fd)
 
@@ -108,18 +111,15 @@ def load(path: Path | str, weights: bytes) -> Derived | None:
     """The derived state in path for the program with these weights, or None when it is missing
     or cannot be trusted."""
     try:
-        raw = _READ_FILE(path) if _READ_FILE is not None else _read(path)
+        raw = _read(path)
     except OSError:
         return None
     body = memoryview(raw)[_DIGEST:]  # not a copy: the arrays are views of raw
     if len(raw) <= _DIGEST or hashlib.sha256(body).digest() != raw[:_DIGEST]:
         return None
-    if raw[_DIGEST : _DIGEST + 8] == IMAGE_MAGIC:
-        opened = open_image(raw)
-        return None if opened is None else Derived({}, [], opened[1], opened[0])
     try:
         return _unpack(*_parts(body), weights)
-    except (ValueError, KeyError, IndexError, TypeError, StopIteration):
+    except (ValueError, KeyError, IndexError, TypeError, StopIteration, AttributeError):
         return None
 
 
@@ -207,16 +207,23 @@ def _unpack_streams(a: dict[str, np.ndarray], weights: bytes, derived: Derived) 
     )
     for stream, (v0, v1), fmt_row, shape in rows:
         fmt = WeightFormat(*(kind(v) for kind, v in zip(_FORMAT_TYPES, fmt_row)))
-        derived.weights[stream, fmt] = flat[v0:v1].reshape([n for n in shape if n >= 0])
+        matrix = flat[v0:v1].reshape([n for n in shape if n >= 0])
+        if matrix.shape != matrix_shape(fmt):  # the kernels index it by the format's shape
+            raise ValueError(f"a decoded matrix of shape {matrix.shape} for {fmt}")
+        derived.weights[stream, fmt] = matrix
     for raw, (channels, rounding) in zip(_streams(a, "s_", weights), a["s_params"].tolist()):
         derived.scales.append((raw, channels, rounding))
 
 
 def _unpack(numbers: dict, parts: dict[str, Part], weights: bytes) -> Derived:
-    """The Derived that save wrote without an image."""
+    """The Derived that save wrote."""
     derived = Derived()
     _unpack_streams({name: _array(part) for name, part in parts.items()}, weights, derived)
     for key, (cycles, compute, pmu) in numbers["timing"].items():
+        if len(cycles) != len(compute) or not all(
+            type(v) is int for v in (*cycles, *compute, *pmu)
+        ):
+            raise ValueError("timing figures that are not one int per operation")
         derived.timing[int(key)] = (cycles, compute, tuple(pmu))
     return derived
 
@@ -253,10 +260,7 @@ def save(path: Path | str, derived: Derived, program_weights: bytes) -> None:
         key: ([int(v) for v in cycles], [int(v) for v in compute], tuple(int(v) for v in pmu))
         for key, (cycles, compute, pmu) in derived.timing.items()
     }
-    if derived.image is not None:
-        body = image_body(derived.image, timing)
-    else:
-        body = _body({"timing": timing}, _stream_arrays(derived, program_weights))
+    body = _body({"timing": timing}, _stream_arrays(derived, program_weights))
     try:
         folder, name = os.path.split(path)
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=name, suffix=".tmp")

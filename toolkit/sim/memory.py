@@ -49,6 +49,10 @@ class Memory:
             found = self._addresses[region] = buffer.__array_interface__["data"][0]
         return found
 
+    def size(self, region: int) -> int:
+        """A region's bytes (what the native kernels check their descriptions against)."""
+        return (self.internal if region == INTERNAL else self.regions[region]).nbytes
+
     @property
     def internal_address(self) -> int:
         return self.address(INTERNAL)

@@ -1,9 +1,7 @@
 """A program decoded once: every NPU operation planned from its registers, cached per program.
 
 What an operation reads and writes, its geometry and its bounds follow from the registers
-alone; only memory contents change between runs, so a run replays the planned steps. Where the
-program's store holds its image (plan_image.py), a run replays that, and the steps are planned
-only when asked for.
+alone; only memory contents change between runs, so a run replays the planned steps.
 """
 
 from __future__ import annotations
@@ -11,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -23,11 +22,8 @@ from .dma import prepare_dma
 from .elementwise import prepare_elementwise
 from .errors import PayloadError, UnsupportedError, at
 from .memory import Memory, shram_bytes
-from .native.batch import available as native_batches
 from .native.batch import batched
-from .once import once
 from .payload import NpuProgram, forget_payloads
-from .plan_image import PlanImage, image_of
 from .pool import forget_tables, prepare_pool
 from .records import Step, with_fields
 from .registers import Registers
@@ -45,10 +41,7 @@ class Plan:
     decoded: DecodedStreams
     extent: dict[int, int]  # per region, the bytes the program uses (Memory.extent)
     operation_count: int
-    # convolutions hold the plan's DecodedStreams: decoded on first use; None in a plan read
-    # from an image, which plans them when first asked for (steps)
-    planned: tuple[Step, ...] | None
-    image: PlanImage | None = None
+    steps: tuple[Step, ...]  # convolutions hold the plan's DecodedStreams: decoded on first use
     timed: dict = field(default_factory=dict)  # simulator.MemorySystem -> its Timing
     store: str | None = None  # derived_store file kept next to the compiled program
     # what the store holds (timing keyed by memory system and ini content), and its size as
@@ -60,52 +53,41 @@ class Plan:
     # first: a convolution's streams are fixed only once it has read them
     batched: list = field(default_factory=list)
 
-    @once
-    def steps(self) -> tuple[Step, ...]:
-        """Every operation's step (for a plan read from an image, planned now)."""
-        if self.planned is not None:
-            return self.planned
-        return _build(self.program, self.accelerator).steps
-
     def execute(self, memory: Memory) -> None:
         """Run every step on memory (a merged run's members are done by its first)."""
         if self.batched:
             for run in self.batched:
                 run(memory)
             return
-        for step in self.steps:
-            step.run(memory)
+        for number, step in enumerate(self.steps):
+            try:
+                step.run(memory)
+            except PayloadError as exc:  # a stream read as it runs (a corrupt weight stream)
+                record = step.record
+                raise PayloadError(
+                    f"operation {number} ({record.kind} at command-stream offset "
+                    f"{record.offset:#x}): {exc}"
+                ) from None
         # replaced whole, never extended: two first runs at once leave one copy, not two
         self.batched[:] = batched([s.run for s in self.steps if s.run is not _merged])
 
-    def run_from(self, memory: Memory, step: int) -> None:
-        """Run the steps from this one on, each in turn (an image's batch found a stream it
-        checks changed: the planned steps read their streams as they run)."""
-        for planned in self.steps[step:]:
-            planned.run(memory)
-
-    @once
+    @cached_property
     def frame(self) -> RunFrame:
         """Memory for this plan's runs (the weights region shared where nothing writes it)."""
         return RunFrame(self.program, self.accelerator, self.extent, self.decoded.constant_regions)
 
-    @once
+    @cached_property
     def blas(self) -> bool:
         """Whether a run makes BLAS products (numpy convolutions, where no native kernel runs)."""
-        return self.image is None and any(step.blas for step in self.steps)
+        return any(step.blas for step in self.steps)
 
     def save_if_new(self) -> None:
-        """Write what this process derived to the store, when it holds something new: with the
-        plan's image once every operation has run natively."""
+        """Write what this process derived to the store, when it holds something new."""
         if self.store is None:
             return
         size = [self.decoded.size, len(self.stored.timing)]
         if size == self.saved:
             return
-        if self.stored.image is None and self.planned is not None:
-            runs = [(i, s.run) for i, s in enumerate(self.planned) if s.run is not _merged]
-            constant = self.decoded.constant_regions
-            self.stored.image = image_of(runs, self.extent, constant, self.operation_count)
         self.decoded.export(self.stored)
         derived_store.save(self.store, self.stored, self.program.weights)
         self.saved[:] = size
@@ -152,12 +134,10 @@ def forget_programs() -> None:
 
 
 def _with_store(plan: Plan | None, program: NpuProgram, accelerator: str, folder: Path) -> Plan:
-    """The program's plan (planned now, unless given or read from the store's image), reading
-    and keeping what it derives in folder's store for the program."""
+    """The program's plan (planned now, unless given), reading and keeping what it derives in
+    folder's store for the program."""
     store = derived_store.store_file(folder, program, accelerator)
     stored = derived_store.load(store, program.weights)
-    if plan is None and stored is not None and stored.image is not None and native_batches():
-        return _from_image(program, accelerator, store, stored)
     if plan is None:
         plan = _build(program, accelerator)
     # timed afresh: figures computed before the store was known go into it too
@@ -166,31 +146,6 @@ def _with_store(plan: Plan | None, program: NpuProgram, accelerator: str, folder
     plan.decoded.add(stored)  # the steps hold this DecodedStreams
     saved = [plan.decoded.size, len(stored.timing)]
     return dataclasses.replace(plan, timed={}, store=store, stored=stored, saved=saved)
-
-
-def _from_image(
-    program: NpuProgram, accelerator: str, store: str, stored: derived_store.Derived
-) -> Plan:
-    """A plan that runs the stored image's rows as one batch; its steps are planned when asked
-    for."""
-    image = stored.image
-    assert image is not None
-    decoded = DecodedStreams()
-    decoded.constant_regions = image.constant_regions
-    plan = Plan(
-        program,
-        accelerator,
-        decoded,
-        image.extent,  # read only, as the image's
-        image.operation_count,
-        None,
-        image,
-        store=store,
-        stored=stored,
-        saved=[0, len(stored.timing)],
-    )
-    plan.batched[:] = [image.batch(plan.run_from)]
-    return plan
 
 
 def _bounds(program: NpuProgram, accelerator: str) -> Memory:

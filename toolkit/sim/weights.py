@@ -8,14 +8,13 @@ matrix the convolution multiplies by.
 
 from __future__ import annotations
 
-import ctypes
 from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
-from ethosu import mlw_codec
 
 from .errors import PayloadError
+from .mlw_decoder import mlw_decode
 
 SUBKERNEL_MAX = 8
 
@@ -160,35 +159,10 @@ def _matrix_index(fmt: WeightFormat) -> tuple[np.ndarray, np.ndarray]:
     return positions, order[positions]
 
 
-@lru_cache(maxsize=1)
-def _codec() -> ctypes.CDLL:
-    """Vela's mlw codec library through its exported C API (mlw_decode.h), which hands back an
-    int16 buffer: mlw_codec.decode builds a Python list of ints, 4x slower on the ~200k weights
-    of a MobileNet."""
-    lib = ctypes.CDLL(mlw_codec.__file__)
-    lib.mlw_decode.argtypes = [
-        ctypes.c_char_p,
-        ctypes.c_int,
-        ctypes.POINTER(ctypes.POINTER(ctypes.c_int16)),
-        ctypes.c_int,
-    ]
-    lib.mlw_decode.restype = ctypes.c_int
-    lib.mlw_free_outbuf.argtypes = [ctypes.c_void_p]
-    lib.mlw_free_outbuf.restype = None
-    return lib
-
-
-def mlw_decode(stream: bytes) -> np.ndarray:
-    """The int16 values of an mlw-compressed weight stream (the same as mlw_codec.decode)."""
-    lib = _codec()
-    buffer = ctypes.POINTER(ctypes.c_int16)()
-    count = lib.mlw_decode(stream, len(stream), ctypes.byref(buffer), 0)
-    try:
-        if count <= 0:
-            return np.zeros(0, dtype=np.int16)
-        return np.ctypeslib.as_array(buffer, (count,)).copy()
-    finally:
-        lib.mlw_free_outbuf(ctypes.cast(buffer, ctypes.c_void_p))
+def matrix_shape(fmt: WeightFormat) -> tuple[int, ...]:
+    """The shape decode_matrix gives for a format."""
+    kh, kw, o = fmt.kernel_height, fmt.kernel_width, fmt.ofm_depth
+    return (kh, kw, o) if fmt.depthwise else (o, kh * kw * fmt.ifm_depth)
 
 
 def decode_matrix(stream: bytes, fmt: WeightFormat) -> np.ndarray:

@@ -7,8 +7,10 @@ elementwise.py, pool.py), which stays the reference, and the fallback where the 
 not built or an operation has something they do not do. ETK_SIM_NATIVE=0 turns them off.
 
 The C side reads its descriptions as arrays of int64 words: fm_words and finish_words pack the
-structures native.h declares, field for field. The module also reads a vela_bin_stream's blocks
-(payload.c, payload.py's fast path) and a stored plan image's file (image.c).
+structures native.h declares, field for field. Every kernel is also given the sizes of the
+memories it works on and checks its description against them before it touches them (native.h:
+the native layer's trust boundary); one that reaches outside is refused (RegionError). The
+module also reads a vela_bin_stream's blocks (payload.c, payload.py's fast path).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Callable
 from types import ModuleType
 
 from ..activation import LUT_ENTRIES
+from ..errors import RegionError
 from ..kernel import Kernel
 from ..layouts import FeatureMap
 from ..outstage import Finish
@@ -89,12 +92,28 @@ def lut_in_reach(finish: Finish) -> bool:
     return lut.index_base <= min(finish.lo, finish.hi) and finish.hi - lut.index_base < LUT_ENTRIES
 
 
-def function(name: str, words: int) -> Callable[..., None] | None:
+INTERFACE = 8  # table.h's: the kernels take their memories' sizes
+
+
+def function(name: str, words: int, **more_words: int) -> Callable[..., None] | None:
     """The kernel `name`, whose description has `words` int64 words (the module's DESC_WORDS
-    must say the same); None where the module is not there or was built from other sources."""
-    if KERNELS is None or KERNELS.DESC_WORDS.get(name) != words:
+    must say the same, and the same of more_words); None where the module is not there or was
+    built from other sources."""
+    if KERNELS is None or KERNELS.DESC_WORDS.get("interface") != INTERFACE:
+        return None
+    wanted = {name: words, **more_words}
+    if any(KERNELS.DESC_WORDS.get(k) != v for k, v in wanted.items()):
         return None
     return getattr(KERNELS, name)
+
+
+def run_checked(kernel: Callable[..., None], what: str, *args: int) -> None:
+    """kernel(*args), its refusal of a description that reaches outside its memory raised as
+    RegionError naming what ran."""
+    try:
+        kernel(*args)
+    except ValueError as exc:
+        raise RegionError(f"the native kernels refused {what}: {exc}") from None
 
 
 def value_range(fm: FeatureMap) -> tuple[int, int]:

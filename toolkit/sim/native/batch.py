@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import RegionError
 from ..memory import INTERNAL, Memory
-from . import KERNELS, function
+from . import function
 
 ROW_WORDS = 11  # kernel, IFM, IFM2, OFM and LUT memory slots, description, five arrays
 ROW_ARRAYS = 5
@@ -25,14 +26,7 @@ _CHECK = 4
 MEMORY_SLOTS = 9  # regions 0-7, then the SHRAM
 _SHRAM_SLOT = 8
 _CHECK_WORDS = 2  # offset, length
-_INTERFACE = 7  # table.h's: run_batch takes its memory as buffers (a build of another is not run)
-_RUN = (
-    function("run_batch", ROW_WORDS)
-    if KERNELS
-    and KERNELS.DESC_WORDS.get("check") == _CHECK_WORDS
-    and KERNELS.DESC_WORDS.get("interface") == _INTERFACE
-    else None
-)
+_RUN = function("run_batch", ROW_WORDS, check=_CHECK_WORDS)
 
 
 def memory_slot(region: int) -> int:
@@ -41,8 +35,7 @@ def memory_slot(region: int) -> int:
 
 
 def slot_regions(slots: Iterable[int]) -> tuple[tuple[int, int], ...]:
-    """(memory slot, region) of each slot used (slots: any number of each, -1 for none), as
-    native/image.c gives them for a stored image."""
+    """(memory slot, region) of each slot used (slots: any number of each, -1 for none)."""
     return tuple((s, INTERNAL if s == _SHRAM_SLOT else s) for s in sorted(set(slots)) if s >= 0)
 
 
@@ -111,25 +104,21 @@ def expanded(rows: Sequence[Row]) -> tuple[list[Row], list[int]]:
     return table, row_of
 
 
-Buffer = bytes | memoryview | np.ndarray  # what run_batch reads its rows and blob from
-
-
 class NativeBatch:
     """Operations run in turn by one native call: `table` holds run_batch's rows, addresses
-    into `owners` (kept alive with it), or with `blob` offsets into it (a plan image).
-    `regions`: (memory slot, region) of each slot the rows use (slot_regions). When a check row
-    finds a stream changed, resume(memory, k) runs the operations from the one of the table's
-    k-th row on another way (planned steps, which read their streams as they run)."""
+    into `owners` (kept alive with it). `regions`: (memory slot, region) of each slot the rows
+    use (slot_regions). When a check row finds a stream changed, resume(memory, k) runs the
+    operations from the one of the table's k-th row on another way (planned steps, which read
+    their streams as they run)."""
 
     def __init__(
         self,
-        table: Buffer,
+        table: np.ndarray,
         owners: object,
         resume: Callable[[Memory, int], None],
         regions: tuple[tuple[int, int], ...],
-        blob: Buffer | None = None,
     ):
-        self.table, self._blob, self._regions = table, blob, regions
+        self.table, self._regions = table, regions
         self._owners = owners
         self._resume = resume
 
@@ -145,7 +134,10 @@ class NativeBatch:
         memory: list[np.ndarray | None] = [None] * MEMORY_SLOTS
         for slot, region in self._regions:
             memory[slot] = mem.internal if region == INTERNAL else mem.regions[region]
-        stopped = _RUN(self.table, self._blob, *memory)  # type: ignore[misc]
+        try:
+            stopped = _RUN(self.table, *memory)  # type: ignore[misc]
+        except ValueError as exc:  # module.c: a row reaches outside its memory
+            raise RegionError(f"the native kernels refused an operation: {exc}") from None
         if stopped is not None:
             self._resume(mem, stopped)
 

@@ -11,6 +11,7 @@ typedef struct { /* conv_words() packs it */
     int64_t depthwise, narrow; /* narrow: IFM - zp and every sum fit int16 and int32 */
     int64_t weights8; /* a narrow convolution's weights are int8 (all of them fit): half the
                        * bytes to read, which an FC layer's run is bound by */
+    int64_t weight_bytes, channels; /* the weights' bytes, each scale array's elements */
     finish_desc finish;
 } conv_desc;
 
@@ -225,9 +226,34 @@ done:
     return status;
 }
 
-/* ptrs as arguments, not a shared array: runs of one plan in two threads stay apart */
+/* Whether the description stays inside the IFM's, OFM's and LUT's memories (native.h) and
+ * reads no more weights and scales than the arrays it was given hold (native/conv.py sets their
+ * sizes with them). */
+static int conv_fits(const conv_desc *d, const int64_t sizes[4]) {
+    const fmap *ofm = &d->ofm;
+    if (!geometry_fits(&d->kh) || !within(d->upscale, NO_UPSCALE, TRANSPOSE) ||
+        !fm_fits(&d->ifm, d->ifm.depth, sizes[0]) || !fm_fits(ofm, ofm->depth, sizes[2]) ||
+        !finish_fits(&d->finish, sizes[3]) || (d->depthwise && ofm->depth > d->ifm.depth))
+        return 0;
+    if (ofm->height == 0 || ofm->width == 0 || ofm->depth == 0) return 1;
+    int64_t hp = (ofm->height - 1) * d->sy + (d->kh - 1) * d->dy + 1;
+    int64_t wp = (ofm->width - 1) * d->sx + (d->kw - 1) * d->dx + 1;
+    int64_t taps = d->kh * d->kw;
+    int64_t weights = d->depthwise ? taps * ofm->depth : taps * d->ifm.depth * ofm->depth;
+    if (d->weight_bytes < weights * (d->weights8 && d->narrow && !d->depthwise ? 1 : 2) ||
+        d->channels < ofm->depth)
+        return 0;
+    return hp <= DIM_MAX * 4 && wp <= DIM_MAX * 4 && hp * wp * d->ifm.depth <= ELEMENTS_MAX &&
+           taps * d->ifm.depth <= ELEMENTS_MAX &&
+           extent_fits(hp - d->pad_top - d->pad_bottom, d->upscale != NO_UPSCALE, d->ifm.height) &&
+           extent_fits(wp - d->pad_left - d->pad_right, d->upscale != NO_UPSCALE, d->ifm.width);
+}
+
+/* ptrs as arguments, not a shared array: runs of one plan in two threads stay apart.
+ * sizes: the bytes of the IFM's, IFM2's (unused), OFM's and LUT's memories. */
 int etk_conv(const void *desc, int64_t ifm_mem, int64_t ofm_mem, int64_t weights, int64_t bias,
-             int64_t scale, int64_t shift, int64_t right, int64_t lut_mem) {
+             int64_t scale, int64_t shift, int64_t right, int64_t lut_mem, const int64_t sizes[4]) {
+    if (!conv_fits((const conv_desc *)desc, sizes)) return OUTSIDE;
     conv_ptrs p = {ifm_mem, ofm_mem, weights, bias, scale, shift, right, lut_mem};
     return conv((const conv_desc *)desc, &p);
 }

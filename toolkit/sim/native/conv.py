@@ -6,7 +6,7 @@ import numpy as np
 
 from ..kernel import Kernel
 from ..layouts import FeatureMap
-from ..memory import Memory
+from ..memory import INTERNAL, Memory
 from ..outstage import Finish, Rescale
 from . import (
     FINISH_WORDS,
@@ -18,12 +18,17 @@ from . import (
     function,
     geometry_words,
     lut_in_reach,
+    run_checked,
     value_range,
 )
 
 _NARROW = 2 * FM_WORDS + GEOMETRY_WORDS + 1  # conv_desc.narrow
 _WEIGHTS8 = _NARROW + 1  # conv_desc.weights8
-_KERNEL = function("conv", _WEIGHTS8 + 1 + FINISH_WORDS)
+# conv_desc.weight_bytes and channels: the sizes of the arrays run with it (conv.c checks
+# that the description reads no more of them), set with the arrays
+_WEIGHT_BYTES = _WEIGHTS8 + 1
+_CHANNELS = _WEIGHT_BYTES + 1
+_KERNEL = function("conv", _CHANNELS + 1 + FINISH_WORDS)
 _INT16 = (-(1 << 15), (1 << 15) - 1)
 _INT32_BOUND = 1 << 31
 
@@ -48,8 +53,10 @@ class NativeConv:
             *fm_words(ofm),
             *geometry_words(k),
             int(depthwise),
-            0,  # narrow and weights8: set with the weights
+            0,  # narrow, weights8 and weight_bytes: set with the weights
             0,
+            0,
+            0,  # channels: set with the scales
             *finish_words(finish, rounding),
         ]
         self.desc = np.array(words, np.int64)
@@ -70,16 +77,19 @@ class NativeConv:
             self._set_weights(w)
         if bias is not self._scales[0] or rescale is not self._scales[1]:
             self._set_scales(bias, rescale)
-        status = _KERNEL(  # type: ignore[misc]
+        run_checked(
+            _KERNEL,  # type: ignore[arg-type]
+            "a convolution",
             self._desc_address,
             mem.address(self.ifm_region),
             mem.address(self.ofm_region),
             self._weights[2],
             *self._scales[3],
             mem.internal_address if self.reads_lut else 0,
+            mem.size(self.ifm_region),
+            mem.size(self.ofm_region),
+            mem.size(INTERNAL) if self.reads_lut else 0,
         )
-        if status:
-            raise MemoryError("the native convolution could not allocate its buffers")
 
     def row(self) -> batch.Row | None:
         """This convolution's batch.Row, with the streams of its last run (None before one);
@@ -111,11 +121,13 @@ class NativeConv:
         self.desc[_NARROW], self.desc[_WEIGHTS8] = int(narrow), int(eight)
         # int16 already: decoded, or the store's
         weights = np.ascontiguousarray(w, dtype=np.int8 if eight else np.int16)
+        self.desc[_WEIGHT_BYTES] = weights.nbytes
         self._weights = (w, weights, weights.ctypes.data)
 
     def _set_scales(self, bias: np.ndarray, rescale: Rescale) -> None:
         depth = len(bias)
         arrays = [_channels(v, depth) for v in (bias, rescale.scale, rescale.shift, rescale.right)]
+        self.desc[_CHANNELS] = min(len(a) for a in arrays)
         self._scales = (bias, rescale, arrays, tuple(a.ctypes.data for a in arrays))
 
 

@@ -55,9 +55,28 @@ static void move(uint8_t *strided, uint8_t *packed, const copy_desc *d, const in
             }
 }
 
-/* table: when d->mapped, 256 bytes (elem_size 1): the byte written for each byte read. */
-int etk_copy(const void *desc, int64_t src_mem, int64_t dst_mem, int64_t table) {
+/* Whether every element read and written lies inside the source's and destination's bytes. */
+static int copy_fits(const copy_desc *d, int64_t table, int64_t src_size, int64_t dst_size) {
+    if (!within(d->elem_size, 1, 16) || (d->mapped && (d->elem_size != 1 || table == 0))) return 0;
+    __int128 elements = 1, src[COPY_DIMS], dst[COPY_DIMS];
+    for (int i = 0; i < COPY_DIMS; i++) {
+        if (!within(d->shape[i], 0, ELEMENTS_MAX)) return 0;
+        elements *= d->shape[i];
+        src[i] = d->src_strides[i];
+        dst[i] = d->dst_strides[i];
+    }
+    return elements * d->elem_size <= ELEMENTS_MAX &&
+           span_fits(d->src_offset, d->shape, src, COPY_DIMS, d->elem_size, src_size) &&
+           span_fits(d->dst_offset, d->shape, dst, COPY_DIMS, d->elem_size, dst_size);
+}
+
+/* table: when d->mapped, 256 bytes (elem_size 1, a byte table native/copy.py made with the
+ * description): the byte written for each byte read.
+ * sizes: the bytes of the source's and destination's memories. */
+int etk_copy(const void *desc, int64_t src_mem, int64_t dst_mem, int64_t table,
+             int64_t src_size, int64_t dst_size) {
     const copy_desc *given = desc;
+    if (!copy_fits(given, table, src_size, dst_size)) return OUTSIDE;
     /* axes of one element left out (the outer ones made 1): a transpose's innermost axis is
      * often one element, which made every element a row of its own */
     copy_desc d = *given;

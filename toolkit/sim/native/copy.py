@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..memory import Memory
-from . import batch, function
+from . import batch, function, run_checked
 
 _DIMS = 4
 _KERNEL = function("copy", 4 + 3 * _DIMS)
@@ -31,14 +31,16 @@ class NativeCopy:
         )
 
     def __call__(self, mem: Memory) -> None:
-        status = _KERNEL(  # type: ignore[misc]
+        run_checked(
+            _KERNEL,  # type: ignore[arg-type]
+            "a copy",
             self._desc_address,
             mem.address(self.src_region),
             mem.address(self.dst_region),
             self._table_address,
+            mem.size(self.src_region),
+            mem.size(self.dst_region),
         )
-        if status:
-            raise MemoryError("the native copy could not allocate its buffer")
 
 
 def copy_kernel(

@@ -108,8 +108,27 @@ static int elementwise(const elementwise_desc *d, const uint8_t *ifm_mem,
     return 0;
 }
 
+/* Whether the description stays inside the IFM's, IFM2's, OFM's and LUT's memories
+ * (native.h): the IFM read with the OFM's depth over at most the OFM's pixels, an IFM2 of the
+ * OFM's shape or broadcast (1) along each axis. */
+static int elementwise_fits(const elementwise_desc *d, const int64_t sizes[4]) {
+    const fmap *ofm = &d->ofm, *f1 = &d->ifm, *f2 = &d->ifm2;
+    if (!within(d->mode, MUL, SHL) || !fm_fits(f1, ofm->depth, sizes[0]) ||
+        !fm_fits(ofm, ofm->depth, sizes[2]) || !finish_fits(&d->finish, sizes[3]) ||
+        f1->height > ofm->height || f1->width > ofm->width ||
+        !within(d->operand_mode, SCALE_16BIT, SCALE_OPB_32BIT) ||
+        !rescale_fits(d->shift, d->right, d->finish.rounding) ||
+        (d->operand_mode != SCALE_16BIT && !rescale_fits(d->op_shift, d->op_right, d->op_rounding)))
+        return 0;
+    if (!d->has_ifm2) return 1;
+    return fm_fits(f2, f2->depth, sizes[1]) && (f2->height == 1 || f2->height >= ofm->height) &&
+           (f2->width == 1 || f2->width >= ofm->width) &&
+           (f2->depth == 1 || f2->depth >= ofm->depth);
+}
+
 int etk_elementwise(const void *desc, int64_t ifm_mem, int64_t ifm2_mem, int64_t ofm_mem,
-                    int64_t lut_mem) {
+                    int64_t lut_mem, const int64_t sizes[4]) {
+    if (!elementwise_fits((const elementwise_desc *)desc, sizes)) return OUTSIDE;
     return elementwise((const elementwise_desc *)desc, (const uint8_t *)ifm_mem, (const uint8_t *)ifm2_mem, (uint8_t *)ofm_mem,
                        (const uint8_t *)lut_mem);
 }

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..alu import NegativeRescale
 from ..layouts import FeatureMap
-from ..memory import Memory
+from ..memory import INTERNAL, Memory
 from ..outstage import Finish, Rescale
 from . import (
     FINISH_WORDS,
@@ -18,6 +18,7 @@ from . import (
     fm_words,
     function,
     lut_in_reach,
+    run_checked,
     value_range,
 )
 
@@ -53,15 +54,19 @@ class NativeElementwise:
 
     def __call__(self, mem: Memory) -> None:
         ifm, ifm2, ofm = self.regions
-        status = _KERNEL(  # type: ignore[misc]
+        run_checked(
+            _KERNEL,  # type: ignore[arg-type]
+            "an elementwise operation",
             self._desc_address,
             mem.address(ifm),
             mem.address(ifm2),
             mem.address(ofm),
             mem.internal_address if self.reads_lut else 0,
+            mem.size(ifm),
+            mem.size(ifm2),
+            mem.size(ofm),
+            mem.size(INTERNAL) if self.reads_lut else 0,
         )
-        if status:
-            raise MemoryError("the native elementwise operation could not allocate its buffers")
 
 
 def _words(rescale: Rescale) -> tuple[int, int, int]:

@@ -235,4 +235,93 @@ static inline void write_map(uint8_t *mem, const fmap *f, const finish_desc *fin
     }
 }
 
+/* The trust boundary of the native layer: each kernel's entry checks its description against
+ * the sizes of the memories it is given before it touches them (whatever made the description),
+ * so that no description reads or writes outside its buffers. */
+#define OUTSIDE 3            /* a kernel's status: its description reaches outside its memory */
+#define DIM_MAX ((int64_t)1 << 17)      /* any height, width, depth or kernel size */
+#define ELEMENTS_MAX ((int64_t)1 << 27) /* any buffer a kernel allocates, in elements */
+
+static inline int within(int64_t v, int64_t lo, int64_t hi) { return v >= lo && v <= hi; }
+static inline __int128 min128(__int128 a, __int128 b) { return a < b ? a : b; }
+static inline __int128 max128(__int128 a, __int128 b) { return a > b ? a : b; }
+
+/* Whether bytes [base + lowest term sum, base + highest term sum + e) lie in [0, size) for
+ * n[i] steps of stride[i] each (any sign). */
+static inline int span_fits(__int128 base, const int64_t *n, const __int128 *stride, int dims,
+                            int64_t e, int64_t size) {
+    __int128 lo = base, hi = base + e;
+    for (int i = 0; i < dims; i++) {
+        if (n[i] <= 0) return 1; /* no element */
+        __int128 far = (__int128)(n[i] - 1) * stride[i];
+        lo += min128(0, far);
+        hi += max128(0, far);
+    }
+    return lo >= 0 && hi <= size;
+}
+
+/* Whether every element (y < height, x < width, c < depth) of f lies in its region's `size`
+ * bytes (fm_offset's four tiles, NHWC or NHCWB16) and its shape is one a kernel can buffer. */
+static inline int fm_fits(const fmap *f, int64_t depth, int64_t size) {
+    int64_t e = f->elem_size;
+    if ((e != 1 && e != 2 && e != 4) || !within(f->height, 0, DIM_MAX) ||
+        !within(f->width, 0, DIM_MAX) || !within(depth, 0, DIM_MAX) ||
+        f->height * f->width * depth > ELEMENTS_MAX || f->height0 < 0 || f->height1 < 0 ||
+        f->width0 < 0 || !within(f->zero_point, -((int64_t)1 << 32), (int64_t)1 << 32))
+        return 0;
+    if (f->height == 0 || f->width == 0 || depth == 0) return 1;
+    int64_t w0 = min64(f->width0, f->width), h0 = min64(f->height0, f->height);
+    int64_t h1 = min64(f->height1, f->height);
+    /* (rows, columns) of tiles 0-3 */
+    int64_t rows[4] = {h0, h1, f->height - h0, f->height - h1};
+    int64_t cols[4] = {w0, f->width - w0, w0, f->width - w0};
+    __int128 x_step = f->brick ? (__int128)16 * e : f->stride_x;
+    for (int t = 0; t < 4; t++) {
+        int64_t n[4] = {rows[t], cols[t], f->brick ? (depth - 1) / 16 + 1 : depth,
+                        f->brick ? min64(depth, 16) : 1};
+        __int128 stride[4] = {f->stride_y, x_step, f->brick ? f->stride_c : e, e};
+        if (!span_fits(f->base[t], n, stride, 4, e, size)) return 0;
+    }
+    return 1;
+}
+
+/* Whether a rescale's shifts are ones its arithmetic is defined for (rescale_wide shifts 128
+ * bits: by less than 127; TFL's second shift by less than 63). */
+static inline int rescale_fits(int64_t shift, int64_t right, int64_t rounding) {
+    return within(shift, 0, 126) && within(right, 0, 62) && within(rounding, TFL, NATURAL);
+}
+
+/* Whether every value the output stage's clip leaves indexes a LUT inside lut_size bytes. */
+static inline int finish_fits(const finish_desc *f, int64_t lut_size) {
+    /* an OFM's values: 32 bits, signed or not */
+    const int64_t limit = (int64_t)1 << 32;
+    if (!within(f->rounding, TFL, NATURAL) || !within(f->zero_point, -limit, limit) ||
+        !within(f->lo, -limit, limit) || !within(f->hi, -limit, limit))
+        return 0;
+    if (f->lut_offset < 0) return 1;
+    int64_t e = f->lut_elem_size, lowest = f->lo < f->hi ? f->lo : f->hi;
+    if ((e != 1 && e != 2 && e != 4) || !within(lowest, -LIMIT31, LIMIT31) ||
+        !within(f->hi, -LIMIT31, LIMIT31) || !within(f->lut_index_base, -LIMIT31, LIMIT31))
+        return 0;
+    __int128 first = f->lut_offset + (__int128)(lowest - f->lut_index_base) * e;
+    __int128 end = f->lut_offset + (__int128)(f->hi - f->lut_index_base + 1) * e;
+    return first >= 0 && end <= lut_size;
+}
+
+/* Whether a window's geometry is one the kernels can run: sizes, strides and dilations at
+ * least 1, pads at least 0, all below DIM_MAX. */
+static inline int geometry_fits(const int64_t *g) { /* kh, kw, sy, sx, dy, dx, 4 pads */
+    for (int i = 0; i < 6; i++)
+        if (!within(g[i], 1, DIM_MAX)) return 0;
+    for (int i = 6; i < 10; i++)
+        if (!within(g[i], 0, DIM_MAX)) return 0;
+    return 1;
+}
+
+/* Whether the extent a window reads, h_in (upscaled: twice the rows, read at y / 2), lies
+ * inside `rows` rows. */
+static inline int extent_fits(int64_t extent, int64_t upscaled, int64_t rows) {
+    return extent >= 0 && (upscaled ? (extent + 1) / 2 : extent) <= rows;
+}
+
 #endif

@@ -98,7 +98,7 @@ static PyObject *tensors(block b, PyObject *type) {
 /* parse_bin_stream(raw, tensor_type, config_type) -> (command stream, weights, scratch size,
  * inputs, outputs, config or None), or None: inputs and outputs as tensors() gives them, the
  * config as config_type (payload.DriverConfig) of (MACs per cycle log2, SHRAM KB, product) */
-PyObject *etk_parse_bin_stream(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+PyObject *etk_parse_bin_stream(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 3)
         return PyErr_Format(PyExc_TypeError, "parse_bin_stream takes 3 arguments, got %zd",
                             nargs);
@@ -184,7 +184,7 @@ done:
 /* read_file(path) -> bytes: a whole file in one call (open, fstat, read, close), OSError as
  * Python's own calls raise it: the simulator's store is read at a program's first run, where
  * four os calls cost more than the read. */
-PyObject *etk_read_file(PyObject *self, PyObject *path) {
+PyObject *etk_read_file(PyObject *Py_UNUSED(self), PyObject *path) {
     PyObject *encoded;
     if (!PyUnicode_FSConverter(path, &encoded)) return NULL;
     const char *name = PyBytes_AS_STRING(encoded);

@@ -94,8 +94,26 @@ rescale:
     return 0;
 }
 
-int etk_pool(const void *desc, int64_t ifm_mem, int64_t ofm_mem, int64_t lut_mem) {
+/* Whether the description stays inside the IFM's, OFM's and LUT's memories (native.h). */
+static int pool_fits(const pool_desc *d, const int64_t sizes[4]) {
+    const fmap *ofm = &d->ofm;
+    int64_t per_pixel = d->mode == REDUCE_SUM ? 1 : d->depth; /* the outputs each pixel makes */
+    if (!geometry_fits(&d->kh) || !within(d->upscale, NO_UPSCALE, NEAREST) ||
+        !within(d->mode, MAX_POOL, REDUCE_SUM) || !fm_fits(&d->ifm, d->depth, sizes[0]) ||
+        !fm_fits(ofm, ofm->depth, sizes[2]) || !finish_fits(&d->finish, sizes[3]) ||
+        per_pixel > ofm->depth || (d->scaled && !rescale_fits(d->shift, d->right, d->finish.rounding)))
+        return 0;
+    if (ofm->height == 0 || ofm->width == 0) return 1;
+    int64_t h_in = (ofm->height - 1) * d->sy + (d->kh - 1) * d->dy + 1 - d->pad_top - d->pad_bottom;
+    int64_t w_in = (ofm->width - 1) * d->sx + (d->kw - 1) * d->dx + 1 - d->pad_left - d->pad_right;
+    return extent_fits(h_in, d->upscale == NEAREST, d->ifm.height) &&
+           extent_fits(w_in, d->upscale == NEAREST, d->ifm.width);
+}
+
+int etk_pool(const void *desc, int64_t ifm_mem, int64_t ofm_mem, int64_t lut_mem,
+             const int64_t sizes[4]) {
     const pool_desc *d = (const pool_desc *)desc;
+    if (!pool_fits(d, sizes)) return OUTSIDE;
     return pool(d, (const uint8_t *)ifm_mem, (uint8_t *)ofm_mem, (const uint8_t *)lut_mem);
 }
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..kernel import Kernel
 from ..layouts import FeatureMap
-from ..memory import Memory
+from ..memory import INTERNAL, Memory
 from ..outstage import Finish, Rescale
 from . import (
     FINISH_WORDS,
@@ -18,6 +18,7 @@ from . import (
     function,
     geometry_words,
     lut_in_reach,
+    run_checked,
     value_range,
 )
 
@@ -40,14 +41,17 @@ class NativePool:
         return batch.row("pool", self.desc, self.ifm_region, None, self.ofm_region, self.reads_lut)
 
     def __call__(self, mem: Memory) -> None:
-        status = _KERNEL(  # type: ignore[misc]
+        run_checked(
+            _KERNEL,  # type: ignore[arg-type]
+            "a pooling operation",
             self._desc_address,
             mem.address(self.ifm_region),
             mem.address(self.ofm_region),
             mem.internal_address if self.reads_lut else 0,
+            mem.size(self.ifm_region),
+            mem.size(self.ofm_region),
+            mem.size(INTERNAL) if self.reads_lut else 0,
         )
-        if status:
-            raise MemoryError("the native pooling operation could not allocate its buffers")
 
 
 def _empty_window(k: Kernel, ofm: FeatureMap) -> bool:

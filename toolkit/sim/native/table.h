@@ -1,5 +1,4 @@
-/* run_batch's table (module.c) and a plan image's file (image.c): the row layout that
- * toolkit/sim/native/batch.py packs, and the check that a table read from a file can run. */
+/* run_batch's table (module.c): the row layout that toolkit/sim/native/batch.py packs. */
 #ifndef ETK_TABLE_H
 #define ETK_TABLE_H
 
@@ -18,20 +17,13 @@ enum {
 #define SHRAM_SLOT 8
 #define ADDRESS_WORD 5   /* the description's address, then the arrays' */
 #define CHECK_WORDS 2    /* a check row's description: offset, length */
-/* The module's interface as batch.py and plan_image.py call it: run_batch's arguments (memory
- * as buffers) and the layout of a plan image's file (image.c). A build of another interface is
- * not used. */
-#define INTERFACE 7
+/* The module's interface as batch.py and the kernels' wrappers call it: every kernel takes its
+ * memories' sizes (native.h's trust boundary). A build of another interface is not used. */
+#define INTERFACE 8
 
 int64_t etk_conv_desc_words(void);
 int64_t etk_elementwise_desc_words(void);
 int64_t etk_pool_desc_words(void);
 int64_t etk_copy_desc_words(void);
-
-/* Whether `rows` rows of a plan image's table can run with its blob (blob_size bytes, 16-byte
- * aligned): each names a kernel and memory slots that exist, and every address word is an
- * offset inside the blob (a description's whole words too). Marks the slots used in `used`. */
-int etk_table_fits(const int64_t *table, int64_t rows, const void *blob, uint64_t blob_size,
-                   int used[MEMORY_SLOTS]);
 
 #endif
