@@ -1,14 +1,19 @@
-"""Output folders: created with a clear error when that is impossible, and held by one run at a
-time (a lock file naming the pid that holds it)."""
+"""Output folders: created with a clear error when that is impossible, refused when they hold a
+symbolic link or a special file (safe_paths.refuse_links), and held by one run at a time (a
+lock file naming the pid that holds it, opened without following a link or blocking on a
+FIFO)."""
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
+import stat
 from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import UserError
+from .safe_paths import refuse_links
 
 LOCK_NAME = ".etk.lock"
 
@@ -37,13 +42,19 @@ def make_output_folder(folder: Path, what: str = "output folder") -> Path:
 def locked_output_folder(folder: Path, what: str = "output folder"):
     """Hold folder for this run; UserError naming the pid of another run that holds it."""
     folder = make_output_folder(folder, what)
+    refuse_links(folder, what)
     lock = folder / LOCK_NAME
     try:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
     except OSError as exc:
+        if exc.errno == errno.ELOOP:  # a link made since refuse_links looked
+            raise UserError(f"{what} {folder}: {LOCK_NAME} is a symbolic link; remove it") from None
         raise UserError(
             f"{what} {folder} is not writable ({exc.strerror}): choose a writable folder"
         ) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UserError(f"{what} {folder}: {LOCK_NAME} is not a regular file; remove it")
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -8,7 +8,9 @@ and sets `func` (args -> exit code). Exit codes: 0 ok, 1 a check failed (regress
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import os
 import sys
 import warnings
 
@@ -80,9 +82,41 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"etk: {exc}", file=sys.stderr)
         return 3
+    except OSError as exc:
+        if args.debug or exc.errno not in _FOLDER_ERRORS:
+            raise
+        print(f"etk: error: {_folder_error(exc, getattr(args, 'out', None))}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("etk: interrupted", file=sys.stderr)
         return 130
+
+
+# OS errors of the folders etk writes (a full disk, a quota, a read-only or vanished folder):
+# the user's to fix, said in one line; what was written before is whole (write_atomic)
+_FOLDER_ERRORS = {
+    errno.ENOSPC,
+    errno.EDQUOT,
+    errno.EROFS,
+    errno.EACCES,
+    errno.EPERM,
+    errno.ENOENT,
+    errno.ENOTDIR,
+    errno.ENAMETOOLONG,
+}
+
+
+_FULL = {errno.ENOSPC, errno.EDQUOT}
+
+
+def _folder_error(exc: OSError, out: object) -> str:
+    """One line for an OS error; out: the run's output folder (a failed write names no file)."""
+    where = os.fspath(exc.filename) if exc.filename else None
+    if exc.errno in _FULL:
+        folder = os.path.dirname(where) if where else os.fspath(out) if out else "."
+        where = where or f"into {folder}"
+        return f"cannot write {where}: {exc.strerror}; free space in {folder} or choose another folder (-o/--out)"
+    return f"cannot use {where or 'a file'}: {exc.strerror}; check the path and its permissions"
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 from dataclasses import asdict
 from pathlib import Path
@@ -27,6 +28,7 @@ from ..artifacts import (
     VelaEstimate,
 )
 from ..npu import NpuConfig
+from ..safe_paths import UnsafeName, member, plain_name
 
 PROGRAM_FILE = "program.json"
 HOST_GRAPH_FILE = "host_graph.json"
@@ -80,16 +82,19 @@ def _quant(entry) -> TensorQuant | None:
 
 
 def _delegate(entry: dict, folder: Path) -> Delegate:
+    index = entry["index"]
+    if type(index) is not int:
+        raise ValueError(f"delegate index {index!r}")
     estimate = entry["estimate"]
     if estimate is not None:
         estimate = VelaEstimate(
             **{**estimate, "layers": tuple(LayerEstimate(**layer) for layer in estimate["layers"])}
         )
     return Delegate(
-        index=entry["index"],
-        tosa_path=folder / entry["tosa_path"],
-        vela_npz_path=folder / entry["vela_npz_path"],
-        payload=(folder / f"delegate{entry['index']}.bin").read_bytes(),
+        index=index,
+        tosa_path=folder / plain_name(entry["tosa_path"]),
+        vela_npz_path=member(folder, entry["vela_npz_path"]),
+        payload=member(folder, f"delegate{index}.bin").read_bytes(),
         tosa_ops=entry["tosa_ops"],
         npu_ops=entry["npu_ops"],
         command_ops=entry["command_ops"],
@@ -103,18 +108,23 @@ def _check_files(folder: Path, files) -> None:
     if not isinstance(files, dict) or not files:
         raise StoreDamaged("it has no list of files")
     for name, digest in files.items():
-        path = folder / name
-        if not path.is_file():
-            raise StoreDamaged(f"{name} is missing")
+        try:
+            path = member(folder, name)
+        except UnsafeName as exc:
+            raise StoreDamaged(str(exc)) from None
         if _sha256(path) != digest:
             raise StoreDamaged(f"{name} does not match its checksum")
 
 
 def _read_store(folder: Path) -> dict | None:
+    if not os.path.lexists(folder / PROGRAM_FILE):
+        return None
     try:
-        data = json.loads((folder / PROGRAM_FILE).read_text())
+        data = json.loads(member(folder, PROGRAM_FILE).read_text())
     except (FileNotFoundError, NotADirectoryError):
         return None
+    except UnsafeName as exc:
+        raise StoreDamaged(str(exc)) from None
     except (OSError, ValueError) as exc:
         raise StoreDamaged(f"{PROGRAM_FILE} is unreadable ({exc})") from None
     if not isinstance(data, dict):
@@ -126,6 +136,8 @@ def _checked_program(folder: Path, data: dict) -> Program:
     _check_files(folder, data.get("files"))
     try:
         return _program(folder, data)
+    except UnsafeName as exc:
+        raise StoreDamaged(str(exc)) from None
     except (KeyError, TypeError, ValueError, AttributeError, OSError) as exc:
         raise StoreDamaged(f"{PROGRAM_FILE} is incomplete ({type(exc).__name__}: {exc})") from None
 
@@ -144,7 +156,8 @@ def load_stored_program(folder: Path, key: str | None = None) -> Program | None:
 
 def copy_stored_program(source: Path, staging: Path) -> bool:
     """Copy the program stored in source (its program.json and the files it lists, nothing a run
-    added later) into staging; False if source no longer holds one."""
+    added later) into staging; False if source no longer holds one, or lists a name that is not
+    a regular file inside it (safe_paths.member: no `..`, no link)."""
     try:
         data = _read_store(source)
     except StoreDamaged:
@@ -153,9 +166,10 @@ def copy_stored_program(source: Path, staging: Path) -> bool:
         return False
     try:
         for name in [*data["files"], PROGRAM_FILE]:
+            origin = member(source, name)
             (staging / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source / name, staging / name)
-    except OSError:
+            shutil.copy2(origin, staging / name, follow_symlinks=False)
+    except (OSError, UnsafeName):
         return False
     return True
 
@@ -168,7 +182,7 @@ def _program(folder: Path, data: dict) -> Program:
         model_name=data["model_name"],
         npu=NpuConfig(**data["npu"]),
         out_dir=folder,
-        pte_path=folder / data["pte_path"],
+        pte_path=member(folder, data["pte_path"]),
         delegates=tuple(_delegate(d, folder) for d in data["delegates"]),
         cpu_ops=tuple(CpuOp(**op) for op in data["cpu_ops"]),
         vela_flags=tuple(data["vela_flags"]),
@@ -188,10 +202,10 @@ def load_output_interface(
 ) -> tuple[tuple[TensorSpec, ...], tuple[TensorQuant | None, ...]] | None:
     """The stored program's output specs and quantization, without loading its graphs."""
     try:
-        data = json.loads((folder / PROGRAM_FILE).read_text())
-    except (OSError, ValueError):
+        data = json.loads(member(folder, PROGRAM_FILE).read_text())
+        return (
+            tuple(TensorSpec(tuple(s["shape"]), s["dtype"]) for s in data["output_specs"]),
+            tuple(_quant(q) for q in data["output_quant"]),
+        )
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # UnsafeName: a ValueError
         return None
-    return (
-        tuple(TensorSpec(tuple(s["shape"]), s["dtype"]) for s in data["output_specs"]),
-        tuple(_quant(q) for q in data["output_quant"]),
-    )
