@@ -109,7 +109,7 @@ _FOLDER_ERRORS = {
 _FULL = {errno.ENOSPC, errno.EDQUOT}
 
 
-def _folder_error(exc: OSError, out: object) -> str:
+def _folder_error(exc: OSError, out: os.PathLike[str] | str | None) -> str:
     """One line for an OS error; out: the run's output folder (a failed write names no file)."""
     where = os.fspath(exc.filename) if exc.filename else None
     if exc.errno in _FULL:
