@@ -301,3 +301,63 @@ def test_output_line_cut_short_is_no_value():
     # a disconnect or reset mid-line leaves "Output[0][5]: (f": not a value, and no crash
     log = parse_uart_log(b"Output[0][4]: (float) -1.5e-03\nOutput[0][5]: (f\n[1] = 2.0x\n")
     assert log.outputs == ((-0.0015,),)
+
+
+# A capture's figures are held to what a runner can print: memory and time stay linear in the
+# capture's size, and a figure no runner prints is a "damaged" failure, never taken as a result.
+@pytest.mark.parametrize(
+    "capture, failure",
+    [
+        (
+            "Output[9999999][0]: (float) 1.0",
+            "damaged (line 1): output index 9999999 is far past the 0 printed before it: "
+            "Output[9999999][0]: (float) 1.0",
+        ),
+        (
+            "Output[0][9999999999]: (float) 1.0",
+            "damaged (line 1): value index 9999999999 is far past the 0 printed before it: "
+            "Output[0][9999999999]: (float) 1.0",
+        ),
+        (
+            "Output[0][0]: (int) " + "9" * 100_000,
+            "damaged (line 1): integer value 999999999999999999999999... has 100000 digits: "
+            "Output[0][0]: (int) " + "9" * 60,
+        ),
+        (
+            "ethosu_pmu_cycle_cntr : " + "9" * 400 + "\nProgram complete, exiting.",
+            "damaged (line 1): counter 999999999999999999999999... is past 64 bits: "
+            "ethosu_pmu_cycle_cntr : " + "9" * 56,
+        ),
+        (
+            "ethosu_pmu_cycle_cntr : " + "1" * 23 + "\nProgram complete, exiting.",
+            "damaged (line 1): counter 11111111111111111111111 is past 64 bits: "
+            "ethosu_pmu_cycle_cntr : " + "1" * 23,
+        ),
+        (
+            "ethosu_pmu_cycle_cntr : 1000\nNPU Inferences : 0\nProgram complete, exiting.",
+            "damaged (line 3): cycle counts over 0 inferences (NPU Inferences : 0)",
+        ),
+        (
+            "Inference completed in 1.2.3 ms",
+            "damaged (line 1): inference time 1.2.3 is not a number: "
+            "Inference completed in 1.2.3 ms",
+        ),
+    ],
+)
+def test_implausible_figures_are_named_not_passed(capture, failure):
+    log = parse_uart_log(capture)
+    assert [str(f) for f in log.failures] == [failure]
+    assert (
+        not log.ok
+        and log.outputs == ()
+        and log.npu_cycles is None
+        or (failure.endswith("(NPU Inferences : 0)") and log.npu_cycles.total == 1000)
+    )
+
+
+def test_a_capture_of_indices_far_apart_stays_small():
+    """Lines whose value indices step 4000 apart: the second is within reach of the first
+    (4096), the rest are damaged, so what is kept grows with the lines, not the indices."""
+    lines = "".join(f"Output[0][{k * 4000}]: (int) 1\n" for k in range(2000))
+    log = parse_uart_log(lines)
+    assert len(log.outputs[0]) == 2 and log.failures[0].text.startswith("value index 8000")

@@ -35,7 +35,16 @@ from typing import Literal
 from ..artifacts import CycleFigures
 
 FailureKind = Literal[
-    "error", "fatal", "hard-fault", "assertion", "simulator", "time-limit", "reset", "garbled"
+    "error",
+    "fatal",
+    "hard-fault",
+    "assertion",
+    "simulator",
+    "time-limit",
+    "reset",
+    "garbled",
+    "damaged",  # a line whose figures no runner prints: an index far past what was printed,
+    # a counter past 64 bits, cycles over zero inferences
 ]
 OutputValue = int | float | bool
 
@@ -288,6 +297,8 @@ class UartLogParser:
         npu = self._npu_cycles
         if npu is None and ("NPU TOTAL" in self._mlek or "NPU ACTIVE" in self._mlek):
             npu = Count(self._mlek.get("NPU TOTAL", self._mlek.get("NPU ACTIVE")), None)
+        if self._inferences == 0 and (npu is not None or self._cpu_cycles is not None):
+            self._fail("damaged", "cycle counts over 0 inferences (NPU Inferences : 0)")
         n_outputs = max(self._outputs, default=-1) + 1
         printed = [sorted(self._outputs.get(i, {}).items()) for i in range(n_outputs)]
         return UartLog(
@@ -334,7 +345,7 @@ class UartLogParser:
                 LogRecord(
                     record["level"],
                     record["file"],
-                    int(record["line"]) if record["line"] else None,
+                    int(record["line"]) if record["line"] and len(record["line"]) < 10 else None,
                     record["func"] or "",
                     record["message"],
                 )
@@ -368,32 +379,49 @@ class UartLogParser:
             self._fail("time-limit", line)  # after the end it only stopped an idle CPU
 
     def _payload(self, payload: str, line: str) -> bool:
-        """Read one line's content; False when it is nothing a runner is known to print."""
+        """Read one line's content; False when it is nothing a runner is known to print. A line
+        whose figures no runner prints is a "damaged" failure, its figures not taken."""
+        try:
+            return self._read(payload, line)
+        except _Damaged as exc:
+            self._fail("damaged", f"{exc}: {_CONTROL.sub('?', line)[:80]}")
+            return True
+
+    def _output_index(self, text: str) -> int:
+        return _index(text, len(self._outputs), _OUTPUT_SLACK, "output index")
+
+    def _value_index(self, i: int, text: str) -> int:
+        return _index(text, len(self._outputs.get(i, ())), _VALUE_SLACK, "value index")
+
+    def _read(self, payload: str, line: str) -> bool:
         if m := _CYCLE_CNTR.match(payload):
             self._npu_cycles = _count(m)
         elif m := _EVENT_CNTR.match(payload):
-            self._counters[int(m["index"])] = _count(m)
+            self._counters[_index(m["index"], len(self._counters), 16, "counter index")] = _count(m)
         elif m := _EVENTS.match(payload):
             self._events = tuple(e.strip() for e in m["events"].split(","))
         elif m := _CPU.match(payload):
             self._cpu_cycles = _count(m)
         elif m := _INFERENCES.match(payload):
-            self._inferences = int(m["n"])
+            self._inferences = _number(m["n"], "inference count")
         elif m := _MLEK_PMU.match(payload):
-            self._mlek[m["name"]] = int(m["total"])
+            self._mlek[m["name"]] = _number(m["total"], "counter")
         elif m := _OUTPUT.match(payload):
-            self._outputs.setdefault(int(m["i"]), {})[int(m["j"])] = _value(m["type"], m["value"])
+            i = self._output_index(m["i"])
+            j = self._value_index(i, m["j"])
+            self._outputs.setdefault(i, {})[j] = _value(m["type"], m["value"])
         elif m := _ZEPHYR_TENSOR.match(payload):
-            self._zephyr_tensor = (int(m["i"]), m["type"])
-            self._outputs.setdefault(int(m["i"]), {})
+            i = self._output_index(m["i"])
+            self._zephyr_tensor = (i, m["type"])
+            self._outputs.setdefault(i, {})
         elif self._zephyr_tensor and (m := _ZEPHYR_VALUE.match(payload)):
             i, scalar_type = self._zephyr_tensor
             kind = "float" if scalar_type in ("Float", "Double", "Half") else "int"
-            self._outputs[i][int(m["j"])] = _value(kind, m["value"])
+            self._outputs[i][self._value_index(i, m["j"])] = _value(kind, m["value"])
         elif m := _TOP_CLASS.match(payload):
-            self._top.append((int(m["cls"]), float(m["score"])))
+            self._top.append((_number(m["cls"], "class"), _float(m["score"], "score")))
         elif m := _INFERENCE_MS.match(payload):
-            self._inference_ms = float(m["ms"])
+            self._inference_ms = _float(m["ms"], "inference time")
         elif payload == _ELIDED:
             self._elided = True
         elif m := _TEST_RESULT.search(payload):
@@ -413,8 +441,44 @@ class UartLogParser:
         self._banner_kinds.add(kind)
 
 
+# What a capture can claim, whatever it says: memory and time stay linear in its size.
+_COUNTER_LIMIT = 1 << 64  # a PMU or CPU counter is at most 64 bits
+_DIGITS = 20  # digits of a 64-bit counter; a longer number is not read (Python's int limit)
+_OUTPUT_SLACK = 64  # an output index at most this far past the outputs printed so far
+_VALUE_SLACK = 4096  # a value index at most this far past the values printed of its output
+
+
+class _Damaged(ValueError):
+    """A line whose figures cannot be what a runner printed; the message says which."""
+
+
+def _number(text: str, what: str) -> int:
+    """A counter's digits as an int; _Damaged past 64 bits."""
+    if len(text) > _DIGITS or int(text) >= _COUNTER_LIMIT:
+        raise _Damaged(f"{what} {text[:24]}{'...' if len(text) > 24 else ''} is past 64 bits")
+    return int(text)
+
+
+def _float(text: str, what: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise _Damaged(f"{what} {text[:24]} is not a number") from None
+
+
 def _count(m: re.Match) -> Count:
-    return Count(int(m["total"]), float(m["per"]) if m["per"] else None)
+    total = _number(m["total"], "counter")
+    per = _float(m["per"], "per-inference figure") if m["per"] else None
+    if per is not None and not per < _COUNTER_LIMIT:
+        raise _Damaged(f"per-inference figure {m['per'][:24]} is past 64 bits")
+    return Count(total, per)
+
+
+def _index(text: str, printed: int, slack: int, what: str) -> int:
+    """An output's or a value's index, at most slack past the `printed` ones seen so far."""
+    if len(text) > _DIGITS or int(text) > printed + slack:
+        raise _Damaged(f"{what} {text[:24]} is far past the {printed} printed before it")
+    return int(text)
 
 
 def _value(kind: str | None, text: str) -> OutputValue:
@@ -424,6 +488,8 @@ def _value(kind: str | None, text: str) -> OutputValue:
         return float(text)
     if kind == "bool":
         return text == "true"
+    if len(text.lstrip("+-")) > _DIGITS:
+        raise _Damaged(f"integer value {text[:24]}... has {len(text)} digits")
     return int(text)
 
 
