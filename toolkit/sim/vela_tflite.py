@@ -12,6 +12,8 @@ The other operators run on the CPU; `run_graph` runs them on the host.
 
 from __future__ import annotations
 
+import math
+import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -146,6 +148,13 @@ def _npu_program(model: Model, graph, op, plan: np.ndarray, tensors, source: str
             f"{source}: ethos-u operator has {len(ins)} inputs; Vela writes "
             "command stream, flash, scratch, scratch_fast, then the IFMs"
         )
+    for j, index in enumerate((*ins, *outs)):
+        optional = j in (1, 3) and index == -1  # no flash, no scratch_fast
+        if not (0 <= index < len(tensors) or optional):
+            raise PayloadError(
+                f"{source}: ethos-u operator names tensor {index}, which does not exist "
+                f"(the graph has {len(tensors)})"
+            )
     cmd, flash, scratch, fast = ins[:4]
     stream, config = _strip_driver_header(_buffer(model, graph, cmd), source)
     base = int(plan[scratch])
@@ -170,13 +179,73 @@ def _npu_program(model: Model, graph, op, plan: np.ndarray, tensors, source: str
     )
 
 
+# A flatbuffer whose offsets or lengths point outside the file fails in the generated reader
+# with one of these; the file is then damaged, whatever field it was.
+_FLATBUFFER_ERRORS = (
+    struct.error,
+    IndexError,
+    ValueError,
+    TypeError,
+    OverflowError,
+    AttributeError,
+)
+_TENSOR_BYTES = 1 << 31  # a tensor larger than this is no Ethos-U model's (its arena is 32-bit)
+
+
 def load_compiled_tflite(path: str | Path) -> TfliteGraph:
+    """The graph of a Vela-compiled .tflite; PayloadError (one line) for a file whose fields
+    do not hold together: tensor indices outside the graph, a tensor no operator produces
+    read before it is made, dimensions below 1 or a tensor past 2 GiB, a damaged flatbuffer."""
     path = Path(path)
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise PayloadError(f"cannot read {path}: {exc.strerror}") from None
-    source = path.name
+    try:
+        graph = _read_graph(data, path.name)
+    except _FLATBUFFER_ERRORS as exc:
+        raise PayloadError(
+            f"{path.name} is damaged: its flatbuffer does not hold together "
+            f"({type(exc).__name__}: {exc})"
+        ) from None
+    _check_graph(graph)
+    return graph
+
+
+def _check_graph(graph: TfliteGraph) -> None:
+    count = len(graph.tensors)
+    for t in graph.tensors:
+        if any(d < 1 for d in t.shape):
+            raise PayloadError(f"{graph.source}: tensor '{t.name}' has shape {t.shape}")
+        if math.prod(t.shape) * t.dtype.itemsize > _TENSOR_BYTES:
+            raise PayloadError(
+                f"{graph.source}: tensor '{t.name}' of shape {t.shape} is larger than 2 GiB"
+            )
+    made = set(graph.inputs)
+    for where, indices in (("graph input", graph.inputs), ("graph output", graph.outputs)):
+        for i in indices:
+            if not 0 <= i < count:
+                raise PayloadError(f"{graph.source}: {where} {i} names no tensor ({count})")
+    for k, op in enumerate(graph.ops):
+        for i in (*op.inputs, *op.outputs):
+            if not 0 <= i < count:
+                raise PayloadError(
+                    f"{graph.source}: operator {k} ({op.op}) names tensor {i}, "
+                    f"which does not exist (the graph has {count})"
+                )
+        for i in op.inputs[:1] if op.program is None else op.inputs:
+            if i not in made:
+                raise PayloadError(
+                    f"{graph.source}: operator {k} ({op.op}) reads tensor {i} "
+                    f"('{graph.tensors[i].name}'), which no earlier operator or input makes"
+                )
+        made.update(op.outputs)
+    for i in graph.outputs:
+        if i not in made:
+            raise PayloadError(f"{graph.source}: graph output {i} is made by no operator")
+
+
+def _read_graph(data: bytes, source: str) -> TfliteGraph:
     model = Model.GetRootAs(data, 0)
     if model.SubgraphsLength() != 1:
         raise UnsupportedError(
