@@ -22,7 +22,21 @@ def _fmt(value) -> str:
 def _md_rows(text: str, heading: str) -> list[list[str]]:
     section = text.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
     lines = [line for line in section.splitlines() if line.startswith("| ")]
-    return [[c.strip() for c in line.strip("|").split("|")] for line in lines[1:]]
+    # cells split at unescaped bars, their Markdown escapes undone
+    cells = [re.split(r"(?<!\\)\|", line.strip()[1:-1]) for line in lines[1:]]
+    return [[re.sub(r"\\(.)", r"\1", c.strip()) for c in row] for row in cells]
+
+
+def test_results_fields_are_text_in_the_markdown():
+    """A model name or failure reason with a bar, a newline or HTML stays one cell of text."""
+    from toolkit.bench.report import _md_table, md_text
+
+    hostile = "evil|model\n<script>alert(1)</script>"
+    assert md_text(hostile) == "evil\\|model \\<script\\>alert\\(1\\)\\</script\\>"
+    (_, _, row) = _md_table(["model", "npu"], [[hostile, "ethos-u55-128"]])
+    assert _md_rows("## T\n" + "\n".join(["| h |", "|---|", row]), "T") == [
+        [hostile.replace("\n", " "), "ethos-u55-128"]
+    ]
 
 
 def test_every_run_recorded_once_with_its_figures(tiny_bench):

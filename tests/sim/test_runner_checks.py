@@ -113,3 +113,17 @@ def test_auto_falls_back_to_the_tosa_reference(program, monkeypatch, tmp_path):
     assert result.details["fallback"].endswith("; ran tosa-ref instead")
     for got, want in zip(result.outputs, program.reference.outputs[0]):
         assert np.array_equal(got, want)
+
+
+def test_a_delegates_error_keeps_its_one_line(program):
+    """torch.fx appends "While executing ...", a stack trace and a tlparse hint to any error
+    raised inside a graph; a delegate's UserError reaches the user as it was raised."""
+    from toolkit.errors import UserError
+    from toolkit.runners.host_interpreter import execute
+
+    def refuse(delegate, inputs):
+        raise UserError("the program store is damaged: delegate0.bin is truncated")
+
+    with pytest.raises(UserError) as caught:
+        execute(program.program, list(program.reference.inputs[0]), refuse)
+    assert str(caught.value) == "the program store is damaged: delegate0.bin is truncated"

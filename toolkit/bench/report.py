@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -179,17 +180,28 @@ def _summary(rows: list[Row]) -> str:
     )
 
 
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
+
+
+def md_text(value: object) -> str:
+    """A results field as inline Markdown text: one line, its Markdown and HTML characters
+    escaped (a model name or failure reason is data: `|` would split a table cell, `<script>`
+    would be HTML in a rendered page)."""
+    text = " ".join(str(value).split())
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
 def _md_table(header, table) -> list[str]:
     return [
         "| " + " | ".join(header) + " |",
         "|" + "---|" * len(header),
-        *["| " + " | ".join(row) + " |" for row in table],
+        *["| " + " | ".join(md_text(cell) for cell in row) + " |" for row in table],
     ]
 
 
 def markdown(rows: list[Row], title: str) -> str:
     lines = [
-        f"# Benchmark {title}",
+        f"# Benchmark {md_text(title)}",
         "",
         _summary(rows),
         "",
@@ -207,7 +219,12 @@ def markdown(rows: list[Row], title: str) -> str:
         lines += [
             "## Failed runs",
             "",
-            *[f"- {r.model} {r.variant} {r.npu} {r.vela} {r.runner}: {r.reason}" for r in failed],
+            *[
+                "- "
+                + " ".join(md_text(v) for v in (r.model, r.variant, r.npu, r.vela, r.runner))
+                + f": {md_text(r.reason)}"
+                for r in failed
+            ],
             "",
         ]
     return "\n".join(lines)

@@ -29,6 +29,9 @@ def _output_shapes(call: torch.fx.Node) -> dict[int, tuple[int, ...]]:
 class _DelegatingInterpreter(torch.fx.Interpreter):
     def __init__(self, program: Program, run_delegate: DelegateFn):
         super().__init__(program.graph_module)
+        # torch.fx otherwise appends "While executing ...", the node's stack trace and a tlparse
+        # hint to the message of any error raised inside (a delegate's one-line UserError)
+        self.extra_traceback = False
         self._delegates = {}
         calls = [
             n
