@@ -52,3 +52,22 @@ def test_every_subpackage_is_listed_in_pyproject():
         ".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "toolkit").rglob("__init__.py")
     }
     assert found <= listed
+
+
+def test_a_relative_fvp_config_file_is_found_next_to_its_target_file(tmp_path, monkeypatch):
+    """Resolved against the target file's folder (not etk's working directory) and made
+    absolute: the FVP runs in a run folder of its own. A file there wins over a shipped one of
+    the same name."""
+    from toolkit.targets import data_dir
+
+    mine = tmp_path / "lab" / "targets"
+    mine.mkdir(parents=True)
+    shipped = (data_dir("targets") / "corstone-320.toml").read_text()
+    (mine / "board.toml").write_text(shipped)
+    (mine / "corstone-320.txt").write_text("# my lab's parameters\n")
+    elsewhere = tmp_path / "work"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    target = load_target("../lab/targets/board.toml")
+    assert target.fvp.config_file == mine / "corstone-320.txt"
+    assert target.fvp.config_file.is_absolute()

@@ -142,9 +142,11 @@ def _parse_fvp(table: TomlTable) -> FvpSpec:
     config_name = table.get("config_file", str, "a file name in fvp_configs/", default=None)
     config_file = None
     if config_name is not None:
-        config_file = data_dir("fvp_configs") / config_name
+        # next to the target file first (a target of the user's own, its folder wherever etk
+        # runs from), then the shipped fvp_configs/; absolute either way (the FVP runs elsewhere)
+        config_file = (table.path.parent / config_name).resolve()
         if not config_file.is_file():
-            config_file = table.path.parent / config_name
+            config_file = (data_dir("fvp_configs") / config_name).resolve()
         if not config_file.is_file():
             raise UserError(
                 f"target file {table.path}: fvp.config_file '{config_name}' "

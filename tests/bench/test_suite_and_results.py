@@ -22,7 +22,7 @@ from toolkit.bench.suite import load_suite
 from toolkit.errors import UserError
 from toolkit.models.zoo import zoo_names
 
-from .helpers import REPO
+from .helpers import REPO, TINY_MODELS, TINY_NPUS, write_suite
 
 
 def test_zoo_suite_is_the_full_cross_product():
@@ -138,3 +138,21 @@ def test_torn_last_line_is_ignored_and_newest_record_wins(tmp_path):
     assert latest(records)["a"].status == "ok"
     assert finished_keys(records[:2]) == {"b"}  # a failed run is run again by --resume
     assert finished_keys(records) == {"a", "b"}
+
+
+def test_a_suite_past_the_large_limit_needs_large(tmp_path, capsys, monkeypatch):
+    """A typo in an axis multiplies the runs: past LARGE_SUITE (here 3) the suite is refused in
+    one line before anything runs, unless --large says it is meant."""
+    import toolkit.cli.bench as bench_cli
+    from toolkit.cli import main
+
+    monkeypatch.setattr(bench_cli, "LARGE_SUITE", 3)
+    suite = write_suite(tmp_path / "big.toml")
+    assert load_suite(suite).size_bound == len(TINY_MODELS) * len(TINY_NPUS) * 2 == 8
+    out = tmp_path / "out"
+    assert main(["bench", str(suite), "--out", str(out)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"etk: error: suite {suite} expands to up to 8 runs (its axes' product), more "
+        "than 3: check its axes, or pass --large to run it all"
+    )
+    assert not out.exists()

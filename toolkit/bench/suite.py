@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,6 +84,21 @@ class Suite:
     vela: tuple[VelaOptions, ...]
     runners: tuple[str, ...]
     settings: Settings
+
+    @property
+    def size_bound(self) -> int:
+        """At most how many runs the suite expands to (its axes' product), without expanding."""
+        return math.prod(
+            len(axis) or 1
+            for axis in (
+                self.models,
+                self.targets,
+                self.npus,
+                self.variants,
+                self.vela,
+                self.runners,
+            )
+        )
 
     def runs(self) -> tuple[RunSpec, ...]:
         from ..targets import load_target

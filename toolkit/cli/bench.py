@@ -24,6 +24,9 @@ def _lsb(text: str) -> int:
     return value
 
 
+LARGE_SUITE = 5000  # runs; a suite past this is started only with --large
+
+
 def _bench(args) -> int:
     from ..bench.session import (
         run_suite,  # the worker pool imports torch and ExecuTorch
@@ -33,6 +36,11 @@ def _bench(args) -> int:
     if args.jobs < 1:
         raise UserError(f"-j {args.jobs}: use at least 1 worker")
     suite = load_suite(args.suite)
+    if suite.size_bound > LARGE_SUITE and not args.large:
+        raise UserError(
+            f"suite {args.suite} expands to up to {suite.size_bound} runs (its axes' product), "
+            f"more than {LARGE_SUITE}: check its axes, or pass --large to run it all"
+        )
     cycle_tolerance = parse_percent(args.tolerance_cycles)
     baseline = load_baseline(args.baseline) if args.baseline else None
     try:
@@ -115,6 +123,12 @@ def register(subparsers) -> None:
         type=_lsb,
         default=0,
         help="allowed change of any output code, in LSB (default 0)",
+    )
+    parser.add_argument(
+        "--large",
+        action="store_true",
+        help=f"run a suite of more than {LARGE_SUITE} runs (refused without it: a typo in an "
+        "axis multiplies them)",
     )
     parser.add_argument(
         "--scheduler",
