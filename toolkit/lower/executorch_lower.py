@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -154,10 +155,46 @@ def lower(
 ) -> LoweredGraph:
     """quantized graph -> edge program with Ethos-U delegates -> .pte bytes. `rewrites`: those
     of them that run while lowering (fold-pad-into-conv); `extra_vela`: Vela options."""
-    spec = compile_spec(npu, extra_vela)
     # Not under work_dir: ExecuTorch passes this path to Vela in a command line it joins and
     # splits on spaces (arm_vela.vela_compile), so a path with a space would break Vela.
-    dump_dir = Path(tempfile.mkdtemp(prefix="etk-lower-"))
+    remove_orphaned_dump_folders()
+    dump_dir = Path(tempfile.mkdtemp(prefix=f"{_DUMP_PREFIX}{os.getpid()}-"))
+    try:  # removed whatever ends the lowering (an interrupt included)
+        return _lower(quantized, npu, work_dir, rewrites, extra_vela, dump_dir)
+    finally:
+        shutil.rmtree(dump_dir, ignore_errors=True)
+
+
+_DUMP_PREFIX = "etk-lower-"
+
+
+def remove_orphaned_dump_folders() -> None:
+    """Remove the dump folders of lowerings whose process is gone (killed: no finally ran)."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{_DUMP_PREFIX}*-*"):
+        pid = folder.name[len(_DUMP_PREFIX) :].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)) and not folder.is_symlink():
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's
+    return True
+
+
+def _lower(
+    quantized: QuantizedModel,
+    npu: NpuConfig,
+    work_dir: Path,
+    rewrites: tuple[str, ...],
+    extra_vela: tuple[str, ...],
+    dump_dir: Path,
+) -> LoweredGraph:
+    spec = compile_spec(npu, extra_vela)
     spec.dump_intermediate_artifacts_to(str(dump_dir))
     try:
         program = torch.export.export(quantized.graph_module, quantized.example_inputs)
@@ -177,7 +214,6 @@ def lower(
             pte = edge.to_executorch().buffer
     except (Exception, SystemExit) as exc:  # many types, all meaning lowering failed; Vela's
         # argument parser exits instead of raising
-        shutil.rmtree(dump_dir, ignore_errors=True)
         if isinstance(exc, ToolError):
             raise
         raise ToolError(f"ExecuTorch lowering failed: {type(exc).__name__}: {exc}") from exc
@@ -191,19 +227,14 @@ def lower(
         if not found and len(calls) == len(untagged) == 1:
             found = untagged  # some single-delegate graphs are dumped without the tag
         if not found:
-            shutil.rmtree(dump_dir, ignore_errors=True)
             raise ToolError(f"ExecuTorch did not dump the TOSA graph of delegate {index} ({tag})")
         target = work_dir / f"delegate{index}.tosa"
         shutil.copyfile(found[0], target)
         tosa_files.append(target)
     payloads = tuple(getattr(graph, c.args[0].target).processed_bytes for c in calls)
-    try:
-        vela_dirs = tuple(
-            keep_vela_run(vela_runs, payload, index, work_dir)
-            for index, payload in enumerate(payloads)
-        )
-    finally:
-        shutil.rmtree(dump_dir, ignore_errors=True)
+    vela_dirs = tuple(
+        keep_vela_run(vela_runs, payload, index, work_dir) for index, payload in enumerate(payloads)
+    )
     input_quant, output_quant, input_specs, output_specs = _boundary_quant(graph)
     return LoweredGraph(
         graph,
