@@ -58,6 +58,23 @@ def _why_not(runner, target: Target, accelerator: str) -> list[str]:
     return [] if available.ok else [available.reason]
 
 
+def _family_cell(notes: _Notes, runner, target: Target, default: str, accelerators) -> str:
+    """The runner's cell for a family's row, from its default configuration (whose notes the
+    family shares); where that one runs, "yes (N)" with notes naming the others it does not run
+    (the simulator runs ethos-u65-256, not -512)."""
+    reasons = _why_not(runner, target, default)
+    if reasons:
+        return notes.cell(reasons)
+    failing = {a: _why_not(runner, target, a) for a in accelerators if a != default}
+    failing = {a: r for a, r in failing.items() if r}
+    if not failing:
+        return "yes"
+    # "yes (N)": the note names the configurations left out
+    return "yes" + notes.cell([r for reasons in failing.values() for r in reasons]).removeprefix(
+        "no"
+    )
+
+
 def run_targets(args: argparse.Namespace) -> int:
     runners = candidate_runners(args.runner_elf)
     notes = _Notes()
@@ -79,7 +96,7 @@ def run_targets(args: argparse.Namespace) -> int:
                 target.name,
                 f"{family}: " + ", ".join(str(accelerator_macs(a)) for a in accelerators),
                 f"{npu.system_config}\n{npu.memory_mode}",
-                *(notes.cell(_why_not(r, target, npu.accelerator)) for r in runners),
+                *(_family_cell(notes, r, target, npu.accelerator, accelerators) for r in runners),
             )
     console = plain_console()
     console.print(table)
