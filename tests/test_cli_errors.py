@@ -361,3 +361,15 @@ def test_hostile_input_is_one_line_exit_2(capsys, tmp_path, make, expected):
     assert err.startswith("etk: error: ") and expected in err
     assert len(err.splitlines()) == 1 and "Traceback" not in err
     assert not (tmp_path / "out" / "report.json").exists()
+
+
+def test_version_is_the_packages():
+    import subprocess
+    import sys
+
+    import toolkit
+
+    done = subprocess.run(
+        [sys.executable, "-m", "toolkit.cli", "--version"], capture_output=True, text=True
+    )
+    assert (done.returncode, done.stdout) == (0, f"etk {toolkit.__version__}\n")

@@ -14,6 +14,7 @@ import os
 import sys
 import warnings
 
+from .. import __version__
 from ..console_capture import quiet_torch_import
 from ..errors import ToolError, UserError
 
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
         "fused vs unfused activations.",
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.add_argument("--version", action="version", version=f"etk {__version__}")
     subparsers = parser.add_subparsers(dest="verb", metavar="VERB")
     for name in VERB_MODULES:
         importlib.import_module(f"{__name__}.{name}").register(subparsers)
