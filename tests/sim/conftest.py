@@ -100,6 +100,15 @@ CASES = {
     "maxpool3_s2_pad": (lambda: nn.MaxPool2d(3, stride=2, padding=1), (1, 16, 9, 9)),
     "avgpool2": (lambda: nn.AvgPool2d(2), (1, 8, 10, 12)),
     "avgpool3_s1": (lambda: nn.AvgPool2d(3, stride=1), (1, 12, 7, 8)),
+    # TOSA AVG_POOL2D with padding: the NPU divides by the taps inside the IFM (pool.py)
+    "avgpool3_s1_pad_exclude": (
+        lambda: nn.AvgPool2d(3, stride=1, padding=1, count_include_pad=False),
+        (1, 12, 7, 8),
+    ),
+    "avgpool3_s2_pad_exclude": (
+        lambda: nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False),
+        (1, 8, 9, 10),
+    ),
     "mean_hw": (MeanHW, (1, 12, 9, 10)),
     "upsample_nearest2x": (lambda: nn.Upsample(scale_factor=2, mode="nearest"), (1, 8, 5, 6)),
     "conv_transpose2x2_s2": (lambda: nn.ConvTranspose2d(8, 4, 2, stride=2), (1, 8, 5, 6)),

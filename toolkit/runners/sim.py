@@ -79,9 +79,14 @@ class SimulatorRunner:
         refused = self.refusal(program)
         if refused:
             if self.fallback is None or program.graph_module is None:
+                elsewhere = (
+                    "use --runner tosa-ref"
+                    if program.graph_module is not None
+                    else "a .tflite model runs on the simulator only (no TOSA graph to run)"
+                )
                 raise UnsupportedError(
                     f"the simulator cannot run {program.model_name} "
-                    f"({program.variant}): {refused}; use --runner tosa-ref"
+                    f"({program.variant}): {refused}; {elsewhere}"
                 )
             result = self.fallback.run(program, inputs, target)
             return dataclasses.replace(

@@ -1,5 +1,11 @@
 """NPU_OP_POOL: max, average and reduce-sum (the 1x1 average pools Vela uses for transposes, and
-for LUT activations whose table lookup the output stage does: activation.py)."""
+for LUT activations whose table lookup the output stage does: activation.py).
+
+A padded average pool divides each sum by the number of its taps inside the IFM (TOSA AVG_POOL2D,
+TFLite's SAME padding): Vela 5.1 leaves OFM_SCALE at 1, shift 0 for it (regor's RescalePooling puts
+1/N into the scale only without padding), so the division is the NPU's. It is TOSA's: the
+reciprocal_scale multiplier and shift of the count, rounded once (divide_by_count); OFM_SCALE
+then applies as on any pool."""
 
 from __future__ import annotations
 
@@ -178,6 +184,22 @@ def _disjoint(read: tuple | None, written: tuple) -> bool:
     return read is None or not np.isin(_addresses(*read), unique).any()
 
 
+def reciprocal(count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """TOSA's reciprocal_scale of each count >= 1: multiplier in [2^30, 2^31) and shift."""
+    k = np.ceil(np.log2(count)).astype(np.int64)  # exact for the counts of a window (<= 2^16)
+    return (((1 << 30) + 1) << k) // count, 30 + k
+
+
+def divide_by_count(acc: np.ndarray, count: np.ndarray, bound: int = 1 << 31) -> np.ndarray:
+    """acc / count rounded as TOSA's apply_scale_32 of reciprocal(count); count broadcasts.
+    |acc| <= bound: past int64's reach (32-bit IFMs), in Python ints."""
+    multiplier, shift = reciprocal(np.maximum(count, 1))
+    if bound << 31 >= 1 << 62:
+        acc, multiplier, shift = (np.asarray(a).astype(object) for a in (acc, multiplier, shift))
+    out = (acc * multiplier + (1 << (shift - 1))) >> shift
+    return out.astype(np.int64)
+
+
 def forget_tables() -> None:
     """Drop the output stages built so far (a fresh start, for benchmarks)."""
     _rescale.cache_clear()
@@ -202,11 +224,12 @@ def prepare_pool(regs: Registers, memory: Memory) -> Step:
     padded = (k.pad_top, k.pad_left, k.pad_bottom, k.pad_right) != (0, 0, 0, 0)
     if mode != "max" and not global_scale:
         raise UnsupportedError(
-            f"{mode} pooling with per-channel scaling (padded average pool) is not implemented "
-            f"(in {at(op.offset, 'NPU_SET_OFM_PRECISION', regs.get('OFM_PRECISION'))})"
+            f"{mode} pooling with per-channel scaling (Vela 3.x's padded average pool) is not "
+            f"implemented (in {at(op.offset, 'NPU_SET_OFM_PRECISION', regs.get('OFM_PRECISION'))})"
         )
     if mode == "reduce_sum" and padded:
         raise UnsupportedError(f"padded reduce-sum is not implemented ({what})")
+    divide = mode == "average" and padded
     ifm.check(memory, f"{what} (IFM)")
     ofm.check(memory, f"{what} (OFM)")
     depth = ofm.depth if mode != "reduce_sum" else ifm_depth
@@ -239,7 +262,9 @@ def prepare_pool(regs: Registers, memory: Memory) -> Step:
         else None
     )
 
-    native = pool_kernel(ifm, ofm, k, mode, depth, rescale if global_scale else None, bound, finish)
+    native = pool_kernel(
+        ifm, ofm, k, mode, depth, rescale if global_scale else None, bound, finish, divide
+    )
 
     def run(mem: Memory) -> None:  # numpy's, where the native kernel does not run
         x = k.upscaled(ifm.read(mem)[..., :depth], zp, oh, ow)
@@ -264,6 +289,9 @@ def prepare_pool(regs: Registers, memory: Memory) -> Step:
                 acc += tap
             if mode == "reduce_sum":
                 acc = acc.sum(axis=-1, keepdims=True)
+            if divide:
+                ones = k.padded(np.ones((*x.shape[:2], 1), np.int64), 0, np.int64)
+                acc = divide_by_count(acc, sum(k.taps(ones, oh, ow)), bound)
         if global_scale:
             acc = rescale.apply(acc, bound)
         ofm.write(mem, finish(acc, mem))

@@ -11,17 +11,20 @@ typedef struct { /* native/pool.py's pool_kernel packs it */
     fmap ifm, ofm;
     int64_t kh, kw, sy, sx, dy, dx, pad_top, pad_left, pad_bottom, pad_right, upscale;
     int64_t mode, depth; /* depth: the IFM channels read (the OFM's, or the IFM's for a sum) */
+    int64_t divide;      /* each sum over its count of taps inside the IFM: pool.divide_by_count */
     int64_t scaled, scale, shift, right; /* the OFM's Rescale, when the global scale is on */
     finish_desc finish;
 } pool_desc;
 
 /* acc[ch] = the max or the sum over the window at (oy, ox) of x (the IFM minus its zero point,
  * (ifm height, ifm width, c)): pool.py's taps of the upscaled, padded IFM. Padding adds
- * nothing to a sum and reads as EMPTY - zero point in a max, where acc starts. */
-HOT static void window(const pool_desc *d, const int64_t *x, int64_t oy, int64_t ox, int64_t h_in,
+ * nothing to a sum and reads as EMPTY - zero point in a max, where acc starts. Returns the
+ * number of taps inside the IFM. */
+HOT static int64_t window(const pool_desc *d, const int64_t *x, int64_t oy, int64_t ox, int64_t h_in,
                        int64_t w_in, int64_t c, int64_t *acc) {
     int64_t start = d->mode == MAX_POOL ? EMPTY - d->ifm.zero_point : 0;
     for (int64_t ch = 0; ch < c; ch++) acc[ch] = start;
+    int64_t taps = 0;
     for (int64_t i = 0; i < d->kh; i++) {
         int64_t py = oy * d->sy + i * d->dy - d->pad_top;
         if (py < 0 || py >= h_in) continue;
@@ -31,12 +34,25 @@ HOT static void window(const pool_desc *d, const int64_t *x, int64_t oy, int64_t
             if (px < 0 || px >= w_in) continue;
             if (d->upscale == NEAREST) px /= 2;
             const int64_t *p = x + (py * d->ifm.width + px) * c;
+            taps++;
             if (d->mode == MAX_POOL)
                 for (int64_t ch = 0; ch < c; ch++) acc[ch] = p[ch] > acc[ch] ? p[ch] : acc[ch];
             else
                 for (int64_t ch = 0; ch < c; ch++) acc[ch] += p[ch];
         }
     }
+    return taps;
+}
+
+/* acc[0..c) / count, rounded as pool.divide_by_count (TOSA's reciprocal_scale, apply_scale_32);
+ * 128-bit products: a 32-bit IFM's sums times the multiplier pass 2^63 */
+static void divide_by_count(int64_t *acc, int64_t c, int64_t count) {
+    if (count < 1) count = 1;
+    int64_t k = 0;
+    while (((int64_t)1 << k) < count) k++;
+    int64_t multiplier = ((((int64_t)1 << 30) + 1) << k) / count, shift = 30 + k;
+    for (int64_t ch = 0; ch < c; ch++)
+        acc[ch] = (int64_t)(((__int128)acc[ch] * multiplier + ((__int128)1 << (shift - 1))) >> shift);
 }
 
 /* One pooling operation (pool.prepare_pool's run). Returns 0, or -1 when out of memory. The
@@ -73,7 +89,8 @@ static int pool(const pool_desc *d, const uint8_t *ifm_mem, uint8_t *ofm_mem,
     int64_t *o = out;
     for (int64_t oy = 0; oy < oh; oy++) {
         for (int64_t ox = 0; ox < ow; ox++) {
-            window(d, x, oy, ox, h_in, w_in, c, acc);
+            int64_t taps = window(d, x, oy, ox, h_in, w_in, c, acc);
+            if (d->divide) divide_by_count(acc, c, taps);
             int64_t count = c;
             if (d->mode == REDUCE_SUM) { /* over the channels too: one OFM channel */
                 int64_t total = 0;
@@ -99,7 +116,8 @@ static int pool_fits(const pool_desc *d, const int64_t sizes[4]) {
     const fmap *ofm = &d->ofm;
     int64_t per_pixel = d->mode == REDUCE_SUM ? 1 : d->depth; /* the outputs each pixel makes */
     if (!geometry_fits(&d->kh) || !within(d->upscale, NO_UPSCALE, NEAREST) ||
-        !within(d->mode, MAX_POOL, REDUCE_SUM) || !fm_fits(&d->ifm, d->depth, sizes[0]) ||
+        !within(d->mode, MAX_POOL, REDUCE_SUM) || !within(d->divide, 0, d->mode == AVERAGE) ||
+        !fm_fits(&d->ifm, d->depth, sizes[0]) ||
         !fm_fits(ofm, ofm->depth, sizes[2]) || !finish_fits(&d->finish, sizes[3]) ||
         per_pixel > ofm->depth || (d->scaled && !rescale_fits(d->shift, d->right, d->finish.rounding)))
         return 0;

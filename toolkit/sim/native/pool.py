@@ -22,7 +22,7 @@ from . import (
     value_range,
 )
 
-_KERNEL = function("pool", 2 * FM_WORDS + GEOMETRY_WORDS + 6 + FINISH_WORDS)
+_KERNEL = function("pool", 2 * FM_WORDS + GEOMETRY_WORDS + 7 + FINISH_WORDS)
 _MODES = {"max": 0, "average": 1, "reduce_sum": 2}
 _EMPTY = np.iinfo(np.int64).min // 4  # pool._EMPTY
 _SAFE = 1 << 62  # outstage.Rescale's int64 limit
@@ -78,6 +78,7 @@ def pool_kernel(
     rescale: Rescale | None,
     bound: int,
     finish: Finish,
+    divide: bool,
 ) -> NativePool | None:
     """The native run of a planned pool (pool.MODES' `mode` over the IFM's first `depth`
     channels; rescale: the OFM's when the global scale is on, pool.py's `bound` with it), or
@@ -85,7 +86,8 @@ def pool_kernel(
     values could index outside of (lut_in_reach), a reduce-sum into more than one OFM channel
     (numpy's write refuses it), or a rescale where numpy's int64 arithmetic could overflow
     (`bound` is pool.py's bound of |acc|; a zero point outside the IFM's type, or a max
-    window wholly in the padding, reaches past it)."""
+    window wholly in the padding, reaches past it). divide: each sum divided by its count of
+    taps inside the IFM (pool.divide_by_count)."""
     if _KERNEL is None or not lut_in_reach(finish):
         return None
     if mode == "reduce_sum" and ofm.depth != 1:
@@ -108,6 +110,7 @@ def pool_kernel(
         *geometry_words(k),
         _MODES[mode],
         depth,
+        int(divide),
         int(rescale is not None),
         scale,
         shift,
