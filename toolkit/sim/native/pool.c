@@ -117,6 +117,7 @@ static int pool_fits(const pool_desc *d, const int64_t sizes[4]) {
     int64_t per_pixel = d->mode == REDUCE_SUM ? 1 : d->depth; /* the outputs each pixel makes */
     if (!geometry_fits(&d->kh) || !within(d->upscale, NO_UPSCALE, NEAREST) ||
         !within(d->mode, MAX_POOL, REDUCE_SUM) || !within(d->divide, 0, d->mode == AVERAGE) ||
+        (d->divide && d->kh * d->kw > ((int64_t)1 << 16)) || /* divide_by_count's shift */
         !fm_fits(&d->ifm, d->depth, sizes[0]) ||
         !fm_fits(ofm, ofm->depth, sizes[2]) || !finish_fits(&d->finish, sizes[3]) ||
         per_pixel > ofm->depth || (d->scaled && !rescale_fits(d->shift, d->right, d->finish.rounding)))
