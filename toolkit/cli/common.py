@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
+from ..rewrite_names import DEFAULT_REWRITES
+
 if TYPE_CHECKING:  # results (and the pipeline) import torch: only when a job runs
     from ..job import Job
     from ..results import JobResult
@@ -82,8 +84,7 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
         "--rewrites",
         default="default",
         help="graph rewrites: default (all), none, or a comma-separated list of "
-        "global-pool-stride, global-pool-1d-as-mean, residual-branch-order, "
-        "fold-pad-into-conv",
+        + ", ".join(DEFAULT_REWRITES),
     )
     parser.add_argument(
         "--io-layout",

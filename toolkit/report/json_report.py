@@ -1,4 +1,4 @@
-"""report.json: the versioned interface scripts and CI read. Schema documented in README.md."""
+"""report.json: the versioned interface scripts and CI read. Schema documented in docs/report-format.md."""
 
 from __future__ import annotations
 

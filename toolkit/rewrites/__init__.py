@@ -15,6 +15,7 @@ from torch.fx import GraphModule
 
 from ..artifacts import RewriteRecord
 from ..errors import UserError
+from ..rewrite_names import DEFAULT_REWRITES, FOLD_PAD
 
 Rewrite = Callable[[GraphModule], list[RewriteRecord]]
 
@@ -35,7 +36,6 @@ def _registry() -> dict[str, Rewrite]:
 
 # Done while lowering, inside ExecuTorch's Arm TOSA pass pipeline (what they rewrite, a TOSA PAD,
 # exists only there): a zero PAD folded into the convolution that reads it (fold_pad.py).
-FOLD_PAD = "fold-pad-into-conv"
 LOWERING_REWRITES = (FOLD_PAD,)
 LoweringRewrite = Callable[[], AbstractContextManager[Callable[[], tuple[RewriteRecord, ...]]]]
 
@@ -48,15 +48,6 @@ def _lowering_registry() -> dict[str, LoweringRewrite]:
 
 def available_rewrites() -> tuple[str, ...]:
     return (*_registry(), *LOWERING_REWRITES)
-
-
-DEFAULT_REWRITES = (
-    "global-pool-stride",
-    "global-pool-1d-as-mean",
-    "residual-branch-order",
-    "channel-shuffle-as-conv",
-    FOLD_PAD,
-)
 
 
 def resolve_rewrites(spec: str) -> tuple[str, ...]:
