@@ -185,7 +185,7 @@ def _build(program: NpuProgram, accelerator: str) -> Plan:
         except UnsupportedError as exc:
             exc.offset = cmd.offset
             raise
-        _set_registers(step, values)
+        step = step._replace(record=with_fields(step.record, registers=values))
         steps.append(step)
         i += 1
         if step.byte_map is not None and i >= alone_until:
@@ -225,13 +225,6 @@ def _operations(program: NpuProgram) -> list[tuple[Command, dict[str, int]]]:
     raise PayloadError(
         f"{program.source}: the command stream ends without NPU_OP_STOP (truncated?)"
     )
-
-
-def _set_registers(step: Step, values: dict[str, int]) -> None:
-    # the record was just made for this step: set its registers in place (a
-    # dataclasses.replace of the 22 fields cost an eighth of the planning); values is the
-    # operation's own dict (operation_registers makes a fresh one each; nothing writes it)
-    object.__setattr__(step.record, "registers", values)
 
 
 def _merge_run(steps: list[Step], operations: list, start: int, memory: Memory) -> tuple[int, int]:
