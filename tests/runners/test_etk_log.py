@@ -142,3 +142,30 @@ def test_the_capture_is_read_for_cycles_once(tmp_path, capsys, program, monkeypa
         NPU_CYCLES,
     )
     assert code == 0
+
+
+def test_exit_code_0_then_the_time_limit_is_a_completed_run(tmp_path):
+    """The 2024 semihosting runner prints its exit code, then the FVP runs on to its time
+    limit: the program completed."""
+    from toolkit.runners.console_log import verdict
+    from toolkit.runners.uart_log import parse_uart_log
+
+    done = parse_uart_log(
+        "I [executorch:arm_executor_runner.cpp:100 main()] Model executed successfully.\n"
+        "Application exit code: 0.\n\n"
+        "Info: Simulation is stopping. Reason: CPU time has been exceeded.\n"
+    )
+    assert done.complete and done.failures == () and verdict(done).text == "ran and passed"
+    failed = parse_uart_log("Application exit code: 3.\n")
+    assert [str(f) for f in failed.failures] == ["error (line 1): Application exit code: 3."]
+
+
+def test_a_pmu_only_capture_says_what_was_read():
+    from toolkit.runners.console_log import verdict
+    from toolkit.runners.uart_log import parse_uart_log
+
+    result = verdict(parse_uart_log("NPU ACTIVE cycles: 12345\nNPU IDLE cycles: 10\n"))
+    assert (result.status, result.text) == (
+        "read",
+        "read cycles; nothing checked (no end, no compared outputs, no test result)",
+    )

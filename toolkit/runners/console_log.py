@@ -21,7 +21,9 @@ from ..lower.program_store import load_output_interface
 from .uart_log import UartLog, axi_beats, measured_cycles, per_inference
 from .uart_outputs import decode_outputs, missing_values
 
-Status = Literal["passed", "differ", "failed", "hung", "nothing"]
+# "read": the capture shows a finished inference (figures) but neither an end nor anything to
+# check it by (outputs compared, a test result): an MLEK profile block, a cut excerpt
+Status = Literal["passed", "differ", "failed", "hung", "nothing", "read"]
 _MISMATCH = "don't match expected BundleIO"  # the runner's line before Test_result: FAIL
 
 
@@ -66,10 +68,28 @@ def verdict(log: UartLog, check: OutputCheck | None = None) -> Verdict:
     if log.complete or log.eot or log.inference_done:
         if check is not None and check.match is False:
             return Verdict("differ", f"ran, outputs differ: {check.note}", check.note)
+        checked = (check is not None and check.match) or log.test_results
+        if not (log.complete or log.eot or checked):
+            read = _what_was_read(log)
+            return Verdict(
+                "read",
+                f"read {read}; nothing checked (no end, no compared outputs, no test result)",
+                "",
+            )
         return Verdict("passed", "ran and passed", "")
     if log.last_program_line:
         return Verdict("hung", f"hung after {log.last_program_line}", log.last_program_line)
     return Verdict("nothing", "printed nothing", "")
+
+
+def _what_was_read(log: UartLog) -> str:
+    parts = [
+        "cycles" if log.npu_cycles or log.cpu_cycles or log.pmu_counters else "",
+        "printed outputs" if log.outputs else "",
+        "top classes" if log.top_classes else "",
+        "an inference time" if log.inference_ms is not None else "",
+    ]
+    return " and ".join(p for p in parts if p) or "nothing"
 
 
 def check_outputs(log: UartLog, program_dir: Path, sample: int = 0) -> OutputCheck:

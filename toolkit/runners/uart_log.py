@@ -20,7 +20,8 @@ Formats read (from ExecuTorch's sources and published logs, tests/fixtures/real_
   outputs       Output[0][1]: (float) 0.06 | Output[0][0]: -0.749744 | ...(Skipped)
                 output[0]: tensor scalar_type=Float numel=4  then  [k] = value    (Zephyr samples)
                 [1] class 92: 3.2362                                   (top-k of the MV2 sample)
-  end           Program complete, exiting. (SUCCESS: ... on Zephyr), EOT (0x04)
+  end           Program complete, exiting. (SUCCESS: ... on Zephyr), EOT (0x04),
+                Application exit code: 0. (the semihosting runner; non-zero: a failure)
   failures      E/F records, ERROR - , Hard fault, Assertion, FVP `Error: (E549) ...`,
                 `[critical]`, the FVP's CPU time limit (not after the program ended)
 """
@@ -80,6 +81,8 @@ _ZEPHYR_VALUE = re.compile(r"^\[(?P<j>\d+)\] = " + _VALUE + r"$", re.IGNORECASE)
 _TOP_CLASS = re.compile(r"^\[(?P<rank>\d+)\] class (?P<cls>\d+): (?P<score>\S+)$")
 _INFERENCE_MS = re.compile(r"^Inference (?:completed in|time:) (?P<ms>[0-9.]+) ms")
 _ELIDED = "...(Skipped)"
+# the semihosting runner's end (2024 images): the program returned from main with this code
+_EXIT_CODE = re.compile(r"Application exit code: (?P<code>-?\d{1,10})\.?")
 _TEST_RESULT = re.compile(r"Test_result: (?P<result>PASS|FAIL)\b")
 # What a runner prints once per start; the same banner again means the target restarted.
 _BANNERS = (
@@ -428,6 +431,11 @@ class UartLogParser:
             self._test_results.append(m["result"] == "PASS")
         elif _END in payload:
             self._complete = True
+        elif m := _EXIT_CODE.search(payload):
+            if int(m["code"]) == 0:
+                self._complete = True  # a time limit after it only stopped an idle CPU
+            else:
+                self._fail("error", line)
         elif (kind := _banner_kind(payload)) is not None:
             self._banner(kind, line)
         else:

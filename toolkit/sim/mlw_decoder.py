@@ -95,12 +95,13 @@ class _Decoder:
         return f"a weight stream of {size} bytes is corrupt: Vela's mlw decoder stopped{detail}"
 
     def close(self) -> None:
-        if self._child is not None:
-            if self._child.stdin is not None:
-                self._child.stdin.close()
-            self._child.kill()
-            self._child.wait()
-            self._child = None
+        child, self._child = self._child, None
+        if child is not None:
+            child.kill()
+            child.wait()
+            for pipe in (child.stdin, child.stdout, child.stderr):
+                if pipe is not None:
+                    pipe.close()
 
 
 def _read_exactly(pipe, size: int) -> bytes:
