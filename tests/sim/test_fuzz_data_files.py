@@ -1,0 +1,119 @@
+"""Seeded fuzzing of the files the simulator reads, run in a child process (a slip would be a
+signal there): mutated Vela-compiled .tflite files loaded and run, and mutated simulator stores
+(sim_<key>.bin) re-sealed with a valid SHA-256 and run from. Each mutant runs, or ends in a
+SimError (the CLI's one line and exit 2); anything else fails the test with its traceback."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+ACC = "ethos-u55-128"
+TFLITE_MUTANTS = 120
+STORE_MUTANTS = 120
+
+
+def _vela(folder: Path) -> Path:
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from ethosu.vela.vela import main; main()",
+            str(FIXTURES / "kws_ref_model.tflite"),
+            "--accelerator-config",
+            ACC,
+            "--output-dir",
+            str(folder),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return folder / "kws_ref_model_vela.tflite"
+
+
+def _outcome(run) -> str:
+    from toolkit.sim.errors import SimError
+
+    try:
+        run()
+    except SimError:
+        return "refused"
+    except Exception:  # noqa: BLE001 (what the test is for: nothing else may escape)
+        traceback.print_exc()
+        return "crashed"
+    return "ran"
+
+
+def _run_tflite(path: Path, x) -> None:
+    from toolkit.sim import forget_programs, simulate
+    from toolkit.sim.vela_tflite import load_compiled_tflite, run_graph
+
+    forget_programs()
+    graph = load_compiled_tflite(path)
+    run_graph(graph, [x], lambda program, ins: list(simulate(program, ins, ACC).outputs))
+
+
+def fuzz(folder: str, seed: int) -> None:
+    from toolkit.sim import derived_store, forget_programs, simulate
+    from toolkit.sim.vela_tflite import load_compiled_tflite
+
+    work = Path(folder)
+    source = _vela(work)
+    data = source.read_bytes()
+    (program,) = load_compiled_tflite(source).npu_programs
+    x = np.random.default_rng(seed).integers(-128, 128, (1, 49, 10, 1), np.int8)
+    rng = np.random.default_rng(seed)
+    counts = {"ran": 0, "refused": 0, "crashed": 0}
+    # the command stream and weights lie in the file's last buffers: mutate there mostly
+    for k in range(TFLITE_MUTANTS):
+        mutated = bytearray(data)
+        for _ in range(int(rng.integers(1, 4))):
+            at = int(rng.integers(len(data) // 2, len(data)))
+            mutated[at] = int(rng.integers(0, 256))
+        path = work / f"m{k}_vela.tflite"
+        path.write_bytes(bytes(mutated))
+        counts[_outcome(lambda path=path: _run_tflite(path, x))] += 1
+    store_dir = work / "store"
+    store_dir.mkdir()
+    forget_programs()
+    simulate(program, [x], ACC, store=store_dir)
+    (store,) = store_dir.glob("sim_*.bin")
+    body = store.read_bytes()[32:]
+    for _ in range(STORE_MUTANTS):
+        mutated = bytearray(body)
+        for _ in range(int(rng.integers(1, 4))):
+            mutated[int(rng.integers(0, len(body)))] = int(rng.integers(0, 256))
+        store.write_bytes(hashlib.sha256(bytes(mutated)).digest() + bytes(mutated))
+        loaded = derived_store.load(store, program.weights)  # None, or checked data
+        assert loaded is None or isinstance(loaded, derived_store.Derived)
+
+        def from_store() -> None:
+            forget_programs()
+            simulate(program, [x], ACC, store=store_dir)
+
+        counts[_outcome(from_store)] += 1
+    print(counts["ran"], counts["refused"], counts["crashed"])
+
+
+if __name__ == "fuzz":
+    fuzz(sys.argv[1], int(sys.argv[2]))
+
+
+def test_mutated_tflite_files_and_resealed_stores_run_or_are_refused(tmp_path):
+    code = f"import runpy; runpy.run_path({str(Path(__file__))!r}, run_name='fuzz')"
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path), "5"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    ran, refused, crashed = (int(v) for v in done.stdout.split()[-3:])
+    assert crashed == 0, done.stderr[-3000:]
+    assert ran + refused == TFLITE_MUTANTS + STORE_MUTANTS and ran > 0 and refused > 0
