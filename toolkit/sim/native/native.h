@@ -260,6 +260,36 @@ static inline int span_fits(__int128 base, const int64_t *n, const __int128 *str
     return lo >= 0 && hi <= size;
 }
 
+/* The lowest and highest of k * stride for k in [0, n) (n >= 1), into lo and hi. */
+static inline void term_range(int64_t n, __int128 stride, __int128 *lo, __int128 *hi) {
+    __int128 far = (__int128)(n - 1) * stride;
+    *lo = min128(0, far);
+    *hi = max128(0, far);
+}
+
+/* The lowest and highest byte offset of channel c < depth within a pixel (channel_offset). In
+ * NHCWB16 the last brick holds (depth - 1) % 16 + 1 channels, the others 16: two boxes of
+ * (brick, channel in it), each bounded at its corners. */
+static inline void channel_range(const fmap *f, int64_t depth, __int128 *lo, __int128 *hi) {
+    int64_t e = f->elem_size;
+    if (!f->brick) {
+        term_range(depth, e, lo, hi);
+        return;
+    }
+    int64_t bricks = (depth - 1) / 16 + 1;
+    __int128 b_lo, b_hi, r_lo, r_hi; /* the last brick */
+    r_lo = 0;
+    r_hi = (__int128)((depth - 1) % 16) * e;
+    b_lo = b_hi = (__int128)(bricks - 1) * f->stride_c;
+    *lo = b_lo + r_lo;
+    *hi = b_hi + r_hi;
+    if (bricks > 1) { /* the full bricks before it */
+        term_range(bricks - 1, f->stride_c, &b_lo, &b_hi);
+        *lo = min128(*lo, b_lo);
+        *hi = max128(*hi, b_hi + (__int128)15 * e);
+    }
+}
+
 /* Whether every element (y < height, x < width, c < depth) of f lies in its region's `size`
  * bytes (fm_offset's four tiles, NHWC or NHCWB16) and its shape is one a kernel can buffer. */
 static inline int fm_fits(const fmap *f, int64_t depth, int64_t size) {
@@ -276,11 +306,14 @@ static inline int fm_fits(const fmap *f, int64_t depth, int64_t size) {
     int64_t rows[4] = {h0, h1, f->height - h0, f->height - h1};
     int64_t cols[4] = {w0, f->width - w0, w0, f->width - w0};
     __int128 x_step = f->brick ? (__int128)16 * e : f->stride_x;
+    __int128 c_lo, c_hi, y_lo, y_hi, x_lo, x_hi;
+    channel_range(f, depth, &c_lo, &c_hi);
     for (int t = 0; t < 4; t++) {
-        int64_t n[4] = {rows[t], cols[t], f->brick ? (depth - 1) / 16 + 1 : depth,
-                        f->brick ? min64(depth, 16) : 1};
-        __int128 stride[4] = {f->stride_y, x_step, f->brick ? f->stride_c : e, e};
-        if (!span_fits(f->base[t], n, stride, 4, e, size)) return 0;
+        if (rows[t] <= 0 || cols[t] <= 0) continue; /* an empty tile */
+        term_range(rows[t], f->stride_y, &y_lo, &y_hi);
+        term_range(cols[t], x_step, &x_lo, &x_hi);
+        __int128 lo = f->base[t] + y_lo + x_lo + c_lo, hi = f->base[t] + y_hi + x_hi + c_hi + e;
+        if (lo < 0 || hi > size) return 0;
     }
     return 1;
 }
