@@ -373,3 +373,11 @@ def test_version_is_the_packages():
         [sys.executable, "-m", "toolkit.cli", "--version"], capture_output=True, text=True
     )
     assert (done.returncode, done.stdout) == (0, f"etk {toolkit.__version__}\n")
+
+
+def test_the_help_says_how_to_give_several_inputs():
+    from toolkit.cli import build_parser
+
+    deploy = build_parser()._subparsers._group_actions[0].choices["deploy"]
+    (action,) = [a for a in deploy._actions if "--input-shape" in a.option_strings]
+    assert "several inputs separated by ';'" in action.help and "'1,3,16,16;1,8'" in action.help
