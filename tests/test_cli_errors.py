@@ -373,3 +373,35 @@ def test_version_is_the_packages():
         [sys.executable, "-m", "toolkit.cli", "--version"], capture_output=True, text=True
     )
     assert (done.returncode, done.stdout) == (0, f"etk {toolkit.__version__}\n")
+
+
+def test_the_help_says_how_to_give_several_inputs():
+    from toolkit.cli import build_parser
+
+    deploy = build_parser()._subparsers._group_actions[0].choices["deploy"]
+    (action,) = [a for a in deploy._actions if "--input-shape" in a.option_strings]
+    assert "several inputs separated by ';'" in action.help and "'1,3,16,16;1,8'" in action.help
+
+
+@pytest.mark.parametrize(
+    "model, message",
+    [
+        ("/nonexistent/model.py", "cannot tell what model '/nonexistent/model.py' is"),
+        ("/nonexistent/m.py:Net", "model file /nonexistent/m.py not found"),
+        ("missing.pt2", "model file missing.pt2 not found"),
+    ],
+)
+def test_a_model_that_cannot_load_is_refused_before_torch_is_imported(model, message):
+    """The spec is checked before torch's import (6-10 s): the refusal comes without it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from toolkit.cli import main; rc = main(sys.argv[1:]); "
+        "print('torch' in sys.modules); sys.exit(rc)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, "deploy", model], capture_output=True, text=True
+    )
+    assert (done.returncode, done.stdout.strip()) == (2, "False")
+    assert done.stderr.startswith(f"etk: error: {message}")

@@ -108,7 +108,7 @@ if __name__ == "fuzz":
 def test_mutated_tflite_files_and_resealed_stores_run_or_are_refused(tmp_path):
     code = f"import runpy; runpy.run_path({str(Path(__file__))!r}, run_name='fuzz')"
     done = subprocess.run(
-        [sys.executable, "-c", code, str(tmp_path), "5"],
+        [sys.executable, "-P", "-c", code, str(tmp_path), "5"],  # -P: the toolkit pytest imports
         capture_output=True,
         text=True,
         timeout=600,

@@ -112,7 +112,7 @@ if __name__ == "fuzz":
 def test_mutated_descriptions_run_or_are_refused_never_a_signal(tmp_path):
     code = f"import runpy; runpy.run_path({str(Path(__file__))!r}, run_name='fuzz')"
     done = subprocess.run(
-        [sys.executable, "-c", code, str(tmp_path), "7"],
+        [sys.executable, "-P", "-c", code, str(tmp_path), "7"],  # -P: the toolkit pytest imports
         capture_output=True,
         text=True,
         timeout=600,

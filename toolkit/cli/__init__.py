@@ -71,6 +71,10 @@ def main(argv: list[str] | None = None) -> int:
             from ..lower.compile_cache import usable_cache_root
 
             usable_cache_root()
+        if args.verb in TORCH_VERBS and isinstance(getattr(args, "model", None), str):
+            from ..model_spec import check_model_spec
+
+            check_model_spec(args.model)  # before torch's import: a refusal in a second
         if args.verb in TORCH_VERBS and not args.debug:
             quiet_torch_import()
         return int(args.func(args) or 0)

@@ -37,7 +37,11 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
         "--system-config and --memory-mode; Vela and etk's cycle model "
         "read it (default: the target's, else Vela's Arm/vela.ini)",
     )
-    parser.add_argument("--input-shape", help="input shape(s) for file models, e.g. 1,3,32,32")
+    parser.add_argument(
+        "--input-shape",
+        help="input shape(s) for file models, e.g. 1,3,32,32; several inputs separated by ';' "
+        "in forward's order: '1,3,16,16;1,8' (quote it for the shell)",
+    )
     parser.add_argument(
         "--calibration-samples",
         type=int,

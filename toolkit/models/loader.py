@@ -13,6 +13,7 @@ from torch import nn
 
 from ..artifacts import LoadedModel
 from ..errors import UserError
+from ..model_spec import names_a_definition
 from .pt2_archive import check_pt2_archive, weights_only_loads
 from .zoo import build_zoo_model
 
@@ -45,17 +46,12 @@ def _model_hash(module: nn.Module, inputs: tuple, extra: bytes = b"") -> str:
     return digest.hexdigest()[:16]
 
 
-def _names_a_definition(spec: str) -> bool:
-    """path.py:ClassName or path.py:factory (a path with a colon in it is a file)."""
-    return ":" in Path(spec).name or (":" in spec and not Path(spec).exists())
-
-
 def model_file(spec: str) -> Path | None:
     """The file a MODEL spec is read from (the .py file of path.py:Name; relative paths are
     relative to the current directory); None for zoo models."""
     if spec.startswith("zoo:"):
         return None
-    if not spec.endswith((".pt2", ".tflite")) and _names_a_definition(spec):
+    if not spec.endswith((".pt2", ".tflite")) and names_a_definition(spec):
         return Path(spec.rpartition(":")[0])
     return Path(spec)
 
@@ -211,7 +207,7 @@ def load_model(spec: str, input_shape: str | None = None) -> LoadedModel:
         return LoadedModel(spec, name, model, inputs, _model_hash(model, inputs, name.encode()))
     if spec.endswith(".pt2"):
         return _pt2_model(spec)
-    if _names_a_definition(spec):
+    if names_a_definition(spec):
         return _file_model(spec, shapes)
     raise UserError(
         f"cannot tell what model '{spec}' is: use zoo:NAME, file.py:ClassName or a .pt2 file"
