@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from toolkit.bench.report import md_text
 from toolkit.bench.results import run_key
 from toolkit.bench.suite import load_suite
 from toolkit.cli import main
@@ -37,7 +38,7 @@ def test_full_zoo_suite(tmp_path):
     assert f"{len(recs)} runs, {len(ok)} ok, {len(recs) - len(ok)} failed" in markdown
     for r in ok:
         row = (
-            f"| {r['spec']['model']} | corstone-300 | {r['spec']['npu']} | "
+            f"| {md_text(r['spec']['model'])} | corstone-300 | {r['spec']['npu']} | "
             f"{r['spec']['variant']} | default | sim | ok | "
             f"{r['cycles']['estimate']['npu_cycles']} | {r['cycles']['run']['npu_cycles']} |"
         )
