@@ -19,7 +19,8 @@ TFLITE_MUTANTS = 120
 STORE_MUTANTS = 120
 
 
-def _vela(folder: Path) -> Path:
+def vela_compiled_kws(folder: Path) -> Path:
+    """KWS compiled by Vela's own command line for ACC: its .tflite in folder."""
     subprocess.run(
         [
             sys.executable,
@@ -64,7 +65,7 @@ def fuzz(folder: str, seed: int) -> None:
     from toolkit.sim.vela_tflite import load_compiled_tflite
 
     work = Path(folder)
-    source = _vela(work)
+    source = vela_compiled_kws(work)
     data = source.read_bytes()
     (program,) = load_compiled_tflite(source).npu_programs
     x = np.random.default_rng(seed).integers(-128, 128, (1, 49, 10, 1), np.int8)
@@ -106,13 +107,9 @@ if __name__ == "fuzz":
 
 
 def test_mutated_tflite_files_and_resealed_stores_run_or_are_refused(tmp_path):
-    code = f"import runpy; runpy.run_path({str(Path(__file__))!r}, run_name='fuzz')"
-    done = subprocess.run(
-        [sys.executable, "-P", "-c", code, str(tmp_path), "5"],  # -P: the toolkit pytest imports
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    from .test_native_trust_boundary import run_fuzz_child  # here: the child runs no package
+
+    done = run_fuzz_child(__file__, tmp_path, 5)
     assert done.returncode == 0, done.stderr[-3000:]
     ran, refused, crashed = (int(v) for v in done.stdout.split()[-3:])
     assert crashed == 0, done.stderr[-3000:]

@@ -16,28 +16,15 @@ from ethosu.vela.tflite.Model import Model
 from toolkit.sim.errors import PayloadError
 from toolkit.sim.vela_tflite import load_compiled_tflite
 
+from .test_fuzz_data_files import vela_compiled_kws
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 ETK = [sys.executable, "-m", "toolkit.cli"]
 
 
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("vela")
-    subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from ethosu.vela.vela import main; main()",
-            str(FIXTURES / "kws_ref_model.tflite"),
-            "--accelerator-config",
-            "ethos-u55-128",
-            "--output-dir",
-            str(out),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    return out / "kws_ref_model_vela.tflite"
+    return vela_compiled_kws(tmp_path_factory.mktemp("vela"))
 
 
 def _vector(table, slot: int) -> int:

@@ -109,14 +109,20 @@ if __name__ == "fuzz":
     fuzz(sys.argv[1], int(sys.argv[2]))
 
 
-def test_mutated_descriptions_run_or_are_refused_never_a_signal(tmp_path):
-    code = f"import runpy; runpy.run_path({str(Path(__file__))!r}, run_name='fuzz')"
-    done = subprocess.run(
-        [sys.executable, "-P", "-c", code, str(tmp_path), "7"],  # -P: the toolkit pytest imports
+def run_fuzz_child(test_file: str, folder: Path, seed: int) -> subprocess.CompletedProcess:
+    """Run test_file's fuzz(folder, seed) in a child process (run_name 'fuzz'); -P: the child
+    imports the toolkit pytest imports, not a source tree in the working directory."""
+    code = f"import runpy; runpy.run_path({test_file!r}, run_name='fuzz')"
+    return subprocess.run(
+        [sys.executable, "-P", "-c", code, str(folder), str(seed)],
         capture_output=True,
         text=True,
         timeout=600,
     )
+
+
+def test_mutated_descriptions_run_or_are_refused_never_a_signal(tmp_path):
+    done = run_fuzz_child(__file__, tmp_path, 7)
     assert done.returncode == 0, done.stderr[-2000:]
     ran, refused = (int(v) for v in done.stdout.split())
     assert ran + refused == 2 * MUTATIONS

@@ -22,7 +22,6 @@ int etk_pool(const void *desc, int64_t ifm_mem, int64_t ofm_mem, int64_t lut_mem
 int etk_copy(const void *desc, int64_t src_mem, int64_t dst_mem, int64_t table, int64_t src_size,
              int64_t dst_size);
 PyObject *etk_parse_bin_stream(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs);
-PyObject *etk_read_file(PyObject *Py_UNUSED(self), PyObject *path);
 
 /* args as int64 into `out`, or 0 with the exception set */
 static int int64_args(PyObject *const *args, Py_ssize_t n, Py_ssize_t expected, int64_t *out,
@@ -204,7 +203,6 @@ static PyMethodDef methods[] = {
     {"parse_bin_stream", (PyCFunction)(void (*)(void))etk_parse_bin_stream, METH_FASTCALL,
      "parse_bin_stream(raw, tensor_type, config_type): a vela_bin_stream's parts, or None "
      "(payload.c)"},
-    {"read_file", etk_read_file, METH_O, "read_file(path): a whole file's bytes (payload.c)"},
     {NULL, NULL, 0, NULL},
 };
 

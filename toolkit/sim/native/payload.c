@@ -6,11 +6,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include <fcntl.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define HEADER 32
 #define NAME 16
@@ -181,43 +178,3 @@ done:
     return result;
 }
 
-/* read_file(path) -> bytes: a whole file in one call (open, fstat, read, close), OSError as
- * Python's own calls raise it: the simulator's store is read at a program's first run, where
- * four os calls cost more than the read. */
-PyObject *etk_read_file(PyObject *Py_UNUSED(self), PyObject *path) {
-    PyObject *encoded;
-    if (!PyUnicode_FSConverter(path, &encoded)) return NULL;
-    const char *name = PyBytes_AS_STRING(encoded);
-    PyObject *result = NULL;
-    int fd;
-    Py_BEGIN_ALLOW_THREADS
-    fd = open(name, O_RDONLY | O_CLOEXEC);
-    Py_END_ALLOW_THREADS
-    struct stat info;
-    if (fd < 0 || fstat(fd, &info) < 0) {
-        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path);
-        goto done;
-    }
-    result = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)info.st_size);
-    if (result == NULL) goto done;
-    char *at = PyBytes_AS_STRING(result);
-    Py_ssize_t left = (Py_ssize_t)info.st_size;
-    while (left > 0) {
-        ssize_t got;
-        Py_BEGIN_ALLOW_THREADS
-        got = read(fd, at, (size_t)left);
-        Py_END_ALLOW_THREADS
-        if (got <= 0) { /* an error, or the file shrank: what is left is not the file */
-            if (got < 0) PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path);
-            else PyErr_Format(PyExc_OSError, "%R changed while it was read", path);
-            Py_CLEAR(result);
-            goto done;
-        }
-        at += got;
-        left -= got;
-    }
-done:
-    if (fd >= 0) close(fd);
-    Py_DECREF(encoded);
-    return result;
-}
