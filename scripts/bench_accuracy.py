@@ -35,10 +35,10 @@ from toolkit.console_capture import quiet_torch_import  # noqa: E402
 quiet_torch_import()  # torchao's import-time chatter, as etk does; before the imports below
 
 from toolkit.artifacts import CalibrationSet  # noqa: E402
-from toolkit.compare.block_errors import block_errors, explain_fused_loss  # noqa: E402
-from toolkit.compare.eval_data import LabelledData, load_labelled  # noqa: E402
-from toolkit.compare.task_eval import evaluation_runner, program_outputs, task_metric  # noqa: E402
-from toolkit.compare.task_metrics import reconstruction_scores, roc_auc, top1  # noqa: E402
+from toolkit.evaluation.block_errors import block_errors, explain_fused_loss  # noqa: E402
+from toolkit.evaluation.eval_data import LabelledData, load_labelled  # noqa: E402
+from toolkit.evaluation.task_eval import evaluation_runner, program_outputs, task_metric  # noqa: E402
+from toolkit.evaluation.task_metrics import reconstruction_scores, roc_auc, top1  # noqa: E402
 from toolkit.lower.build_variant import compile_variant  # noqa: E402
 from toolkit.lower.tflite import compile_tflite  # noqa: E402
 from toolkit.models.loader import load_model  # noqa: E402

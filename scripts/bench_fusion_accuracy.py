@@ -20,7 +20,7 @@ from toolkit.console_capture import quiet_torch_import
 
 quiet_torch_import()  # torchao's import-time chatter, as etk does; before the imports below
 
-from toolkit.compare.evaluate import evaluate_on_host, evaluation_inputs, float_outputs  # noqa: E402
+from toolkit.evaluation.evaluate import evaluate_on_host, evaluation_inputs, float_outputs  # noqa: E402
 from toolkit.lower.build_variant import compile_variant  # noqa: E402
 from toolkit.models.loader import load_model  # noqa: E402
 from toolkit.models.zoo import zoo_names  # noqa: E402

@@ -21,7 +21,7 @@ from tosa.Op import Op
 from tosa.TosaGraph import TosaGraph
 
 from toolkit.artifacts import LoadedModel
-from toolkit.compare.metrics import sqnr_db
+from toolkit.evaluation.metrics import sqnr_db
 from toolkit.lower.build_variant import compile_variant
 from toolkit.lower.tosa_graph import read_tosa
 from toolkit.models.layout import channels_last_io

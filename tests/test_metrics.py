@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from toolkit.compare.metrics import (
+from toolkit.evaluation.metrics import (
     accuracy,
     cosine_similarity,
     exact_match_rate,

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from toolkit.artifacts import LoadedModel
-from toolkit.compare.metrics import sqnr_db
+from toolkit.evaluation.metrics import sqnr_db
 from toolkit.lower.build_variant import compile_variant
 from toolkit.quantize.calibration import random_calibration
 from toolkit.quantize.quantizer import quantize

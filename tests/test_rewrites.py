@@ -7,8 +7,8 @@ import torch
 from torch import nn
 
 from toolkit.artifacts import LoadedModel
-from toolkit.compare.metrics import sqnr_db
 from toolkit.errors import UserError
+from toolkit.evaluation.metrics import sqnr_db
 from toolkit.lower.build_variant import compile_variant
 from toolkit.lower.tosa_graph import read_tosa
 from toolkit.models.layout import channels_last_io

@@ -66,3 +66,10 @@ def quiet_torch_import(module: str = TORCH_SIDE) -> None:
     except BaseException:
         sys.stderr.write(captured.text)
         raise
+
+
+def quiet_third_party_warnings() -> None:
+    """Warnings from torch, torchao, ExecuTorch and the like (pages of FutureWarnings on every
+    run) are not for our users; our own still show."""
+    warnings.filterwarnings("ignore")
+    warnings.filterwarnings("default", module=r"toolkit(\.|$)")

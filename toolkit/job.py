@@ -30,3 +30,51 @@ class Job:
     seeds: int = 1  # calibrations (seeds, or subsets of calibration_dir) to evaluate each variant
     calibration_subset: int | None = None  # samples per seed's subset of calibration_dir
     parallel_variants: bool = False  # compile the two variants at once (lower/parallel.py)
+
+
+def job_for(
+    model: str,
+    variants: tuple[Variant, ...],
+    *,
+    out_dir: Path = Path("etk-out"),
+    target: str = "corstone-300",
+    npu: str | None = None,
+    system_config: str | None = None,
+    memory_mode: str | None = None,
+    vela_config: Path | None = None,
+    input_shape: str | None = None,
+    calibration_samples: int | None = None,
+    calibration_data: Path | None = None,
+    eval_data: Path | None = None,
+    seeds: int = 1,
+    seed: int = 0,
+    eval_samples: int = 8,
+    vela_options: tuple[str, ...] = (),
+    rewrites: str = "default",
+    io_layout: str = "nchw",
+    parallel_variants: bool = True,
+) -> Job:
+    """A Job from the options as the user names them (the CLI's flags, the Python API's keywords):
+    with calibration data, calibration_samples is the size of each seed's subset."""
+    return Job(
+        model=model,
+        target=target,
+        variants=variants,
+        npu=npu,
+        system_config=system_config,
+        memory_mode=memory_mode,
+        vela_config=None if vela_config is None else Path(vela_config),
+        input_shape=input_shape,
+        calibration_samples=8 if calibration_samples is None else calibration_samples,
+        calibration_dir=None if calibration_data is None else Path(calibration_data),
+        seed=seed,
+        eval_data=None if eval_data is None else Path(eval_data),
+        seeds=seeds,
+        calibration_subset=calibration_samples if calibration_data is not None else None,
+        eval_samples=eval_samples,
+        out_dir=Path(out_dir),
+        extra_vela=tuple(vela_options),
+        rewrites=rewrites,
+        io_layout=io_layout,
+        parallel_variants=parallel_variants,
+    )

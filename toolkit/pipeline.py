@@ -13,10 +13,11 @@ import numpy as np
 import torch
 
 from .artifacts import LoadedModel, Program, Variant
-from .compare.block_errors import block_errors, explain_fused_loss
-from .compare.cycle_check import check_cycles
-from .compare.eval_data import LabelledData, load_labelled
-from .compare.evaluate import (
+from .errors import UserError
+from .evaluation.block_errors import block_errors, explain_fused_loss
+from .evaluation.cycle_check import check_cycles
+from .evaluation.eval_data import LabelledData, load_labelled
+from .evaluation.evaluate import (
     EVAL_SEED_OFFSET,
     Evaluation,
     evaluate,
@@ -26,8 +27,8 @@ from .compare.evaluate import (
     ones_inputs,
     save_arrays,
 )
-from .compare.metrics import exact_match_rate, max_abs_err_lsb
-from .compare.task_eval import (
+from .evaluation.metrics import exact_match_rate, max_abs_err_lsb
+from .evaluation.task_eval import (
     TaskAccuracy,
     data_windows,
     evaluation_runner,
@@ -35,8 +36,7 @@ from .compare.task_eval import (
     program_accuracy,
     task_metric,
 )
-from .compare.variants import compare_variants
-from .errors import UserError
+from .evaluation.variants import compare_variants
 from .job import Job
 from .lower.build_variant import compile_variant
 from .lower.compiled_tflite import load_compiled_program
@@ -182,11 +182,13 @@ def run_job(
     progress: Callable[[str], None] = lambda _: None,
     runner: Runner | None = None,
     runner_note: str = "",
+    model: LoadedModel | None = None,
 ) -> JobResult:
-    """Run job with its output folder held: a second run into the same folder is refused."""
+    """Run job with its output folder held: a second run into the same folder is refused.
+    model: a module the caller loaded (the Python API's nn.Module); else job.model is loaded."""
     with locked_output_folder(Path(job.out_dir)) as out_dir:
         remove_stale_staging(out_dir)
-        return _run_job(job, progress, runner, runner_note)
+        return _run_job(job, progress, runner, runner_note, model)
 
 
 def check_job(job: Job) -> None:
@@ -200,14 +202,18 @@ def check_job(job: Job) -> None:
 
 
 def _run_job(
-    job: Job, progress: Callable[[str], None], runner: Runner | None, runner_note: str
+    job: Job,
+    progress: Callable[[str], None],
+    runner: Runner | None,
+    runner_note: str,
+    loaded: LoadedModel | None,
 ) -> JobResult:
     check_job(job)
     target, npu = resolve_target(
         job.target, job.npu, job.system_config, job.memory_mode, job.vela_config
     )
     check_vela_options(npu, job.extra_vela)
-    if is_tflite(job.model):
+    if loaded is None and is_tflite(job.model):
         model, tflite = _tflite_variant(job, npu, target, runner, progress)
         npu = tflite.program.npu  # a compiled file's own NPU
         result = JobResult(
@@ -224,8 +230,9 @@ def _run_job(
         )
         write_json_atomic(result.report_path, report_dict(result))
         return result
-    progress(f"loading {job.model}")
-    model = load_model(job.model, job.input_shape)
+    if loaded is None:
+        progress(f"loading {job.model}")
+    model = load_model(job.model, job.input_shape) if loaded is None else loaded
     if job.io_layout == "nhwc":
         model = channels_last_io(model)
     rewrites = resolve_rewrites(job.rewrites)

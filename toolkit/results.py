@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .artifacts import LoadedModel, Program
-from .compare.block_errors import BlockError
-from .compare.cycle_check import CycleCheck
-from .compare.evaluate import Evaluation
-from .compare.task_eval import TaskAccuracy
-from .compare.variants import VariantComparison
+from .evaluation.block_errors import BlockError
+from .evaluation.cycle_check import CycleCheck
+from .evaluation.evaluate import Evaluation
+from .evaluation.task_eval import TaskAccuracy
+from .evaluation.variants import VariantComparison
 from .job import Job
 from .npu import NpuConfig
 from .targets import Target
@@ -52,7 +53,7 @@ class TaskResult:
 @dataclass(frozen=True)
 class FusedLoss:
     by: float  # unfused mean - fused mean (> 0)
-    why: str  # compare/block_errors.explain_fused_loss
+    why: str  # evaluation/block_errors.explain_fused_loss
     blocks: tuple[BlockError, ...]
 
 
@@ -68,3 +69,9 @@ class JobResult:
     runner_note: str = ""
     report_path: Path = field(default=Path())
     task: TaskResult | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """What report.json holds (docs/report-format.md)."""
+        from .report.job_report import report_dict
+
+        return report_dict(self)

@@ -8,7 +8,7 @@ import shutil
 import numpy as np
 
 from toolkit.cli import main
-from toolkit.compare.cycle_check import predict_program
+from toolkit.evaluation.cycle_check import predict_program
 from toolkit.lower.program_store import load_stored_program
 from toolkit.runners.select import select_runner
 from toolkit.targets import load_target

@@ -133,7 +133,7 @@ def test_all_ones_inputs_follow_the_firmwares_fill():
     import torch
 
     from toolkit.artifacts import LoadedModel
-    from toolkit.compare.evaluate import ones_inputs
+    from toolkit.evaluation.evaluate import ones_inputs
 
     model = LoadedModel(
         "m", "m", None, (torch.zeros(1, 3, 4, 4), torch.zeros(1, 2, dtype=torch.int8))

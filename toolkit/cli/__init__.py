@@ -12,10 +12,9 @@ import errno
 import importlib
 import os
 import sys
-import warnings
 
 from .. import __version__
-from ..console_capture import quiet_torch_import
+from ..console_capture import quiet_third_party_warnings, quiet_torch_import
 from ..errors import ToolError, UserError
 
 VERB_MODULES = (
@@ -48,13 +47,6 @@ def build_parser() -> argparse.ArgumentParser:
     for name in VERB_MODULES:
         importlib.import_module(f"{__name__}.{name}").register(subparsers)
     return parser
-
-
-def quiet_third_party_warnings() -> None:
-    """Warnings from torch, torchao, ExecuTorch and the like (pages of FutureWarnings on every
-    run) are not for our users; our own still show."""
-    warnings.filterwarnings("ignore")
-    warnings.filterwarnings("default", module=r"toolkit(\.|$)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -106,29 +106,27 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def job_from_args(args, variants) -> Job:
-    from ..job import Job
+    from ..job import job_for
 
-    return Job(
-        model=args.model,
+    return job_for(
+        args.model,
+        variants,
+        out_dir=args.out,
         target=args.target,
-        variants=variants,
         npu=args.npu,
         system_config=args.system_config,
         memory_mode=args.memory_mode,
         vela_config=args.vela_config,
         input_shape=args.input_shape,
-        calibration_samples=8 if args.calibration_samples is None else args.calibration_samples,
-        calibration_dir=args.calibration_data,
-        seed=args.seed,
+        calibration_samples=args.calibration_samples,
+        calibration_data=args.calibration_data,
         eval_data=args.eval_data,
         seeds=args.seeds,
-        calibration_subset=args.calibration_samples if args.calibration_data else None,
+        seed=args.seed,
         eval_samples=args.eval_samples,
-        out_dir=args.out,
-        extra_vela=tuple(args.vela_option),
+        vela_options=tuple(args.vela_option),
         rewrites=args.rewrites,
         io_layout=args.io_layout,
-        parallel_variants=True,
     )
 
 

@@ -6,13 +6,13 @@ import json
 from pathlib import Path
 
 from ..artifacts import CycleFigures
-from ..compare.cycle_check import CycleCheck, cycle_check_lines
 from ..errors import UserError
+from ..evaluation.cycle_check import CycleCheck, cycle_check_lines
 
 
 def _cycle_check(measured: CycleFigures, program_dir: Path) -> CycleCheck | None:
     """The measured NPU cycles next to etk's prediction and Vela's estimate for the program."""
-    from ..compare.cycle_check import check_cycles
+    from ..evaluation.cycle_check import check_cycles
     from ..lower.program_store import StoreDamaged, load_stored_program
 
     if measured.kind != "measured":

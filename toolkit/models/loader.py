@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import importlib.util
 import inspect
@@ -195,6 +196,29 @@ def _pt2_model(spec: str) -> LoadedModel:
     model = program.module(check_guards=False)
     _check_interface(model, tuple(args), spec)
     return LoadedModel(spec, path.stem, model, tuple(args), file_hash(path))
+
+
+def live_model(module: object, example_inputs: object) -> LoadedModel:
+    """An nn.Module the caller built (the Python API): a copy in eval mode, so the caller's module
+    keeps its training state. Its hash covers the exported graph as well as the weights: two
+    architectures with the same parameters are different programs."""
+    kind = type(module).__name__
+    if not isinstance(module, nn.Module):
+        raise UserError(f"model is a {kind}, not a torch.nn.Module or a MODEL spec string")
+    if example_inputs is None:
+        raise UserError(f"{kind}: pass example_inputs=(tensor, ...) with the model's input shapes")
+    inputs = (
+        tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
+    )
+    spec = f"python:{type(module).__qualname__}"
+    model = copy.deepcopy(module).eval()
+    _check_interface(model, inputs, spec)
+    try:
+        graph = torch.export.export(model, inputs).graph_module.code
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"{spec} failed to export with torch.export: {first}") from exc
+    return LoadedModel(spec, kind, model, inputs, _model_hash(model, inputs, graph.encode()))
 
 
 def load_model(spec: str, input_shape: str | None = None) -> LoadedModel:

@@ -62,7 +62,7 @@ def folder_calibration(folder: Path, example_inputs: tuple) -> CalibrationSet:
     An array whose shape is the input shape with a leading batch of N is split into N samples.
     A labelled folder (x.npy + y.npy, as for --eval-data) calibrates on x.npy alone.
     """
-    from ..compare.eval_data import is_labelled_folder
+    from ..evaluation.eval_data import is_labelled_folder
 
     folder = Path(folder)
     if not folder.is_dir():

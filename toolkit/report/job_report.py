@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ..compare.cycle_check import cycle_check_entry, ratio
-from ..compare.evaluate import EVAL_SEED_OFFSET
+from ..evaluation.cycle_check import cycle_check_entry, ratio
+from ..evaluation.evaluate import EVAL_SEED_OFFSET
 from ..lower.vela import vela_version
 from ..results import JobResult, TaskResult
 from ..rewrites import resolve_rewrites

@@ -10,8 +10,8 @@ from typing import Any
 
 from ..artifacts import Program, RunResult
 from ..atomic_write import write_atomic
-from ..compare.evaluate import Evaluation
-from ..compare.variants import VariantComparison
+from ..evaluation.evaluate import Evaluation
+from ..evaluation.variants import VariantComparison
 
 SCHEMA_VERSION = (
     2  # 2: estimate.sram_bytes (it was traffic) -> sram_used_bytes, arena_bytes, sram_traffic_bytes

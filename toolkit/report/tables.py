@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..atomic_write import write_atomic
-from ..compare.cycle_check import cycle_check_lines
+from ..evaluation.cycle_check import cycle_check_lines
 from ..results import JobResult, TaskResult
 from .job_report import io_layout_hint
 

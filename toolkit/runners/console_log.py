@@ -14,9 +14,9 @@ from typing import Any, Literal
 import numpy as np
 
 from ..artifacts import CycleFigures
-from ..compare.cycle_check import CycleCheck, cycle_check_entry
-from ..compare.metrics import exact_match_rate, max_abs_err_lsb
 from ..errors import UserError
+from ..evaluation.cycle_check import CycleCheck, cycle_check_entry
+from ..evaluation.metrics import exact_match_rate, max_abs_err_lsb
 from ..lower.program_store import load_output_interface
 from .uart_log import UartLog, axi_beats, measured_cycles, per_inference
 from .uart_outputs import decode_outputs, missing_values

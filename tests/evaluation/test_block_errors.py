@@ -9,7 +9,12 @@ import pytest
 import torch
 
 from toolkit.artifacts import LoadedModel
-from toolkit.compare.block_errors import BlockError, block_errors, explain_fused_loss, worst_block
+from toolkit.evaluation.block_errors import (
+    BlockError,
+    block_errors,
+    explain_fused_loss,
+    worst_block,
+)
 from toolkit.quantize.calibration import random_calibration
 from toolkit.targets import load_target
 
@@ -86,8 +91,8 @@ def test_explanation_names_the_block_or_says_none_is_worse():
 
 
 def test_a_job_where_fused_scores_below_unfused_says_why(errors):
-    from toolkit.compare.eval_data import LabelledData
-    from toolkit.compare.task_eval import TaskAccuracy
+    from toolkit.evaluation.eval_data import LabelledData
+    from toolkit.evaluation.task_eval import TaskAccuracy
     from toolkit.pipeline import _fused_loss
 
     module = _ThreeBlocks().eval()

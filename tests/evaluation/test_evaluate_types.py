@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SNIPPET = """
 import numpy as np
 from toolkit.artifacts import Program
-from toolkit.compare.evaluate import evaluate, evaluate_on_host
+from toolkit.evaluation.evaluate import evaluate, evaluate_on_host
 from toolkit.runners.fvp import FvpRunner
 from toolkit.runners.sim import SimulatorRunner
 from toolkit.runners.tosa_ref import TosaReferenceRunner

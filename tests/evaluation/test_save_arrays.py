@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from toolkit.compare.evaluate import save_arrays
+from toolkit.evaluation.evaluate import save_arrays
 
 
 def _samples(count: int, tensors: int, start: int):

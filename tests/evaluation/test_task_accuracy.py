@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from toolkit.compare.eval_data import load_labelled
-from toolkit.compare.task_eval import float_accuracy, task_metric
-from toolkit.compare.task_metrics import reconstruction_scores, roc_auc, top1
 from toolkit.errors import UserError
+from toolkit.evaluation.eval_data import load_labelled
+from toolkit.evaluation.task_eval import float_accuracy, task_metric
+from toolkit.evaluation.task_metrics import reconstruction_scores, roc_auc, top1
 from toolkit.models.loader import load_model
 from toolkit.quantize.calibration import calibration_subset, folder_calibration
 

@@ -1,0 +1,197 @@
+"""The Python API: what `etk compile`, `etk compare` and `etk deploy` do, for scripts and notebooks.
+
+    import toolkit
+    result = toolkit.deploy(net, example_inputs=(torch.randn(1, 3, 32, 32),), compare_fusion=True)
+    result.to_dict()["variants"]["fused"]["run"]  # what report.json holds
+
+MODEL is a spec string as on the command line (zoo:NAME, file.py:Name, a .pt2 or .tflite file) or
+a live torch.nn.Module with example_inputs. The keyword options are the CLI's flags with
+underscores (docs/usage.md); vela_options is a list of Vela flags. Errors raise what the CLI maps
+to exit codes: UserError (bad input, 2) and ToolError (an external tool failed, 3).
+
+With output=PATH the run writes the folder the CLI writes (report.json, report.md, the variants);
+without it, a temporary folder that is removed when the Python process ends.
+"""
+
+from __future__ import annotations
+
+import atexit
+import shutil
+import tempfile
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .console_capture import quiet_third_party_warnings, quiet_torch_import
+from .errors import UserError
+from .resolve import FUSION_CHOICES, RUNNER_CHOICES, fusion_variants
+
+if TYPE_CHECKING:
+    from .artifacts import Variant
+    from .results import JobResult
+    from .runners.base import Runner
+
+__all__ = ["compile", "compare", "deploy"]
+
+
+def compile(  # noqa: A001 - toolkit.compile, as the CLI's verb
+    model: Any,
+    *,
+    example_inputs: Any = None,
+    fusion: str = "on",
+    output: str | Path | None = None,
+    progress: Callable[[str], None] | None = None,
+    **options: Any,
+) -> JobResult:
+    """Quantize, lower and compile one variant (fusion "on": fused, "off": unfused) and run it on
+    the host reference (the TOSA reference model)."""
+    return _run(model, example_inputs, _variants(fusion, False), output, progress, options)
+
+
+def compare(
+    model: Any,
+    *,
+    example_inputs: Any = None,
+    output: str | Path | None = None,
+    progress: Callable[[str], None] | None = None,
+    **options: Any,
+) -> JobResult:
+    """Compile fused and unfused; result.comparison holds what fusion changed."""
+    return _run(model, example_inputs, ("fused", "unfused"), output, progress, options)
+
+
+def deploy(
+    model: Any,
+    *,
+    example_inputs: Any = None,
+    runner: str = "auto",
+    fusion: str = "on",
+    compare_fusion: bool = False,
+    output: str | Path | None = None,
+    progress: Callable[[str], None] | None = None,
+    runner_elf: str | None = None,
+    port: str | None = None,
+    baud: int | None = None,
+    build: bool = True,
+    flash: bool = True,
+    fvp_fast: bool = False,
+    **options: Any,
+) -> JobResult:
+    """Compile and run on the target's runner ("auto", "fvp", "sim", "tosa-ref", "serial");
+    result.variants[v].run.outputs_match_reference says whether the runner agreed with the host."""
+    from .resolve import resolve_runner, resolve_target
+
+    if runner not in RUNNER_CHOICES:
+        raise UserError(f"runner '{runner}' is not one of {', '.join(RUNNER_CHOICES)}")
+    variants = _variants(fusion, compare_fusion)
+    target, npu = resolve_target(
+        options.get("target", "corstone-300"),
+        options.get("npu"),
+        options.get("system_config"),
+        options.get("memory_mode"),
+        options.get("vela_config"),
+    )
+    spec = model if isinstance(model, str) else "python-module"
+    chosen, note = resolve_runner(
+        spec,
+        runner,
+        target,
+        npu,
+        runner_elf=runner_elf,
+        port=port,
+        baud=baud,
+        build=build,
+        flash=flash,
+        fvp_fast=fvp_fast,
+    )
+    return _run(model, example_inputs, variants, output, progress, options, chosen, note)
+
+
+def _variants(fusion: str, both: bool) -> tuple[Variant, ...]:
+    if fusion not in FUSION_CHOICES:
+        raise UserError(f"fusion '{fusion}' is not one of {', '.join(FUSION_CHOICES)}")
+    return fusion_variants(fusion, compare=both)
+
+
+def _run(
+    model: Any,
+    example_inputs: Any,
+    variants: tuple[Variant, ...],
+    output: str | Path | None,
+    progress: Callable[[str], None] | None,
+    options: dict[str, Any],
+    runner: Runner | None = None,
+    runner_note: str = "",
+) -> JobResult:
+    from .lower.compile_cache import usable_cache_root
+
+    usable_cache_root()
+    with warnings.catch_warnings():  # as on the command line; the caller's filters come back after
+        quiet_third_party_warnings()
+        quiet_torch_import()  # before anything imports torchao and ExecuTorch
+        result = _run_job(
+            model, example_inputs, variants, output, progress, options, runner, runner_note
+        )
+    from .report.tables import write_markdown
+
+    write_markdown(result, result.report_path.with_name("report.md"))
+    return result
+
+
+def _run_job(
+    model: Any,
+    example_inputs: Any,
+    variants: tuple[Variant, ...],
+    output: str | Path | None,
+    progress: Callable[[str], None] | None,
+    options: dict[str, Any],
+    runner: Runner | None,
+    runner_note: str,
+) -> JobResult:
+    from .model_spec import check_model_spec
+    from .pipeline import run_job
+
+    out_dir = Path(output) if output is not None else _temporary_folder()
+    if isinstance(model, str):
+        if example_inputs is not None:
+            raise UserError(
+                "example_inputs is for an nn.Module; a MODEL spec gets its shapes from the zoo, "
+                "the file's example_inputs() or input_shape='1,3,32,32'"
+            )
+        check_model_spec(model)
+        job = _job(model, variants, out_dir, options)
+        result = run_job(job, progress or _silent, runner, runner_note)
+    else:
+        from .models.loader import live_model
+
+        if "input_shape" in options:
+            raise UserError("input_shape is for MODEL specs: give an nn.Module example_inputs")
+        loaded = live_model(model, example_inputs)
+        job = _job(loaded.spec, variants, out_dir, options)
+        result = run_job(job, progress or _silent, runner, runner_note, loaded)
+    return result
+
+
+def _job(spec: str, variants: tuple[Variant, ...], out_dir: Path, options: dict[str, Any]):
+    import inspect
+
+    from .job import job_for
+
+    known = set(inspect.signature(job_for).parameters) - {"model", "variants", "out_dir"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise UserError(
+            f"unknown option {', '.join(unknown)}: the options are {', '.join(sorted(known))}"
+        )
+    return job_for(spec, variants, out_dir=out_dir, **options)
+
+
+def _temporary_folder() -> Path:
+    folder = tempfile.mkdtemp(prefix="etk-")
+    atexit.register(shutil.rmtree, folder, True)
+    return Path(folder)
+
+
+def _silent(_message: str) -> None:
+    pass
