@@ -33,7 +33,7 @@ def test_child_error_is_raised_in_the_parent(monkeypatch):
         parallel.compile_variants(None, None, ("fused", "unfused"), None, None, (), (), True)
 
 
-def test_parallel_programs_equal_serial_ones(tmp_path):
+def test_parallel_programs_equal_serial_ones(tmp_path, no_shared_compile_cache):
     model = load_model("zoo:conv2d_bn_relu")
     calibration = random_calibration(model.example_inputs, 4, 0)
     npu = load_target("corstone-300").npu(None, None, None)
@@ -55,6 +55,9 @@ def test_parallel_programs_equal_serial_ones(tmp_path):
     assert [d.payload for d in child.delegates] == [d.payload for d in serial.delegates]
     assert child.npu_ops == serial.npu_ops and child.output_quant == serial.output_quant
     assert programs["fused"].variant == "fused" and programs["fused"].delegates
+    # the child's stage times come back with it (the parent loads its program from the store)
+    assert set(child.timings) == {"quantize", "lower", "reports"} == set(programs["fused"].timings)
+    assert all(seconds > 0 for seconds in child.timings.values())
 
 
 _PARENT = """

@@ -15,6 +15,7 @@ import os
 import pickle
 import signal
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from ..artifacts import CalibrationSet, LoadedModel, Program, Variant
@@ -42,8 +43,7 @@ def _child(connection, args, parent: int) -> None:
     # wait for them forever. One thread each, and the two processes use the two CPUs.
     torch.set_num_threads(1)
     try:
-        compile_variant(*args)
-        connection.send(None)
+        connection.send(compile_variant(*args).timings)
     except BaseException as exc:  # noqa: BLE001 - re-raised in the parent
         try:
             connection.send(pickle.loads(pickle.dumps(exc)))
@@ -88,14 +88,15 @@ def compile_variants(
         child.join()
         raise
     try:
-        error = receive.recv()
+        outcome = receive.recv()
     except EOFError:  # the child died before it could report
         child.join()
         raise ToolError(
             f"compiling the {second} variant in a child process failed (exit code {child.exitcode})"
         ) from None
     child.join()
-    if error is not None:
-        raise error
-    programs[second] = compile_variant(*args[second])  # from the store the child wrote
+    if isinstance(outcome, BaseException):
+        raise outcome
+    # from the store the child wrote, with the stage times of the child's compile ({}: a cache hit)
+    programs[second] = replace(compile_variant(*args[second]), timings=outcome)
     return programs
