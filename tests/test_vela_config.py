@@ -106,3 +106,12 @@ def test_etk_compile_passes_the_ini_to_vela(tmp_path, capsys):
     assert report["vela"]["config"] == str(tmp_path / "ensemble_vela.ini")
     assert f"--config={tmp_path / 'ensemble_vela.ini'}" in report["vela"]["flags"]
     assert report["variants"]["fused"]["estimate"]["npu_cycles"] > 0
+
+
+def test_reading_an_sram_only_memory_system_prints_nothing(capsys):
+    """Vela's ArchitectureFeatures prints "Info: Changing const_mem_area ..." for Sram_Only; the
+    cycle model's read of the ini is not a compile, so a U65 run showed a stray line."""
+    cycle_model.memory_system.cache_clear()
+    memory = cycle_model.memory_system("ethos-u65-256", "Ethos_U65_High_End", "Sram_Only")
+    assert capsys.readouterr().out == ""
+    assert memory.port(0).name == "OnChipFlash"  # Vela's own override, kept

@@ -14,6 +14,8 @@ Each operation has two figures, as Vela's: compute (NPU cycles) and total (compu
 
 from __future__ import annotations
 
+import contextlib
+import io
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -89,15 +91,18 @@ def memory_system(
     1 arena, 2 fast scratch), read from config_ini as Vela reads it."""
     from ethosu.vela.architecture_features import ArchitectureFeatures, MemPort
 
-    arch = ArchitectureFeatures(
-        vela_config_files=[str(vela_ini_path(config_ini))],
-        accelerator_config=accelerator,
-        system_config=system_config,
-        memory_mode=memory_mode,
-        max_blockdep=3,
-        verbose_config=False,
-        arena_cache_size=None,
-    )
+    # Vela prints an "Info: Changing const_mem_area ..." line for SRAM-only memory modes: ours is a
+    # read of the ini, not a compile, so the line is not for the user
+    with contextlib.redirect_stdout(io.StringIO()):
+        arch = ArchitectureFeatures(
+            vela_config_files=[str(vela_ini_path(config_ini))],
+            accelerator_config=accelerator,
+            system_config=system_config,
+            memory_mode=memory_mode,
+            max_blockdep=3,
+            verbose_config=False,
+            arena_cache_size=None,
+        )
 
     def port(mem_port: MemPort) -> MemoryPort:
         area = arch._mem_port_mapping(mem_port)
