@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
 from ..rewrite_names import DEFAULT_REWRITES
 
@@ -150,9 +153,35 @@ def show(result: JobResult, require_full_npu: bool = False) -> int:
     return 0
 
 
-def progress_printer():
-    """Stage messages on an interactive terminal; silence in pipes and logs."""
-    console = Console(stderr=True)
+@contextmanager
+def stage_progress(console: Console | None = None) -> Iterator[Callable[[str], None]]:
+    """Stage messages on an interactive terminal (stderr), each with a spinner and its elapsed
+    time while it runs, left as a line with its time when the next starts; silence in pipes and
+    logs. The display does not capture stdout: a compile's forked child must not write through it."""
+    console = console or Console(stderr=True)
     if not console.is_terminal:
-        return lambda message: None
-    return lambda message: console.print(f"[dim]... {message}[/dim]")
+        yield lambda message: None
+        return
+    columns = (SpinnerColumn(finished_text="..."), TextColumn("{task.description}"))
+    with Progress(
+        *columns,
+        TimeElapsedColumn(),
+        console=console,
+        redirect_stdout=False,
+        redirect_stderr=False,
+    ) as progress:
+        current: list[TaskID] = []
+
+        def finish() -> None:
+            if current:
+                progress.stop_task(current[-1])
+                progress.update(current[-1], completed=1)
+
+        def stage(message: str) -> None:
+            finish()
+            current.append(progress.add_task(message, total=1))
+
+        try:
+            yield stage
+        finally:
+            finish()

@@ -3,23 +3,23 @@
 from __future__ import annotations
 
 from ..resolve import FUSION_CHOICES, fusion_variants
-from .common import add_job_arguments, job_from_args, progress_printer, show
+from .common import add_job_arguments, job_from_args, show, stage_progress
 
 
 def _compile(args) -> int:
     from ..pipeline import run_job
 
-    variants = fusion_variants(args.fusion)
-    return show(run_job(job_from_args(args, variants), progress_printer()), args.require_full_npu)
+    with stage_progress() as progress:
+        result = run_job(job_from_args(args, fusion_variants(args.fusion)), progress)
+    return show(result, args.require_full_npu)
 
 
 def _compare(args) -> int:
     from ..pipeline import run_job
 
-    return show(
-        run_job(job_from_args(args, ("fused", "unfused")), progress_printer()),
-        args.require_full_npu,
-    )
+    with stage_progress() as progress:
+        result = run_job(job_from_args(args, ("fused", "unfused")), progress)
+    return show(result, args.require_full_npu)
 
 
 def register(subparsers) -> None:

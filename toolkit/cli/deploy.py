@@ -10,7 +10,7 @@ from ..resolve import (
     resolve_runner,
     resolve_target,
 )
-from .common import add_job_arguments, job_from_args, progress_printer, show
+from .common import add_job_arguments, job_from_args, show, stage_progress
 
 
 def _deploy(args) -> int:
@@ -36,7 +36,8 @@ def _deploy(args) -> int:
         fvp_fast=args.fvp_fast,
     )
     variants = fusion_variants(args.fusion, compare=args.compare_fusion)
-    result = run_job(job_from_args(args, variants), progress_printer(), runner, note)
+    with stage_progress() as progress:
+        result = run_job(job_from_args(args, variants), progress, runner, note)
     status = show(result, args.require_full_npu)
     mismatched = [
         n
