@@ -11,6 +11,7 @@ import pytest
 
 import toolkit.lower.build_variant as build_module
 import toolkit.lower.compile_cache as compile_cache
+import toolkit.lower.compiler as compiler
 from toolkit.lower.build_variant import cache_key, compile_variant
 from toolkit.lower.compile_cache import CACHE_DIR_ENV, held_entry
 from toolkit.models.loader import load_model
@@ -40,7 +41,7 @@ def test_a_program_in_the_shared_cache_is_copied_and_a_damaged_entry_replaced(
     os.utime(entry, (1, 1))  # long unused
     monkeypatch.setattr(build_module, "_CACHE", {})  # as in another process
     with monkeypatch.context() as patch:
-        patch.setattr(build_module, "quantize", _refuse)
+        patch.setattr(compiler, "quantize", _refuse)
         second = compile_variant(model, calibration, "fused", npu, tmp_path / "b")
     assert second.timings == {} and second.out_dir == tmp_path / "b" / "fused"
     assert entry.stat().st_mtime > 1  # the hit made it the most recently used

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import toolkit.lower.build_variant as compile_module
+import toolkit.lower.compiler as compiler
 from toolkit.lower.build_variant import compile_variant
 from toolkit.models.loader import load_model
 from toolkit.quantize.calibration import random_calibration
@@ -25,7 +26,7 @@ def test_program_is_reloaded_from_disk_and_runs_identically(tmp_path, monkeypatc
     first = compile_variant(model, calibration, "fused", npu, tmp_path)
     assert set(first.timings) == {"quantize", "lower", "reports"}
     monkeypatch.setattr(compile_module, "_CACHE", {})  # as in a new process
-    monkeypatch.setattr(compile_module, "quantize", lambda *a, **k: 1 / 0)  # must not compile
+    monkeypatch.setattr(compiler, "quantize", lambda *a, **k: 1 / 0)  # must not compile
     second = compile_variant(model, calibration, "fused", npu, tmp_path)
     assert second.timings == {}
     assert second.delegates == first.delegates  # payload, ops, estimates, quantization
@@ -48,7 +49,7 @@ def test_same_program_into_another_folder_is_copied_not_compiled(tmp_path, monke
     first = compile_variant(model, calibration, "fused", npu, tmp_path / "a")
     (first.out_dir / "reference").mkdir()
     (first.out_dir / "reference" / "output_0_0.npy").write_bytes(b"a run's file")
-    monkeypatch.setattr(compile_module, "quantize", lambda *a, **k: 1 / 0)  # must not compile
+    monkeypatch.setattr(compiler, "quantize", lambda *a, **k: 1 / 0)  # must not compile
     second = compile_variant(model, calibration, "fused", npu, tmp_path / "b")
     assert second.out_dir == tmp_path / "b" / "fused" and second.timings == {}
     assert second.delegates[0].payload == first.delegates[0].payload

@@ -48,7 +48,8 @@ def capture_fds(fds: tuple[int, ...] = (1, 2)):
             result.text = sink.read().decode(errors="replace")
 
 
-TORCH_SIDE = "toolkit.pipeline"  # imports torch, torchao and ExecuTorch's Arm backend
+TORCH_SIDE = "toolkit.pipeline"  # imports torch; a compile imports torchao and ExecuTorch later
+COMPILER_SIDE = "toolkit.lower.compiler"  # the quantizer and ExecuTorch's lowering
 PYTREE_LEAFSPEC_WARNING = r"`isinstance\(treespec, LeafSpec\)` is deprecated"
 
 

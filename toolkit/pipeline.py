@@ -13,8 +13,8 @@ import numpy as np
 import torch
 
 from .artifacts import LoadedModel, Program, Variant
+from .console_capture import COMPILER_SIDE, quiet_torch_import
 from .errors import UserError
-from .evaluation.block_errors import block_errors, explain_fused_loss
 from .evaluation.cycle_check import check_cycles
 from .evaluation.eval_data import LabelledData, load_labelled
 from .evaluation.evaluate import (
@@ -377,6 +377,9 @@ def _fused_loss(
     means = {v: float(np.mean([a.value for a in variants[v]])) for v in ("fused", "unfused")}
     if means["fused"] >= means["unfused"]:
         return None
+    quiet_torch_import(COMPILER_SIDE)  # block_errors quantizes
+    from .evaluation.block_errors import block_errors, explain_fused_loss
+
     progress("fused below unfused: measuring each block's error against float")
     windows = data_windows(data, shape).reshape(-1, *shape[1:])[:BLOCK_ERROR_SAMPLES]
     samples = tuple((torch.from_numpy(np.ascontiguousarray(w[None])),) for w in windows)

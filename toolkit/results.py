@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .artifacts import LoadedModel, Program
-from .evaluation.block_errors import BlockError
-from .evaluation.cycle_check import CycleCheck
-from .evaluation.evaluate import Evaluation
-from .evaluation.task_eval import TaskAccuracy
-from .evaluation.variants import VariantComparison
 from .job import Job
 from .npu import NpuConfig
 from .targets import Target
+
+if TYPE_CHECKING:  # types only: block_errors imports the quantizer, which a cached run never needs
+    from .evaluation.block_errors import BlockError
+    from .evaluation.cycle_check import CycleCheck
+    from .evaluation.evaluate import Evaluation
+    from .evaluation.task_eval import TaskAccuracy
+    from .evaluation.variants import VariantComparison
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from executorch.exir.passes.sym_to_tensor_pass import SymToTensorPass
 from torch.export.exported_program import ExportedProgram
 from torch.fx import traceback as fx_traceback
 
-from toolkit.lower import build_variant
+from toolkit.lower import build_variant, compiler
 from toolkit.lower import upstream_speedups as speedups
 from toolkit.lower.compile_cache import CACHE_DIR_ENV
 from toolkit.models.loader import load_model
@@ -130,7 +130,7 @@ def _compile_both_ways(spec, variant, tmp_path, monkeypatch):
     runs.append([])
     fast = build_variant.compile_variant(model, calibration, variant, npu, tmp_path / "on")
     monkeypatch.setattr(build_variant, "_CACHE", {})
-    monkeypatch.setattr(build_variant, "upstream_speedups", contextlib.nullcontext)
+    monkeypatch.setattr(compiler, "upstream_speedups", contextlib.nullcontext)
     runs.append([])
     slow = build_variant.compile_variant(model, calibration, variant, npu, tmp_path / "off")
     return fast, slow, runs

@@ -19,17 +19,15 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..artifacts import CalibrationSet, Delegate, LoadedModel, Program, Variant
+from ..console_capture import COMPILER_SIDE, quiet_torch_import
 from ..npu import NpuConfig, vela_ini_path
-from ..quantize.quantizer import quantize
 from ..rewrites import DEFAULT_REWRITES
 from ..versions import tool_versions, toolkit_source_hash
 from .compile_cache import PublishFailed, held_entry, mark_used, publish
-from .executorch_lower import lower
 from .npu_ops import command_stream_operations, kernel_operation_count
 from .program_store import StoreDamaged, copy_stored_program, load_stored_program, save_program
 from .staging import move_into_place, new_staging
 from .tosa_graph import read_tosa
-from .upstream_speedups import upstream_speedups
 from .vela import read_estimate, vela_flags
 
 _CACHE: dict[str, Program] = {}
@@ -139,6 +137,9 @@ def _build(
     rewrites: tuple[str, ...],
 ) -> Program:
     """Compile into a staging folder, store the program there and move it into final."""
+    quiet_torch_import(COMPILER_SIDE)
+    from .compiler import lower, quantize, upstream_speedups
+
     staging = new_staging(final)
     timings: dict[str, float] = {}
     with upstream_speedups():  # same bytes, less repeated upstream work

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from executorch.exir.dialects._ops import ops as exir_ops
 
 _DELEGATE_CALL = torch.ops.higher_order.executorch_call_delegate
 
@@ -39,8 +38,19 @@ def _resolve(name: str):
         return _DELEGATE_CALL
     kind, dotted = name.split(":", 1)
     namespace, op, overload = dotted.split(".")
-    root = exir_ops.edge if kind == "edge" else torch.ops
-    return getattr(getattr(getattr(root, namespace), op), overload)
+    if kind == "edge":
+        # An edge op runs the torch op of the same name (EdgeOpOverload.__call__): loading that one
+        # spares a cached run the import of ExecuTorch's exir, seconds of a deploy. Ops torch does
+        # not register itself come from exir after all.
+        import torch.ao.quantization.fx._decomposed  # noqa: F401  quantized_decomposed ops
+
+        found = getattr(getattr(getattr(torch.ops, namespace), op, None), overload, None)
+        if found is not None:
+            return found
+        from executorch.exir.dialects._ops import ops as exir_ops
+
+        return getattr(getattr(getattr(exir_ops.edge, namespace), op), overload)
+    return getattr(getattr(getattr(torch.ops, namespace), op), overload)
 
 
 def _encode(value) -> Any:
