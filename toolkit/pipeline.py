@@ -83,10 +83,9 @@ def _runner_run(
     program: Program, runner: Runner, target: Target, reference: Evaluation
 ) -> RunnerRun:
     ev = evaluate(program, runner, reference.inputs, reference.float_outputs, target)
-    quant = program.output_quant[0]
     worst, matches = 0.0, []
     for ref_sample, dev_sample in zip(reference.outputs, ev.outputs):
-        for r, d in zip(ref_sample, dev_sample):
+        for r, d, quant in zip(ref_sample, dev_sample, program.output_quant):
             worst = max(
                 worst, max_abs_err_lsb(r, d, quant.scale) if quant else float(np.max(np.abs(r - d)))
             )

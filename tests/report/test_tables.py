@@ -20,7 +20,7 @@ EXPECTED = [
     ["NPU cycles (Vela estimate)", "5,728", "5,728", "0"],
     ["total cycles (Vela estimate)", "6,304", "6,304", "0"],
     ["activations fused", "1", "0", ""],
-    ["SQNR vs float (dB, host ref)", "39.51", "37.69", "1.82"],
+    ["SQNR vs float (dB, sim)", "39.51", "37.69", "1.82"],
     ["max |err| vs float (LSB)", "3.25", "1.62", ""],
     ["NPU compute cycles, op sum (sim, simulated)", "46,448", "46,448", "0"],
     ["NPU TOTAL, PMU prediction (sim, simulated)", "46,448", "46,084", "364"],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from ..atomic_write import write_atomic
 from ..errors import UserError
 from ..runners.base import HostRunner, Runner
 from ..targets import Target
-from .metrics import Accuracy, accuracy
+from .metrics import Accuracy, output_accuracy
 
 EVAL_SEED_OFFSET = 1000  # evaluation inputs never coincide with calibration inputs
 # ExecuTorch's Zephyr hello-executorch sample (src/arm_executor_runner.cpp, prepare_input_tensors)
@@ -31,7 +32,7 @@ class Evaluation:
     float_outputs: tuple[tuple[np.ndarray, ...], ...]
     outputs: tuple[tuple[np.ndarray, ...], ...]  # the runner's, per sample
     runs: tuple[RunResult, ...]
-    accuracy: Accuracy | None  # of the first model output; None without a float model
+    accuracy: Accuracy | None  # of the runner's outputs; None without a float model
 
 
 def evaluation_inputs(
@@ -74,11 +75,10 @@ def float_outputs(model: LoadedModel, inputs) -> tuple[tuple[np.ndarray, ...], .
     return tuple(results)
 
 
-def is_classifier(program: Program) -> bool:
-    """A (1, C) output with fewer classes than input elements: logits, not a reconstruction."""
-    shape = program.output_specs[0].shape
-    inputs = int(np.prod(program.input_specs[0].shape))
-    return len(shape) == 2 and shape[0] == 1 and 1 < shape[1] < inputs
+def is_logits(shape: tuple[int, ...], input_shape: tuple[int, ...]) -> bool:
+    """A (N, C) output with fewer classes than an input sample has elements: a classifier's
+    logits, not a regression or a reconstruction."""
+    return len(shape) == 2 and 1 < shape[1] < math.prod(input_shape[1:])
 
 
 Samples = Sequence[tuple[np.ndarray, ...]]
@@ -104,12 +104,19 @@ def _scored(
     program: Program, inputs: Samples, reference_floats: Samples, runs: tuple[RunResult, ...]
 ) -> Evaluation:
     outputs = tuple(r.outputs for r in runs)
-    quant = program.output_quant[0]
-    acc = accuracy(
-        [f[0] for f in reference_floats],
-        [o[0] for o in outputs],
-        quant.scale if quant else None,
-        is_classifier(program),
+    input_shape = program.input_specs[0].shape
+    acc = Accuracy(
+        len(outputs),
+        tuple(
+            output_accuracy(
+                i,
+                [f[i] for f in reference_floats],
+                [o[i] for o in outputs],
+                program.output_quant[i],
+                is_logits(spec.shape, input_shape),
+            )
+            for i, spec in enumerate(program.output_specs)
+        ),
     )
     return Evaluation(tuple(inputs), tuple(reference_floats), outputs, runs, acc)
 

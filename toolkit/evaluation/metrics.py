@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..artifacts import TensorQuant
+
 
 def max_abs_err_lsb(reference: np.ndarray, test: np.ndarray, scale: float) -> float:
     """Largest |reference - test| in quantization steps of the given scale."""
@@ -46,30 +48,109 @@ def top1_agreement(reference_logits: np.ndarray, test_logits: np.ndarray) -> flo
     return float(np.mean(ref.argmax(axis=1) == test.argmax(axis=1)))
 
 
-@dataclass(frozen=True)
-class Accuracy:
-    """A quantized program's outputs against the float model over the evaluation inputs."""
+SQNR_FLOOR_DB = 20.0  # an output below this gets a warning line
 
-    samples: int
+
+@dataclass(frozen=True)
+class OutputAccuracy:
+    """One model output of a quantized program against the float model, over the samples."""
+
+    index: int
+    shape: tuple[int, ...]  # one sample's
     sqnr_db: float
     cosine: float
-    max_abs_err_lsb: float
-    top1_agreement: float | None  # classifiers only (2-D outputs with more than one class)
+    max_abs_err_lsb: float  # nan for an output that is not quantized
+    top1_agreement: float | None  # classifier logits only
+    clipped: int  # values at qmin/qmax whose float value lies beyond the calibrated range
+    clipped_error_share: float  # the clipped values' share of the squared error (0..1)
 
 
-def accuracy(
+@dataclass(frozen=True)
+class Accuracy:
+    """Every model output; the headline figures are the worst (lowest SQNR) output's."""
+
+    samples: int
+    outputs: tuple[OutputAccuracy, ...]
+
+    @property
+    def worst(self) -> OutputAccuracy:
+        return min(self.outputs, key=lambda o: o.sqnr_db)
+
+    @property
+    def sqnr_db(self) -> float:
+        return self.worst.sqnr_db
+
+    @property
+    def cosine(self) -> float:
+        return self.worst.cosine
+
+    @property
+    def max_abs_err_lsb(self) -> float:
+        return self.worst.max_abs_err_lsb
+
+    @property
+    def top1_agreement(self) -> float | None:
+        return self.worst.top1_agreement
+
+
+def output_accuracy(
+    index: int,
     float_outputs: list[np.ndarray],
     quant_outputs: list[np.ndarray],
-    output_scale: float | None,
+    quant: TensorQuant | None,
     classifier: bool,
-) -> Accuracy:
-    """Metrics over samples of one model output, stacked."""
+) -> OutputAccuracy:
+    """Metrics over the samples of one model output, stacked."""
     ref = np.stack([np.asarray(o, np.float64) for o in float_outputs])
     test = np.stack([np.asarray(o, np.float64) for o in quant_outputs])
-    return Accuracy(
-        samples=len(float_outputs),
+    clipped = np.zeros(ref.shape, bool)
+    if quant is not None:
+        codes = np.rint(test / quant.scale) + quant.zero_point
+        # beyond half a step past qmin/qmax a float value is clipped, not rounded
+        low = (quant.qmin - quant.zero_point - 0.5) * quant.scale
+        high = (quant.qmax - quant.zero_point + 0.5) * quant.scale
+        clipped = ((codes <= quant.qmin) & (ref < low)) | ((codes >= quant.qmax) & (ref > high))
+    error = (ref - test) ** 2
+    return OutputAccuracy(
+        index=index,
+        shape=tuple(np.shape(float_outputs[0])),
         sqnr_db=sqnr_db(ref, test),
         cosine=cosine_similarity(ref, test),
-        max_abs_err_lsb=max_abs_err_lsb(ref, test, output_scale) if output_scale else float("nan"),
+        max_abs_err_lsb=max_abs_err_lsb(ref, test, quant.scale) if quant else float("nan"),
         top1_agreement=top1_agreement(ref, test) if classifier else None,
+        clipped=int(clipped.sum()),
+        clipped_error_share=float(error[clipped].sum() / error.sum()) if error.any() else 0.0,
+    )
+
+
+def low_sqnr_warnings(acc: Accuracy, host: Accuracy | None = None) -> list[str]:
+    """One line per output below SQNR_FLOOR_DB, with its likely cause. host: the host
+    reference's figures of the same program, when acc is another runner's."""
+    lines = []
+    for out in acc.outputs:
+        if out.sqnr_db < SQNR_FLOOR_DB:
+            lines.append(
+                f"output {out.index} SQNR {out.sqnr_db:.1f} dB vs float (below "
+                f"{SQNR_FLOOR_DB:g} dB): {_cause(out, acc.samples, host)}"
+            )
+    return lines
+
+
+def _cause(out: OutputAccuracy, samples: int, host: Accuracy | None) -> str:
+    host_db = host.outputs[out.index].sqnr_db if host is not None else None
+    if host_db is not None and host_db >= SQNR_FLOOR_DB:
+        return f"the host reference has {host_db:.1f} dB: the runner's outputs differ from it"
+    values = samples * math.prod(out.shape)
+    clipped = (
+        f"{out.clipped:,} of {values:,} values clipped at qmin/qmax, "
+        f"{out.clipped_error_share:.0%} of the error"
+    )
+    if out.clipped_error_share >= 0.5:
+        return (
+            f"{clipped}: the calibrated range is too narrow; calibrate on more or "
+            "representative data (--calibration-data, --calibration-samples)"
+        )
+    return (
+        f"rounding, not clipping ({clipped}): a dynamic range wider than int8 holds, in this "
+        "output or a tensor before it"
     )

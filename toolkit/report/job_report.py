@@ -8,12 +8,19 @@ from typing import Any
 import numpy as np
 
 from ..evaluation.cycle_check import cycle_check_entry, ratio
-from ..evaluation.evaluate import EVAL_SEED_OFFSET
+from ..evaluation.evaluate import EVAL_SEED_OFFSET, Evaluation
+from ..evaluation.metrics import low_sqnr_warnings
 from ..lower.vela import vela_version
-from ..results import JobResult, TaskResult
+from ..results import JobResult, TaskResult, VariantResult
 from ..rewrites import resolve_rewrites
 from ..versions import tool_versions
-from .json_report import SCHEMA_VERSION, comparison_entry, cycles_entry, variant_entry
+from .json_report import (
+    SCHEMA_VERSION,
+    accuracy_entry,
+    comparison_entry,
+    cycles_entry,
+    variant_entry,
+)
 from .layout_hint import layout_hint
 
 
@@ -40,11 +47,44 @@ def task_entry(task: TaskResult, variant: str) -> dict[str, Any]:
     return entry
 
 
+def scored(vr: VariantResult) -> Evaluation | None:
+    """What a variant's accuracy figures are of: its run on the job's runner, else (compile,
+    compare) the host reference run."""
+    return vr.run.evaluation if vr.run is not None else vr.reference
+
+
+def variant_warnings(name: str, vr: VariantResult) -> list[str]:
+    """A variant's warnings: in the terminal and report.md as WARNING lines, in report.json
+    under `warnings`."""
+    lines = []
+    if vr.run is not None:
+        self_check = vr.run.evaluation.runs[0].details.get("self_check", "")
+        if self_check.startswith("delegate"):
+            lines.append(self_check)
+    if len(vr.program.delegates) > 1:
+        lines.append(
+            f"the model is split into {len(vr.program.delegates)} delegates; the CPU runs "
+            "what lies between them."
+        )
+    evaluation = scored(vr)
+    if evaluation is not None and evaluation.accuracy is not None:
+        host = vr.reference.accuracy if vr.reference is not None else None
+        lines.extend(low_sqnr_warnings(evaluation.accuracy, host))
+    return [f"{name}: {line}" for line in lines]
+
+
 def report_dict(result: JobResult) -> dict[str, Any]:
     job = result.job
     variants = {}
     for name, vr in result.variants.items():
-        entry = variant_entry(vr.program, vr.reference)
+        entry = variant_entry(vr.program)
+        evaluation = scored(vr)
+        if evaluation is not None and evaluation.accuracy is not None:
+            entry["accuracy"] = accuracy_entry(
+                evaluation.accuracy,
+                evaluation.runs[0].runner,
+                "run" if vr.run is not None else "host reference",
+            )
         if vr.run is not None:
             run = vr.run.evaluation.runs[0]
             cycles = cycles_entry(run)
@@ -88,6 +128,7 @@ def report_dict(result: JobResult) -> dict[str, Any]:
         "rewrites": list(resolve_rewrites(job.rewrites)),
         "evaluation_samples": job.eval_samples,
         "variants": variants,
+        "warnings": [w for name, vr in result.variants.items() for w in variant_warnings(name, vr)],
     }
     hint = io_layout_hint(result)
     if hint is not None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..artifacts import Program, RunResult
 from ..atomic_write import write_atomic
-from ..evaluation.evaluate import Evaluation
+from ..evaluation.metrics import Accuracy, OutputAccuracy
 from ..evaluation.variants import VariantComparison
 
 SCHEMA_VERSION = (
@@ -39,7 +39,7 @@ def cycles_entry(run: RunResult) -> dict[str, Any]:
     }
 
 
-def variant_entry(program: Program, evaluation: Evaluation | None) -> dict[str, Any]:
+def variant_entry(program: Program) -> dict[str, Any]:
     estimates = [d.estimate for d in program.delegates if d.estimate]
     entry: dict[str, Any] = {
         "delegates": len(program.delegates),
@@ -78,17 +78,39 @@ def variant_entry(program: Program, evaluation: Evaluation | None) -> dict[str, 
         },
         "timings_s": {k: round(v, 3) for k, v in program.timings.items()},
     }
-    if evaluation is not None:
-        acc = evaluation.accuracy
-        entry["accuracy"] = {
-            "samples": acc.samples,
-            "sqnr_db": _finite(acc.sqnr_db),
-            "cosine": _finite(acc.cosine),
-            "max_abs_err_lsb": _finite(acc.max_abs_err_lsb),
-            "top1_agreement": _finite(acc.top1_agreement),
-            "against": "float model",
-            "runner": evaluation.runs[0].runner,
-        }
+    return entry
+
+
+def accuracy_entry(acc: Accuracy, runner: str, outputs_of: str) -> dict[str, Any]:
+    """The headline keys are the worst output's (lowest SQNR); outputs_of: "run" (the outputs of
+    the runner that ran) or "host reference" (no runner ran)."""
+    worst = acc.worst
+    return {
+        "samples": acc.samples,
+        "sqnr_db": _finite(worst.sqnr_db),
+        "cosine": _finite(worst.cosine),
+        "max_abs_err_lsb": _finite(worst.max_abs_err_lsb),
+        "top1_agreement": _finite(worst.top1_agreement),
+        "against": "float model",
+        "runner": runner,
+        "outputs_of": outputs_of,
+        "worst_output": worst.index,
+        "outputs": [_output_entry(o) for o in acc.outputs],
+    }
+
+
+def _output_entry(out: OutputAccuracy) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "index": out.index,
+        "shape": list(out.shape),
+        "sqnr_db": _finite(out.sqnr_db),
+        "cosine": _finite(out.cosine),
+        "max_abs_err_lsb": _finite(out.max_abs_err_lsb),
+        "clipped": out.clipped,
+        "clipped_error_share": _finite(out.clipped_error_share),
+    }
+    if out.top1_agreement is not None:  # classifier logits only
+        entry["top1_agreement"] = _finite(out.top1_agreement)
     return entry
 
 

@@ -12,7 +12,7 @@ from rich.table import Table
 from ..atomic_write import write_atomic
 from ..evaluation.cycle_check import cycle_check_lines
 from ..results import JobResult, TaskResult
-from .job_report import io_layout_hint
+from .job_report import io_layout_hint, scored, variant_warnings
 
 
 def _fmt(value) -> str:
@@ -22,7 +22,7 @@ def _fmt(value) -> str:
         return "yes" if value else "NO"
     if isinstance(value, float):
         if math.isinf(value):
-            return "inf"
+            return "inf" if value > 0 else "-inf"
         return f"{value:,.2f}" if abs(value) < 1e6 else f"{value:,.0f}"
     if isinstance(value, int):
         return f"{value:,}"
@@ -58,12 +58,20 @@ def rows(result: JobResult) -> tuple[list[str], list[list[str]]]:
     tot = [p.estimated_total_cycles for p in programs]
     add("total cycles (Vela estimate)", tot, both(tot))
     add("activations fused", [sum(d.fused for d in p.decisions) for p in programs])
-    if all(v.reference is not None for v in vs):
-        sq = [v.reference.accuracy.sqnr_db for v in vs]
-        add("SQNR vs float (dB, host ref)", sq, both(sq))
-        add("max |err| vs float (LSB)", [v.reference.accuracy.max_abs_err_lsb for v in vs])
-        if any(v.reference.accuracy.top1_agreement is not None for v in vs):
-            add("top-1 agreement with float", [v.reference.accuracy.top1_agreement for v in vs])
+    evaluations = [scored(v) for v in vs]
+    accs = [e.accuracy for e in evaluations if e is not None and e.accuracy is not None]
+    if len(accs) == len(vs):
+        on = vs[0].run.evaluation.runs[0].runner if vs[0].run else "host ref"
+        sq = [a.sqnr_db for a in accs]
+        # the worst output's figures, named when there are several
+        shown = [
+            f"{_fmt(a.sqnr_db)} (output {a.worst.index})" if len(a.outputs) > 1 else a.sqnr_db
+            for a in accs
+        ]
+        add(f"SQNR vs float (dB, {on})", shown, both(sq))
+        add("max |err| vs float (LSB)", [a.max_abs_err_lsb for a in accs])
+        if any(a.top1_agreement is not None for a in accs):
+            add("top-1 agreement with float", [a.top1_agreement for a in accs])
     if result.task is not None and all(n in result.task.variants for n in names):
         means = [float(np.mean([a.value for a in result.task.variants[n]])) for n in names]
         delta = both(means)
@@ -179,13 +187,7 @@ def notes(result: JobResult, terse: bool = False) -> list[str]:
             details = v.run.evaluation.runs[0].details
             if "fallback" in details:
                 lines.append(f"{name}: {details['fallback']}")
-            if details.get("self_check", "").startswith("delegate"):
-                lines.append(f"WARNING {name}: {details['self_check']}")
-        if len(v.program.delegates) > 1:
-            lines.append(
-                f"WARNING {name}: the model is split into {len(v.program.delegates)} "
-                "delegates; the CPU runs what lies between them."
-            )
+        lines.extend(f"WARNING {w}" for w in variant_warnings(name, v))
         for record in v.program.rewrites:
             lines.append(f"{name}: rewrite {record.rewrite} at {record.source}: {record.change}")
         for op in v.program.cpu_ops:
