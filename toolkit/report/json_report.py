@@ -78,7 +78,7 @@ def variant_entry(program: Program, evaluation: Evaluation | None) -> dict[str, 
         },
         "timings_s": {k: round(v, 3) for k, v in program.timings.items()},
     }
-    if evaluation is not None:
+    if evaluation is not None and evaluation.accuracy is not None:
         acc = evaluation.accuracy
         entry["accuracy"] = {
             "samples": acc.samples,
