@@ -17,11 +17,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .errors import UserError
 from .resolve import FUSION_VARIANT, RUNNER_CHOICES, resolve_runner, resolve_target
+
+if TYPE_CHECKING:
+    from .artifacts import Variant
 
 
 @dataclass(frozen=True)
@@ -77,12 +81,12 @@ class _Deployer:
         self.out = out
         self._results: dict[tuple[str, str], DeviceResult] = {}
 
-    def deploy(self, model: str, variant: str) -> DeviceResult:
+    def deploy(self, model: str, variant: Variant) -> DeviceResult:
         if (model, variant) not in self._results:
             self._results[(model, variant)] = self._run(model, variant)
         return self._results[(model, variant)]
 
-    def _run(self, model: str, variant: str) -> DeviceResult:
+    def _run(self, model: str, variant: Variant) -> DeviceResult:
         from .job import Job
         from .pipeline import run_job
 
@@ -103,13 +107,20 @@ class _Deployer:
             runner_note=note,
         )
         device = next(iter(result.variants.values())).run  # one variant ("tflite" for a .tflite)
+        assert device is not None  # run_job ran it on the runner
+        accuracy = device.evaluation.accuracy
+        if device.max_diff_lsb is None or accuracy is None:
+            raise UserError(
+                f"{model}: etk_deploy checks the outputs against the host reference and the float "
+                "model, and a .tflite model has neither"
+            )
         return DeviceResult(
             model,
             variant,
             runner.name,
             device.evaluation.runs[0].cycles,
             device.max_diff_lsb,
-            device.evaluation.accuracy.sqnr_db,
+            accuracy.sqnr_db,
             result,
         )
 

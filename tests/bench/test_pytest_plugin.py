@@ -6,6 +6,9 @@ from __future__ import annotations
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from types import SimpleNamespace
+
+import pytest
 
 pytest_plugins = ["pytester"]
 
@@ -50,6 +53,26 @@ def test_without_target_the_device_tests_skip(pytester):
     result = pytester.runpytest("-p", "no:cacheprovider", "-rs")
     result.assert_outcomes(skipped=2)
     result.stdout.fnmatch_lines(["*pass --etk-target TARGET*"])
+
+
+def test_a_tflite_model_is_refused_with_what_it_lacks(monkeypatch, tmp_path):
+    """A .tflite model's run has no host reference and no float model to score against: a
+    UserError says so (it was an AttributeError on the missing accuracy)."""
+    from toolkit import pytest_plugin
+    from toolkit.errors import UserError
+    from toolkit.evaluation.evaluate import Evaluation
+    from toolkit.results import RunnerRun
+
+    runs = (SimpleNamespace(cycles=None),)
+    run = RunnerRun(Evaluation((), (), (), runs, None), None, None, None)  # as run_job makes it
+    result = SimpleNamespace(variants={"tflite": SimpleNamespace(run=run)})
+    monkeypatch.setattr("toolkit.pipeline.run_job", lambda job, **_: result)
+    runner = SimpleNamespace(name="sim")
+    monkeypatch.setattr(pytest_plugin, "resolve_runner", lambda *_, **__: (runner, ""))
+    options = {"--etk-target": "corstone-300", "--etk-runner": "sim"}
+    deployer = pytest_plugin._Deployer(SimpleNamespace(getoption=options.get), tmp_path)
+    with pytest.raises(UserError, match="a .tflite model has neither"):
+        deployer.deploy("model.tflite", "fused")
 
 
 def test_plugin_import_is_light():

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import itertools
 
-from toolkit.sim.layouts import _tiles
+import pytest
+
+from toolkit.sim.commands import Command
+from toolkit.sim.errors import UnsupportedError
+from toolkit.sim.layouts import _tiles, ofm_map
+from toolkit.sim.registers import Registers
 
 BASES = (100, 200, 300, 400)
 
@@ -35,3 +40,13 @@ def test_tiles_cover_each_element_once_with_its_tile_s_base():
 
 def test_a_map_inside_tile_0_is_one_tile():
     assert _tiles(BASES, 8, 2, 8, 8, 8) == [(slice(0, 8), slice(0, 8), 100)]
+
+
+def test_a_bad_precision_is_unsupported_with_or_without_its_command():
+    """Registers read back from a record (simulator.op_outputs) carry no command: the error is
+    still an UnsupportedError (it was an AttributeError on the missing command)."""
+    values = {"OFM_HEIGHT_M1": 0, "OFM_WIDTH_M1": 0, "OFM_DEPTH_M1": 0, "OFM_PRECISION": 3 << 1}
+    with pytest.raises(UnsupportedError, match=r"^OFM_PRECISION precision code 3$"):
+        ofm_map(Registers(values))
+    with pytest.raises(UnsupportedError, match="code 3 in NPU_OP_CONV .* offset 0x10"):
+        ofm_map(Registers(values, Command(0x10, "NPU_OP_CONV", 0)))

@@ -151,7 +151,7 @@ def pair_table(rows: list[Row]) -> list[list[str]]:
         fused, unfused = pair["fused"], pair["unfused"]
         delta = (
             unfused.run_cycles - fused.run_cycles
-            if None not in (fused.run_cycles, unfused.run_cycles)
+            if fused.run_cycles is not None and unfused.run_cycles is not None
             else None
         )
         table.append(
@@ -275,26 +275,31 @@ def plots(rows: list[Row]) -> list[tuple[str, str]]:
             )
         fig.tight_layout()
         figures.append(("Cycles per model, fused vs unfused", _png(fig)))
-    measured = [r for r in rows if r.status == "ok" and r.estimate_cycles and r.run_cycles]
+    # (row, Vela's estimate, the run's cycles) of the runs that have both
+    measured = [
+        (r, r.estimate_cycles, r.run_cycles)
+        for r in rows
+        if r.status == "ok" and r.estimate_cycles and r.run_cycles
+    ]
     if measured:
         fig = Figure(figsize=(6, 5))
         ax = fig.add_subplot()
         for variant, marker in (("fused", "o"), ("unfused", "x"), ("tflite", "s")):
-            points = [r for r in measured if r.variant == variant]
+            points = [(e, c) for r, e, c in measured if r.variant == variant]
             if not points:
                 continue
             ax.scatter(
-                [r.estimate_cycles for r in points],
-                [r.run_cycles for r in points],
+                [e for e, _ in points],
+                [c for _, c in points],
                 marker=marker,
                 label=variant,
             )
-        top = max(max(r.estimate_cycles, r.run_cycles) for r in measured)
-        low = min(min(r.estimate_cycles, r.run_cycles) for r in measured)
+        top = max(max(e, c) for _, e, c in measured)
+        low = min(min(e, c) for _, e, c in measured)
         ax.plot([low, top], [low, top], color="grey", linewidth=0.8, label="equal")
         ax.set_xscale("log")
         ax.set_yscale("log")
-        kinds = " / ".join(sorted({r.run_kind for r in measured}))
+        kinds = " / ".join(sorted({r.run_kind for r, _, _ in measured}))
         ax.set_xlabel("NPU cycles, Vela estimate")
         ax.set_ylabel(f"NPU cycles, {kinds}")
         ax.legend(fontsize=8)

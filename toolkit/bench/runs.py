@@ -32,7 +32,9 @@ from .suite import RunSpec, model_file_sha256
 def _output_codes(result: JobResult, variant: str) -> list[dict[str, Any]]:
     """The integer codes of every output of every evaluation sample, for LSB comparisons."""
     vr = result.variants[variant]
-    outputs = vr.run.evaluation.outputs if vr.run else vr.reference.outputs
+    evaluation = vr.run.evaluation if vr.run else vr.reference
+    assert evaluation is not None  # a bench run has a runner (a .tflite model's: no reference)
+    outputs = evaluation.outputs
     entries = []
     for index, quant in enumerate(vr.program.output_quant):
         if quant is None:

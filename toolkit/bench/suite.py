@@ -27,12 +27,16 @@ import hashlib
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import UserError
 from ..resolve import FUSION_CHOICES, FUSION_VARIANT, SUITE_RUNNER_CHOICES, is_tflite
 from ..toml_table import TomlTable, load_toml
 
-TFLITE = "tflite"  # the one variant of a .tflite model: Vela compiles the file as it is
+if TYPE_CHECKING:
+    from ..artifacts import Variant
+
+TFLITE: Variant = "tflite"  # the one variant of a .tflite model: Vela compiles the file as it is
 OPTIMISE = ("Performance", "Size")
 
 
@@ -62,7 +66,7 @@ class RunSpec:
     model: str
     target: str
     npu: str
-    variant: str  # "fused" or "unfused"; "tflite" for a .tflite model
+    variant: Variant  # "fused" or "unfused"; "tflite" for a .tflite model
     vela: VelaOptions
     runner: str
     settings: Settings
@@ -80,7 +84,7 @@ class Suite:
     models: tuple[str, ...]
     targets: tuple[str, ...]
     npus: tuple[str, ...]  # empty: each target's default NPU
-    variants: tuple[str, ...]
+    variants: tuple[Variant, ...]
     vela: tuple[VelaOptions, ...]
     runners: tuple[str, ...]
     settings: Settings

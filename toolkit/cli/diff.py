@@ -47,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"A: {args.a}\nB: {args.b}")
     for r in rows:
         if r.a is None:
+            assert r.b is not None  # diff_programs: each row has an operation on one side at least
             print(f"  +B  #{r.b.index:<4} {r.b.kind:<18} @{r.b.offset:#07x}  only in B")
         elif r.b is None:
             print(f"  -A  #{r.a.index:<4} {r.a.kind:<18} @{r.a.offset:#07x}  only in A")

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from ..targets import Target, list_targets
+from ..targets import BoardSpec, Target, list_targets
 
 
-def _expected_by(port, boards: list[Target]) -> list[str]:
+def _expected_by(port, boards: list[tuple[Target, BoardSpec]]) -> list[str]:
     usb_id = f"{port.vid:04x}:{port.pid:04x}" if port.vid is not None else None
     names = []
-    for target in boards:
-        spec = target.board_spec
+    for target, spec in boards:
         if spec.port == port.device or (usb_id is not None and usb_id in spec.usb_ids):
             names.append(target.name)
     return names
@@ -18,7 +17,7 @@ def _expected_by(port, boards: list[Target]) -> list[str]:
 def _ports(_args) -> int:
     from serial.tools import list_ports
 
-    boards = [t for t in list_targets() if t.board_spec is not None]
+    boards = [(t, t.board_spec) for t in list_targets() if t.board_spec is not None]
     ports = sorted(list_ports.comports(), key=lambda p: p.device)
     if not ports:
         print("no serial ports found: connect the board (and check its USB cable carries data)")
@@ -32,8 +31,7 @@ def _ports(_args) -> int:
     present = {p.device for p in ports}
     if boards:
         print("\nboard targets:")
-    for target in boards:
-        spec = target.board_spec
+    for target, spec in boards:
         where = spec.port or "no port set"
         state = "present" if spec.port in present else "not present"
         ids = f", USB {', '.join(spec.usb_ids)}" if spec.usb_ids else ""

@@ -8,6 +8,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import torch
 from executorch.backends.arm.common.arm_compile_spec import ArmCompileSpec
@@ -55,7 +56,9 @@ def _is_delegate_call(node: torch.fx.Node) -> bool:
 
 
 def _tensor_quant(node: torch.fx.Node) -> TensorQuant:
-    _x, scale, zero_point, qmin, qmax, dtype = node.args[:6]
+    # quantize_per_tensor / dequantize_per_tensor(input, scale, zero_point, qmin, qmax, dtype)
+    args = cast("tuple[object, float, int, int, int, torch.dtype]", node.args[:6])
+    _x, scale, zero_point, qmin, qmax, dtype = args
     return TensorQuant(
         float(scale), int(zero_point), int(qmin), int(qmax), str(dtype).replace("torch.", "")
     )
@@ -76,10 +79,14 @@ def _spec(node: torch.fx.Node) -> TensorSpec:
 
 
 def _delegate_io(call: torch.fx.Node):
-    inputs = tuple(_tensor_quant(a) for a in call.args[1:] if _is_q(a, _QUANTIZE_NAMES))
+    inputs = tuple(
+        _tensor_quant(a)
+        for a in call.args[1:]
+        if isinstance(a, torch.fx.Node) and _is_q(a, _QUANTIZE_NAMES)
+    )
     outputs = []
-    for item in sorted(
-        (u for u in call.users if u.target is operator.getitem), key=lambda u: u.args[1]
+    for item in sorted(  # getitem(call, index)
+        (u for u in call.users if u.target is operator.getitem), key=lambda u: cast(int, u.args[1])
     ):
         consumers = [u for u in item.users if _is_q(u, _DEQUANTIZE_NAMES)]
         if consumers:

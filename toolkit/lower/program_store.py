@@ -55,6 +55,7 @@ def save_program(program: Program, folder: Path, key: str) -> None:
     """Write program's description into folder (the staging folder before it is moved in place)."""
     delegates = []
     for d in program.delegates:
+        assert d.tosa_path is not None  # the programs stored are compiled from TOSA (build_variant)
         (folder / f"delegate{d.index}.bin").write_bytes(d.payload)
         entry = asdict(d)
         entry.pop("payload")

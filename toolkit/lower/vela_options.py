@@ -61,9 +61,12 @@ class _Rejected(Exception):
 
 def vela_flag_problem(flags: tuple[str, ...]) -> str | None:
     """Vela's own argument parser on flags (nothing compiled): its complaint, or None."""
+    from unittest import mock
+
     from ethosu.vela import vela
 
-    parse, error = argparse.ArgumentParser.parse_args, argparse.ArgumentParser.error
+    parser = argparse.ArgumentParser
+    parse = parser.parse_args
 
     def parse_only(self, args=None, namespace=None):
         parse(self, args, namespace)
@@ -72,9 +75,13 @@ def vela_flag_problem(flags: tuple[str, ...]) -> str | None:
     def reject(self, message):
         raise _Rejected(message)
 
-    argparse.ArgumentParser.parse_args, argparse.ArgumentParser.error = parse_only, reject
     try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        with (
+            mock.patch.object(parser, "parse_args", parse_only),
+            mock.patch.object(parser, "error", reject),
+            contextlib.redirect_stdout(io.StringIO()),
+            contextlib.redirect_stderr(io.StringIO()),
+        ):
             vela.main([*flags, "model.tosa"])
     except _Parsed:
         return None
@@ -84,8 +91,6 @@ def vela_flag_problem(flags: tuple[str, ...]) -> str | None:
         return f"invalid value {exc}"
     except SystemExit:
         return "it is not a compile option (Vela printed something and exited)"
-    finally:
-        argparse.ArgumentParser.parse_args, argparse.ArgumentParser.error = parse, error
     return "it is not a compile option"
 
 

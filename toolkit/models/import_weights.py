@@ -18,14 +18,14 @@ from ..atomic_write import write_atomic
 from ..errors import UserError
 from .tflite_weights import TfliteLayer, read_layers
 
+Layer = nn.Conv2d | nn.Linear  # the layers that take a .tflite file's weights
 
-def layers_in_execution_order(
-    module: nn.Module, example_inputs: tuple
-) -> list[tuple[str, nn.Module]]:
+
+def layers_in_execution_order(module: nn.Module, example_inputs: tuple) -> list[tuple[str, Layer]]:
     names = {m: n for n, m in module.named_modules()}
-    order: list[nn.Module] = []
+    order: list[Layer] = []
     hooks = [
-        m.register_forward_hook(lambda m, _i, _o: order.append(m) if m not in order else None)
+        m.register_forward_hook(lambda _m, _i, _o, m=m: order.append(m) if m not in order else None)
         for m in module.modules()
         if isinstance(m, (nn.Conv2d, nn.Linear))
     ]
@@ -38,11 +38,11 @@ def layers_in_execution_order(
     return [(names[m], m) for m in order]
 
 
-def _describe(name: str, layer: nn.Module) -> str:
+def _describe(name: str, layer: Layer) -> str:
     return f"{name} ({type(layer).__name__}, weight {tuple(layer.weight.shape)})"
 
 
-def _kind_matches(layer: nn.Module, tfl: TfliteLayer) -> bool:
+def _kind_matches(layer: Layer, tfl: TfliteLayer) -> bool:
     if isinstance(layer, nn.Linear):
         return tfl.kind == "linear"
     depthwise = layer.groups > 1 and layer.groups == layer.in_channels

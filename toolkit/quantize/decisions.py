@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 import torchao.quantization.pt2e.quantize_pt2e  # noqa: F401  registers torch.ops.quantized_decomposed
 from torch.fx import GraphModule, Node
@@ -39,9 +41,15 @@ def _through_qdq(node: Node) -> Node | None:
     return None
 
 
+def _number(node: Node, index: int) -> float:
+    """node.args[index] where the op's schema has a number there: a quantize's scale, zero point,
+    qmin and qmax, a hardtanh's bounds."""
+    return cast(float, node.args[index])
+
+
 def _float_users(node: Node) -> list[Node]:
     """The nodes that consume node's value, looking through quantize -> dequantize pairs."""
-    users = []
+    users: list[Node] = []
     for user in node.users:
         if user.target in QUANTIZE:
             for dq in user.users:
@@ -55,7 +63,7 @@ def lower_bound(node: Node) -> float | None:
     if node.target in RELU_TARGETS:
         return 0.0
     if node.target in HARDTANH_TARGETS:
-        return float(node.args[1]) if len(node.args) > 1 else -1.0
+        return float(_number(node, 1)) if len(node.args) > 1 else -1.0
     value = node.args[1] if len(node.args) > 1 else node.kwargs.get("min")
     return float(value) if isinstance(value, (int, float)) else None
 
@@ -67,9 +75,13 @@ def _output_quantize(node: Node) -> Node | None:
 
 def _upper_saturation(act: Node, quant: Node) -> tuple[float, str, str]:
     """(real value at qmax, "activation" or "calibration", a note) for a fused block's output."""
-    scale, zero_point, qmax = float(quant.args[1]), int(quant.args[2]), int(quant.args[4])
+    scale, zero_point, qmax = (
+        float(_number(quant, 1)),
+        int(_number(quant, 2)),
+        int(_number(quant, 4)),
+    )
     top = scale * (qmax - zero_point)
-    upper = float(act.args[2]) if act.target in HARDTANH_TARGETS else None
+    upper = float(_number(act, 2)) if act.target in HARDTANH_TARGETS else None
     if upper is None or top < upper - scale / 2:
         below = f", below the upper bound {upper:g}" if upper is not None else ""
         return top, "calibration", f"qmax is the calibrated maximum {top:.4g}{below}"
@@ -128,7 +140,7 @@ def _decide(act: Node) -> FusionDecision | None:
         return FusionDecision(
             parent.name, name, source, False, "the activation's output is not quantized per tensor"
         )
-    zero_point, qmin = int(quant.args[2]), int(quant.args[3])
+    zero_point, qmin = int(_number(quant, 2)), int(_number(quant, 3))
     notes = [f"output zero point {zero_point} is the RESCALE's lower saturation"]
     raised = zero_point > qmin
     if raised:

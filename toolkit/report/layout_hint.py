@@ -18,6 +18,8 @@ def edge_transposes(program: Program) -> int:
     CLAMP or RESCALE, e.g. the unfused variant's final activation)."""
     count = 0
     for delegate in program.delegates:
+        if delegate.tosa_path is None:  # a .tflite model's: no TOSA graph, nothing ExecuTorch put
+            continue
         tosa = read_tosa(delegate.tosa_path)
 
         def from_input(tensor: str, tosa=tosa) -> bool:

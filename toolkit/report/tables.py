@@ -80,8 +80,9 @@ def rows(result: JobResult) -> tuple[list[str], list[list[str]]]:
             [f"{m:.4f}" for m in means],
             None if delta is None else f"{delta:+.4f}",
         )
-    if all(v.run for v in vs):
-        runs = [v.run.evaluation.runs[0] for v in vs]
+    runner_runs = [v.run for v in vs if v.run]
+    if len(runner_runs) == len(vs):
+        runs = [r.evaluation.runs[0] for r in runner_runs]
         kind = runs[0].cycles.kind
         measured = [r.cycles.npu_cycles for r in runs]
         simulated = kind == "simulated"
@@ -90,16 +91,16 @@ def rows(result: JobResult) -> tuple[list[str], list[list[str]]]:
             measured,
             both(measured),
         )
-        if all(r.cycles.total_cycles is not None for r in runs):
-            total = [r.cycles.total_cycles for r in runs]
+        total = [r.cycles.total_cycles for r in runs if r.cycles.total_cycles is not None]
+        if len(total) == len(runs):
             label = "NPU TOTAL, PMU prediction" if simulated else "total cycles"
             add(f"{label} ({runs[0].runner}, {kind})", total, both(total))
             add(
                 f"  {runs[0].runner} / Vela estimate (total)",
                 [f"{t / e:.3f}x" if e else "-" for t, e in zip(total, tot)],
             )
-        checks = [v.run.cycle_check for v in vs]
-        if all(c is not None for c in checks):
+        checks = [r.cycle_check for r in runner_runs if r.cycle_check is not None]
+        if len(checks) == len(runner_runs):
             predicted = [c.prediction.total_cycles for c in checks]
             add("NPU TOTAL (etk prediction)", predicted, both(predicted))
             add(
@@ -110,8 +111,8 @@ def rows(result: JobResult) -> tuple[list[str], list[list[str]]]:
                 f"  {runs[0].runner} / Vela estimate (total)",
                 [f"{m / e:.3f}x" if m and e else "-" for m, e in zip(measured, tot)],
             )
-        add("outputs == host reference", [v.run.outputs_match_reference for v in vs])
-        add("max diff vs host reference (LSB)", [v.run.max_diff_lsb for v in vs])
+        add("outputs == host reference", [r.outputs_match_reference for r in runner_runs])
+        add("max diff vs host reference (LSB)", [r.max_diff_lsb for r in runner_runs])
     return header, table
 
 

@@ -14,6 +14,9 @@ quantization (quantize/quantizer.py: EtkQuantizationConfig), as the view/transpo
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import cast
+
 import torch
 from torch.fx import GraphModule, Node
 
@@ -34,10 +37,11 @@ def _shape(node) -> tuple[int, ...] | None:
 
 
 def _is_swap_1_2(node: Node) -> bool:
+    # the ops' schemas: transpose(self, int dim0, int dim1), permute(self, int[] dims)
     if node.target in (aten.transpose.int, aten.swapaxes.default):
-        return sorted(int(d) % 5 for d in node.args[1:3]) == [1, 2]
+        return sorted(int(d) % 5 for d in cast("Sequence[int]", node.args[1:3])) == [1, 2]
     if node.target in (aten.permute.default, aten.permute_copy.default):
-        return [int(d) % 5 for d in node.args[1]] == [0, 2, 1, 3, 4]
+        return [int(d) % 5 for d in cast("Sequence[int]", node.args[1])] == [0, 2, 1, 3, 4]
     return False
 
 
@@ -54,6 +58,8 @@ def _shuffle_groups(end: Node) -> tuple[Node, int] | None:
     if not isinstance(split, Node) or split.target not in _VIEWS or len(split.users) != 1:
         return None
     source = split.args[0]
+    if not isinstance(source, Node):
+        return None
     in_shape, five, out_shape = _shape(source), _shape(split), _shape(end)
     if in_shape is None or five is None or len(in_shape) != 4 or len(five) != 5:
         return None
@@ -74,13 +80,15 @@ def _permutation_weight(channels: int, groups: int, dtype) -> torch.Tensor:
 
 
 def channel_shuffle_as_conv(graph: GraphModule) -> list[RewriteRecord]:
-    records = []
+    records: list[RewriteRecord] = []
     for end in list(graph.graph.nodes):
         found = _shuffle_groups(end)
         if found is None:
             continue
         source, groups = found
-        channels = _shape(source)[1]
+        shape = _shape(source)
+        assert shape is not None  # _shuffle_groups found the source's 4-D shape
+        channels = shape[1]
         name = f"etk_channel_shuffle_weight_{len(records)}"
         graph.register_buffer(name, _permutation_weight(channels, groups, source.meta["val"].dtype))
         with graph.graph.inserting_before(end):

@@ -130,12 +130,15 @@ class FoldPadIntoConvPass(ArmPass):
         if not isinstance(pad, Node) or pad.target != _PAD or len(pad.users) != 1:
             return None
         source = pad.args[0]
+        if not isinstance(source, Node):
+            return None
         padding = _ints(pad.args[1])
         rank = len(get_first_fake_tensor(pad).shape)
-        order = list(permute.args[1]) if permute is not None else list(range(rank))
+        order = _ints(permute.args[1]) if permute is not None else list(range(rank))
         if (
             rank != 4
             or padding is None
+            or order is None
             or len(padding) != 2 * rank
             or min(padding) < 0
             or sorted(order) != list(range(rank))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Sequence
+from typing import cast
 
 import numpy as np
 import torch
@@ -20,7 +21,7 @@ DelegateFn = Callable[[Delegate, list[np.ndarray]], list[np.ndarray]]
 def _output_shapes(call: torch.fx.Node) -> dict[int, tuple[int, ...]]:
     """Output index -> shape the graph expects (runners may return Vela's squeezed shapes)."""
     return {
-        u.args[1]: tuple(u.meta["val"].shape)
+        cast(int, u.args[1]): tuple(u.meta["val"].shape)  # getitem(call, index)
         for u in call.users
         if u.target is operator.getitem and "val" in u.meta
     }

@@ -80,6 +80,7 @@ def tosa_intermediates(delegate: Delegate, inputs: list[np.ndarray]) -> dict[str
     """Every integer tensor of the delegate's TOSA graph for these inputs, flattened, by name."""
     import tosa_reference_model
 
+    assert delegate.tosa_path is not None, "a .tflite model's delegate has no TOSA graph"
     with capture_fds() as log:
         _, status = tosa_reference_model.run(
             delegate.tosa_path.read_bytes(), inputs, dump_intermediates=1
@@ -87,7 +88,8 @@ def tosa_intermediates(delegate: Delegate, inputs: list[np.ndarray]) -> dict[str
     if "VALID" not in str(status):
         raise ToolError(f"TOSA reference model rejected delegate {delegate.index}: {status}")
     tensors: dict[str, np.ndarray] = {}
-    name, values = None, []
+    name: str | None = None
+    values: list[int] = []
     for line in log.text.splitlines():
         match = _TENSOR.match(line)
         if match:

@@ -21,12 +21,15 @@ from .host_interpreter import execute
 def run_tosa_delegate(delegate: Delegate, inputs: list[np.ndarray]) -> list[np.ndarray]:
     import tosa_reference_model
 
+    # the callers run programs with a host graph (host_interpreter.execute), compiled from TOSA
+    tosa_path = delegate.tosa_path
+    assert tosa_path is not None, "a .tflite model's delegate has no TOSA graph"
     with capture_fds() as log:  # the model warns about serializer versions
-        outputs, status = tosa_reference_model.run(delegate.tosa_path.read_bytes(), inputs)
+        outputs, status = tosa_reference_model.run(tosa_path.read_bytes(), inputs)
     if "VALID" not in str(status):
         raise ToolError(
             f"TOSA reference model rejected delegate {delegate.index} "
-            f"({delegate.tosa_path.name}): {status}\n{log.text.strip()[-400:]}"
+            f"({tosa_path.name}): {status}\n{log.text.strip()[-400:]}"
         )
     return list(outputs)
 

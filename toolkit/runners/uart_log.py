@@ -298,8 +298,9 @@ class UartLogParser:
         ]
         counters += [PmuCounter(None, name, Count(n, None)) for name, n in self._mlek.items()]
         npu = self._npu_cycles
-        if npu is None and ("NPU TOTAL" in self._mlek or "NPU ACTIVE" in self._mlek):
-            npu = Count(self._mlek.get("NPU TOTAL", self._mlek.get("NPU ACTIVE")), None)
+        mlek_npu = self._mlek.get("NPU TOTAL", self._mlek.get("NPU ACTIVE"))
+        if npu is None and mlek_npu is not None:
+            npu = Count(mlek_npu, None)
         if self._inferences == 0 and (npu is not None or self._cpu_cycles is not None):
             self._fail("damaged", "cycle counts over 0 inferences (NPU Inferences : 0)")
         n_outputs = max(self._outputs, default=-1) + 1
@@ -436,8 +437,8 @@ class UartLogParser:
                 self._complete = True  # a time limit after it only stopped an idle CPU
             else:
                 self._fail("error", line)
-        elif (kind := _banner_kind(payload)) is not None:
-            self._banner(kind, line)
+        elif (banner := _banner_kind(payload)) is not None:
+            self._banner(banner, line)
         else:
             return False
         return True

@@ -58,7 +58,7 @@ class Lut:
 
 
 def _unsupported(regs: Registers, reason: str) -> UnsupportedError:
-    op = regs.op
+    op = regs.command
     return UnsupportedError(
         f"{reason} is not implemented by the simulator (in "
         f"{at(op.offset, 'NPU_SET_ACTIVATION', regs.get('ACTIVATION', 0))} "
@@ -71,7 +71,7 @@ def output_finish(regs: Registers, ofm: FeatureMap, memory: Memory) -> Finish:
     value = regs.get("ACTIVATION", 0)
     function, clip_range = value & 0xFFF, value >> 12
     if function != NONE and not LUT_FIRST <= function <= LUT_LAST:
-        op = regs.op
+        op = regs.command
         raise UnsupportedError(
             f"ACTIVATION = {function} is not implemented by the simulator "
             f"(in {at(op.offset, op.name, op.param)})"
@@ -103,7 +103,7 @@ def output_finish(regs: Registers, ofm: FeatureMap, memory: Memory) -> Finish:
             )
         slot = function - LUT_FIRST
         lut = Lut(memory.lut_base + slot * LUT_SLOT_BYTES, ofm.dtype, range_lo)  # little-endian
-        op = regs.op
+        op = regs.command
         memory.check_internal(
             lut.offset,
             lut.offset + lut.nbytes,

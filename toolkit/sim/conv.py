@@ -24,7 +24,7 @@ def check_common(regs: Registers, upscales: tuple[int, ...] = (NO_UPSCALE,)) -> 
     """Modes the output stage and IFM fetch do not implement stop here, never silently (the
     activation's: activation.output_finish). `upscales`: the IFM_UPSCALE modes the operation
     implements."""
-    op = regs.op
+    op = regs.command
     checks = (
         ("IFM_UPSCALE", regs.get("IFM_UPSCALE", 0) & 3, upscales),
         ("PARALLEL_MODE", regs.get("PARALLEL_MODE", 0), (0,)),
@@ -150,7 +150,7 @@ def prepare_conv(
     regs: Registers, memory: Memory, accelerator: str, depthwise: bool, decoded: DecodedStreams
 ) -> Step:
     check_common(regs, (NO_UPSCALE, NEAREST, TRANSPOSE))
-    op = regs.op
+    op = regs.command
     what = f"{op.name} at command-stream offset {op.offset:#x}"
     ofm = ofm_map(regs)
     if regs.get("OFM_PRECISION") & (1 << 8):
@@ -255,4 +255,4 @@ class ConvRun:
         checks = [slot.check() for slot in (self.weight_slot, self.scale_slot)]
         if made is None or None in checks:
             return None
-        return dataclasses.replace(made, checks=tuple(c for c in checks if c != ()))
+        return dataclasses.replace(made, checks=tuple(c for c in checks if c))  # () checks nothing

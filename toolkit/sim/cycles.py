@@ -135,7 +135,8 @@ class _Geometry:
 
     @property
     def ublocks(self) -> tuple[int, int, int]:
-        return tuple(_ceil(b, u) for b, u in zip(self.block, self.ublock))
+        (bh, bw, bc), (uh, uw, uc) = self.block, self.ublock
+        return _ceil(bh, uh), _ceil(bw, uw), _ceil(bc, uc)
 
 
 def _geometry(rec: OpRecord, accelerator: str) -> _Geometry:
@@ -286,7 +287,7 @@ def _stages(
 ) -> tuple[float, float]:
     """Cycles per OFM block of the MAC array and of the output stage."""
     mac = _mac_cycles_per_block(rec, geo, accelerator)
-    out = math.ceil(
+    out: float = math.ceil(
         output_cycles_per_element(rec, accelerator, activation_cost) * math.prod(geo.block)
     )
     if rec.kind in ("conv", "depthwise"):

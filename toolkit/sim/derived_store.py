@@ -126,7 +126,8 @@ def load(path: Path | str, weights: bytes) -> Derived | None:
 Part = tuple[str, list[int], memoryview]  # an array in the file: dtype, shape, its bytes
 # json.loads's own scanner, called without its three Python frames and two regex matches (a
 # tenth of a small program's first run): the header is one object, padded with spaces
-_SCAN = json.JSONDecoder().scan_once
+# (typeshed does not declare scan_once, which JSONDecoder.__init__ sets)
+_SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 def _parts(body: memoryview) -> tuple[dict, dict[str, Part]]:

@@ -44,7 +44,7 @@ class OpDiff:
 
 def operations(program: NpuProgram) -> tuple[ProgramOp, ...]:
     """Every NPU operation with the registers it runs with (waits and STOP excluded)."""
-    ops = []
+    ops: list[ProgramOp] = []
     skip = SYNC_OPERATIONS | {"NPU_OP_STOP"}
     for cmd, values in operation_registers(program.command_stream, skip):
         if values is not None:

@@ -13,7 +13,7 @@ _INTERNAL_BIT = 1 << 8
 
 
 def prepare_dma(regs: Registers, memory: Memory) -> Step:
-    op = regs.op
+    op = regs.command
     what = f"{op.name} at command-stream offset {op.offset:#x}"
     src_reg, dst_reg = regs.get("DMA0_SRC_REGION"), regs.get("DMA0_DST_REGION")
     for name, value in (("DMA0_SRC_REGION", src_reg), ("DMA0_DST_REGION", dst_reg)):

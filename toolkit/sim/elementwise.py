@@ -79,7 +79,7 @@ _ROUND_NAMES = {outstage.TFL: "TFL", outstage.TRUNCATE: "TRUNCATE", outstage.NAT
 
 
 def _unsupported(regs: Registers, reason: str, register: str | None = None) -> UnsupportedError:
-    op = regs.op
+    op = regs.command
     where = (
         at(op.offset, op.name, op.param)
         if register is None
@@ -168,6 +168,7 @@ def _combine(regs: Registers, mode: str, ifm: FeatureMap, ifm2: FeatureMap | Non
         raise _unsupported(regs, "MUL of a 32-bit and a narrower operand", "IFM2_PRECISION")
     if mode == "lrelu" and wide:
         raise _unsupported(regs, "LRELU of 32-bit operands", "IFM_PRECISION")
+    rescale: outstage.Rescale | alu.NegativeRescale
     if mode in ("mul", "abs") and wide:
         rescale = alu.mul32_rescale(shift, rounding)
     else:
@@ -190,7 +191,7 @@ def _combine(regs: Registers, mode: str, ifm: FeatureMap, ifm2: FeatureMap | Non
 
 
 def prepare_elementwise(regs: Registers, memory: Memory) -> Step:
-    op = regs.op
+    op = regs.command
     mode = MODES.get(op.param)
     if mode is None:
         name = next((m.name for m in elementwise_mode if m.value == op.param), "unknown")
@@ -238,7 +239,7 @@ def prepare_elementwise(regs: Registers, memory: Memory) -> Step:
     )
 
     def run(mem: Memory) -> None:  # numpy's, where the native kernel does not run
-        a = ifm.read(mem).astype(np.int64) - ifm.zero_point
+        a: np.ndarray | np.int64 = ifm.read(mem).astype(np.int64) - ifm.zero_point
         b = value if ifm2 is None else ifm2.read(mem).astype(np.int64) - ifm2.zero_point
         if reversed_:
             a, b = b, a

@@ -114,6 +114,8 @@ def _pieces(tiles: list, c: int, stride_y: int, stride_x: int, stride_c: int, e:
     register_command_stream_util.get_address and check_strides read the registers."""
     pieces = []
     full = c // BRICK
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
     for ys, xs, base in tiles:
         th, tw = ys.stop - ys.start, xs.stop - xs.start
         if not brick:
@@ -135,13 +137,18 @@ def _precision(
     value = regs.get(name)
     code = (value >> size_shift) & ((1 << size_bits) - 1)
     if code not in _SIZE_CODES:
-        raise UnsupportedError(
-            f"{name} precision code {code} in " + at(regs.op.offset, regs.op.name, value)
-        )
+        raise UnsupportedError(f"{name} precision code {code}" + _where(regs, value))
     fmt = (value >> 6) & 3
     if fmt > 1:
-        raise UnsupportedError(f"{name} format {fmt} in " + at(regs.op.offset, regs.op.name, value))
+        raise UnsupportedError(f"{name} format {fmt}" + _where(regs, value))
     return _SIZE_CODES[code], bool(value & 1), fmt == 1
+
+
+def _where(regs: Registers, value: int) -> str:
+    """An error's ' in <command> (value) at command-stream offset ...'; '' for registers read
+    back from a record (simulator.op_outputs), which come without their command."""
+    op = regs.op
+    return "" if op is None else " in " + at(op.offset, op.name, value)
 
 
 # register names per feature map, made once (planning reads them for every operation)
@@ -164,7 +171,8 @@ def _feature_map(
     size, signed, brick = _precision(regs, precision, size_shift, 2)
     region, h0, h1, w0, stride_y, stride_x, stride_c = regs.required(required)
     values = regs.values
-    bases = tuple([values.get(b, 0) for b in base_names])
+    base0, base1, base2, base3 = [values.get(b, 0) for b in base_names]
+    bases = (base0, base1, base2, base3)
     height0, height1, width0 = h0 + 1, h1 + 1, w0 + 1
     tiles = _tiles(bases, height0, height1, width0, height, width)
     return FeatureMap(

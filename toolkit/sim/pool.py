@@ -208,7 +208,7 @@ def forget_tables() -> None:
 
 def prepare_pool(regs: Registers, memory: Memory) -> Step:
     check_common(regs, (NO_UPSCALE, NEAREST))
-    op = regs.op
+    op = regs.command
     what = f"{op.name} at command-stream offset {op.offset:#x}"
     mode = MODES.get(op.param)
     if mode is None:

@@ -21,6 +21,15 @@ class Registers:
     values: Mapping[str, int] = field(default_factory=dict)  # name without NPU_SET_ -> value
     op: Command | None = None
 
+    @property
+    def command(self) -> Command:
+        """op, where it must be there: planning makes an operation's registers with its NPU_OP
+        command (registers read back from a record, as simulator.op_outputs reads them, have
+        none)."""
+        if self.op is None:
+            raise ValueError("these registers come without their NPU_OP command")
+        return self.op
+
     def get(self, name: str, default: int | None = None) -> int:
         value = self.values.get(name)  # one lookup: planning asks some 60 times an operation
         if value is not None:
