@@ -43,7 +43,7 @@ def _start(ctx, out_root: str) -> _Worker:
     return _Worker(process, parent)
 
 
-def run_local(specs: Sequence[RunSpec], out_root: str, jobs: int, on_record: OnRecord) -> None:
+def run_local(specs: Sequence[RunSpec], out_root: str, jobs: int, on_record: OnRecord) -> None:  # noqa: C901 - the scheduler loop
     ctx = _context()
     queue = list(reversed(specs))
     attempts: dict[RunSpec, int] = {}

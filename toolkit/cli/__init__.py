@@ -59,16 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.debug:
         quiet_third_party_warnings()
     try:
-        if args.verb in COMPILING_VERBS:
-            from ..lower.compile_cache import usable_cache_root
-
-            usable_cache_root()
-        if args.verb in TORCH_VERBS and isinstance(getattr(args, "model", None), str):
-            from ..model_spec import check_model_spec
-
-            check_model_spec(args.model)  # before torch's import: a refusal in a second
-        if args.verb in TORCH_VERBS and not args.debug:
-            quiet_torch_import()
+        _before_the_verb(args)
         return int(args.func(args) or 0)
     except UserError as exc:
         if args.debug:
@@ -88,6 +79,21 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("etk: interrupted", file=sys.stderr)
         return 130
+
+
+def _before_the_verb(args: argparse.Namespace) -> None:
+    """What is refused in a second, before a verb imports torch: an unusable cache folder, a
+    MODEL that names nothing loadable."""
+    if args.verb in COMPILING_VERBS:
+        from ..lower.compile_cache import usable_cache_root
+
+        usable_cache_root()
+    if args.verb in TORCH_VERBS and isinstance(getattr(args, "model", None), str):
+        from ..model_spec import check_model_spec
+
+        check_model_spec(args.model)
+    if args.verb in TORCH_VERBS and not args.debug:
+        quiet_torch_import()
 
 
 # OS errors of the folders etk writes (a full disk, a quota, a read-only or vanished folder):

@@ -11,7 +11,8 @@ from rich.table import Table
 
 from ..atomic_write import write_atomic
 from ..evaluation.cycle_check import cycle_check_lines
-from ..results import JobResult, TaskResult
+from ..evaluation.variants import VariantComparison
+from ..results import JobResult, TaskResult, VariantResult
 from .job_report import io_layout_hint, scored, variant_warnings
 
 
@@ -184,25 +185,7 @@ def notes(result: JobResult, terse: bool = False) -> list[str]:
     }
     lines.extend(f"Inputs: {note}" for note in sorted(fixed_inputs))
     for name, v in result.variants.items():
-        if v.run is not None:
-            details = v.run.evaluation.runs[0].details
-            if "fallback" in details:
-                lines.append(f"{name}: {details['fallback']}")
-        lines.extend(f"WARNING {w}" for w in variant_warnings(name, v))
-        for record in v.program.rewrites:
-            lines.append(f"{name}: rewrite {record.rewrite} at {record.source}: {record.change}")
-        for op in v.program.cpu_ops:
-            lines.append(f"{name}: CPU operator {op.op} from {op.source}: {op.reason}")
-        for d in v.program.decisions:
-            if not d.fused and name == "fused":
-                lines.append(
-                    f"{name}: {d.activation} after {d.parent} ({d.source}) not fused: {d.reason}"
-                )
-            if d.zero_point_raised:
-                lines.append(f"{name}: {d.activation} after {d.parent}: {d.reason}")
-        check = v.run.cycle_check if v.run is not None else None
-        if check is not None:
-            lines.extend(f"{name}: {line}" for line in cycle_check_lines(check)[1:])
+        lines.extend(_variant_notes(name, v))
     if result.task is not None and result.task.fused_loss is not None:
         loss = result.task.fused_loss
         lines.append(
@@ -212,21 +195,51 @@ def notes(result: JobResult, terse: bool = False) -> list[str]:
     if hint is not None:
         lines.append(hint["note"])
     if result.comparison:
-        lines.extend(result.comparison.notes)
-        deltas = list(result.comparison.layer_deltas)
-        if terse and len(deltas) > TERMINAL_LAYER_DELTAS:
+        lines.extend(_comparison_notes(result.comparison, terse))
+    return lines
+
+
+def _variant_notes(name: str, v: VariantResult) -> list[str]:
+    """A variant's fallback, warnings, rewrites, CPU operators, fusion decisions, cycle check."""
+    lines = []
+    if v.run is not None and "fallback" in v.run.evaluation.runs[0].details:
+        lines.append(f"{name}: {v.run.evaluation.runs[0].details['fallback']}")
+    lines.extend(f"WARNING {w}" for w in variant_warnings(name, v))
+    for record in v.program.rewrites:
+        lines.append(f"{name}: rewrite {record.rewrite} at {record.source}: {record.change}")
+    for op in v.program.cpu_ops:
+        lines.append(f"{name}: CPU operator {op.op} from {op.source}: {op.reason}")
+    for d in v.program.decisions:
+        if not d.fused and name == "fused":
             lines.append(
-                f"  the estimate differs on {len(deltas)} operations that are the same in "
-                f"both variants; the {TERMINAL_LAYER_DELTAS} largest (all in report.md):"
+                f"{name}: {d.activation} after {d.parent} ({d.source}) not fused: {d.reason}"
             )
-            deltas = sorted(deltas, key=lambda d: -abs(d.fused_cycles - d.unfused_cycles))
-            deltas = deltas[:TERMINAL_LAYER_DELTAS]
-        for delta in deltas:
-            lines.append(
-                f"  estimate differs on the same operation: delegate {delta.delegate} "
-                f"{delta.operator} {delta.name}: fused {delta.fused_cycles:,} vs unfused "
-                f"{delta.unfused_cycles:,} cycles"
-            )
+        if d.zero_point_raised:
+            lines.append(f"{name}: {d.activation} after {d.parent}: {d.reason}")
+    check = v.run.cycle_check if v.run is not None else None
+    if check is not None:
+        lines.extend(f"{name}: {line}" for line in cycle_check_lines(check)[1:])
+    return lines
+
+
+def _comparison_notes(comparison: VariantComparison, terse: bool) -> list[str]:
+    """What the comparison says, and the operations whose estimate differs though they are the
+    same in both variants (on the terminal the largest few)."""
+    lines = list(comparison.notes)
+    deltas = list(comparison.layer_deltas)
+    if terse and len(deltas) > TERMINAL_LAYER_DELTAS:
+        lines.append(
+            f"  the estimate differs on {len(deltas)} operations that are the same in "
+            f"both variants; the {TERMINAL_LAYER_DELTAS} largest (all in report.md):"
+        )
+        deltas = sorted(deltas, key=lambda d: -abs(d.fused_cycles - d.unfused_cycles))
+        deltas = deltas[:TERMINAL_LAYER_DELTAS]
+    for delta in deltas:
+        lines.append(
+            f"  estimate differs on the same operation: delegate {delta.delegate} "
+            f"{delta.operator} {delta.name}: fused {delta.fused_cycles:,} vs unfused "
+            f"{delta.unfused_cycles:,} cycles"
+        )
     return lines
 
 

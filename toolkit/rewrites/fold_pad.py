@@ -120,7 +120,7 @@ class FoldPadIntoConvPass(ArmPass):
         return PassResult(graph_module, modified)
 
     @staticmethod
-    def _fold(conv: Node) -> list[int] | None:
+    def _fold(conv: Node) -> list[int] | None:  # noqa: C901 - one early return per condition
         """The padding folded in ([top, bottom, left, right]), or None if it could not be."""
         permute, pad = None, conv.args[_INPUT]
         if isinstance(pad, Node) and pad.target == _PERMUTE:

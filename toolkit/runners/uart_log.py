@@ -398,6 +398,15 @@ class UartLogParser:
         return _index(text, len(self._outputs.get(i, ())), _VALUE_SLACK, "value index")
 
     def _read(self, payload: str, line: str) -> bool:
+        """Whether payload is a line a runner prints (its figures recorded), in the order the
+        patterns are tried: counters, outputs, then timing, test results and the run's end."""
+        return (
+            self._read_counters(payload)
+            or self._read_outputs(payload)
+            or self._read_status(payload, line)
+        )
+
+    def _read_counters(self, payload: str) -> bool:
         if m := _CYCLE_CNTR.match(payload):
             self._npu_cycles = _count(m)
         elif m := _EVENT_CNTR.match(payload):
@@ -410,7 +419,12 @@ class UartLogParser:
             self._inferences = _number(m["n"], "inference count")
         elif m := _MLEK_PMU.match(payload):
             self._mlek[m["name"]] = _number(m["total"], "counter")
-        elif m := _OUTPUT.match(payload):
+        else:
+            return False
+        return True
+
+    def _read_outputs(self, payload: str) -> bool:
+        if m := _OUTPUT.match(payload):
             i = self._output_index(m["i"])
             j = self._value_index(i, m["j"])
             self._outputs.setdefault(i, {})[j] = _value(m["type"], m["value"])
@@ -424,7 +438,12 @@ class UartLogParser:
             self._outputs[i][self._value_index(i, m["j"])] = _value(kind, m["value"])
         elif m := _TOP_CLASS.match(payload):
             self._top.append((_number(m["cls"], "class"), _float(m["score"], "score")))
-        elif m := _INFERENCE_MS.match(payload):
+        else:
+            return False
+        return True
+
+    def _read_status(self, payload: str, line: str) -> bool:
+        if m := _INFERENCE_MS.match(payload):
             self._inference_ms = _float(m["ms"], "inference time")
         elif payload == _ELIDED:
             self._elided = True

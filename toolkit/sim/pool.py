@@ -206,7 +206,7 @@ def forget_tables() -> None:
     _byte_table.cache_clear()
 
 
-def prepare_pool(regs: Registers, memory: Memory) -> Step:
+def prepare_pool(regs: Registers, memory: Memory) -> Step:  # noqa: C901 - one pooling op's register checks
     check_common(regs, (NO_UPSCALE, NEAREST))
     op = regs.command
     what = f"{op.name} at command-stream offset {op.offset:#x}"
