@@ -30,7 +30,13 @@ ANCHORS = next(
     REPO / "missing-anchors",
 )
 HIMAX = ANCHORS / "models" / "person_int8_model_vela_mac64.tflite"
-needs_anchors = pytest.mark.skipif(not HIMAX.is_file(), reason="../shared/cycle-anchors absent")
+needs_anchors = pytest.mark.skipif(
+    not HIMAX.is_file(),
+    reason="needs the published cycle anchors in ../shared/cycle-anchors beside the checkout "
+    "(models/ and configs/: ML-zoo's kws_micronet_m, ad_medium_int8 and mobilenet_v2 .tflite, "
+    "HimaxWiseEyePlus/ML_FVP_EVALUATION's person_int8_model(_vela_mac64).tflite and "
+    "himax_we2_vela.ini, the MLEK's default Vela ini; docs/cycle-model.md lists the sources)",
+)
 
 # TFLite reference kernels (ai-edge-litert 2.3.0, OpResolverType.BUILTIN_REF) on the source
 # person_int8_model.tflite (its 1-D bias tensors' quantized_dimension 3 set to 0, which LiteRT
