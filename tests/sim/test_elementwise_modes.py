@@ -34,10 +34,11 @@ from toolkit.npu import npu_config
 from toolkit.quantize.calibration import random_calibration
 from toolkit.runners.sim import SimulatorRunner
 from toolkit.runners.tosa_ref import TosaReferenceRunner, run_tosa_delegate
-from toolkit.sim import UnsupportedError, load_payload, simulate
+from toolkit.sim import SIMULATED, UnsupportedError, load_payload, simulate
 from toolkit.sim import cycles as cycle_model
 from toolkit.sim.commands import Command
 from toolkit.sim.elementwise import prepare_elementwise
+from toolkit.sim.families import accelerator as architecture
 from toolkit.sim.memory import Memory, shram_bytes
 from toolkit.sim.outstage import NATURAL, TFL
 from toolkit.sim.registers import RegisterFile
@@ -222,7 +223,8 @@ def test_cycle_rates_of_the_new_modes(programs):
     assert cycle_model.op_timing(wide, ACC, memory) == cycle_model.op_timing(
         dataclasses.replace(wide, kind="elementwise.mul"), ACC, memory
     )
-    for accelerator, rates in cycle_model.ELEMENTWISE.items():
+    for accelerator in SIMULATED:
+        rates = architecture(accelerator).elementwise_cycles
         assert (
             rates[4]
             == {

@@ -20,10 +20,10 @@ from ethosu.vela.tflite.Model import Model
 
 from toolkit.lower.tflite import compile_tflite
 from toolkit.sim import RegionError, UnsupportedError, load_payload, simulate
-from toolkit.sim import cycles as cycle_model
 from toolkit.sim.commands import Command, decode
 from toolkit.sim.dma import prepare_dma
 from toolkit.sim.elementwise import prepare_elementwise
+from toolkit.sim.families import accelerator
 from toolkit.sim.memory import INTERNAL, LUT_BYTES, Memory, shram_bytes
 from toolkit.sim.outstage import NATURAL, TFL
 from toolkit.sim.registers import RegisterFile
@@ -155,7 +155,7 @@ def test_softmax_ops_records_and_cycles(full_model):
     assert ops[-1].kind == "elementwise.shr" and ops[-1].ofm_elem_size == 1
     assert ops[lut_dma].compute_cycles == 0 < ops[lut_dma].cycles
     assert all(0 < r.compute_cycles <= r.cycles for r in ops if r.kind != "dma")
-    lut_rate = cycle_model.ACTIVATION[ACC][0]
+    lut_rate = accelerator(ACC).activation_cycles[0]
     assert sub.compute_cycles >= lut_rate * np.prod(sub.ofm_shape)
     assert result.npu_cycles == sum(r.compute_cycles for r in ops)
 

@@ -140,8 +140,8 @@ def evaluation_runner(program: Program):
     """The simulator where it models the NPU (fast, bit-exact), else the TOSA reference model."""
     from ..runners.sim import SimulatorRunner
     from ..runners.tosa_ref import TosaReferenceRunner
-    from ..sim import ACCELERATORS
+    from ..sim import simulates
 
-    if program.npu.accelerator in ACCELERATORS or program.graph_module is None:
+    if simulates(program.npu.accelerator) or program.graph_module is None:
         return SimulatorRunner()
     return TosaReferenceRunner()

@@ -47,9 +47,11 @@ def _layers(program: Program) -> list[tuple[int, LayerEstimate]]:
 
 def register_differences(fused: Program, unfused: Program) -> dict[str, int]:
     """What the command streams of the two variants differ in, register by register."""
-    if fused.npu.family == "ethos-u85" or len(fused.delegates) != len(unfused.delegates):
-        return {}
     # the simulator package is also the command-stream decoder: payloads and register diffs
+    from ..sim.families import decodes
+
+    if not decodes(fused.npu.accelerator) or len(fused.delegates) != len(unfused.delegates):
+        return {}
     from ..sim.diff import diff_programs
     from ..sim.payload import load_payload
 

@@ -9,6 +9,7 @@ from ..npu import NpuConfig
 
 # the simulator package is also the command-stream decoder (payloads, registers, Vela .tflite)
 from ..sim.commands import decode
+from ..sim.families import decodes
 from ..sim.payload import load_payload
 
 KERNEL_OPERATIONS = ("NPU_OP_CONV", "NPU_OP_DEPTHWISE", "NPU_OP_POOL", "NPU_OP_ELEMENTWISE")
@@ -17,9 +18,9 @@ KERNEL_OPERATIONS = ("NPU_OP_CONV", "NPU_OP_DEPTHWISE", "NPU_OP_POOL", "NPU_OP_E
 def command_stream_operations(payload: bytes | Path, npu: NpuConfig) -> dict[str, int]:
     """NPU_OP_* command counts of a vela_bin_stream, or of Vela's raw .npz at a path.
 
-    Empty for Ethos-U85, whose register set our decoder does not know.
+    Empty for an NPU whose register map the decoder does not know (families: Ethos-U85).
     """
-    if npu.family == "ethos-u85":
+    if not decodes(npu.accelerator):
         return {}
     commands = decode(load_payload(payload).command_stream)
     return dict(sorted(Counter(c.name for c in commands if c.is_operation).items()))

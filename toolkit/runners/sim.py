@@ -45,14 +45,14 @@ class SimulatorRunner:
 
     def availability(self, target: Target, program_npu: str) -> Availability:
         try:
-            from ..sim import ACCELERATORS
+            from ..sim import SIMULATED, SIMULATED_FAMILIES, simulates
         except ImportError as exc:
             return Availability(False, f"toolkit.sim is not usable: {exc}")
-        if program_npu not in ACCELERATORS:
+        if not simulates(program_npu):
             return Availability(
                 False,
-                f"the simulator models Ethos-U55/U65 "
-                f"({', '.join(ACCELERATORS)}), not {program_npu}",
+                f"the simulator models {SIMULATED_FAMILIES} ({', '.join(SIMULATED)}), "
+                f"not {program_npu}",
             )
         return Availability(
             True,

@@ -6,16 +6,18 @@ result.outputs, result.operations, result.npu_cycles, result.total_cycles
 """
 
 from .errors import PayloadError, RegionError, SimError, UnsupportedError
+from .families import SIMULATED, SIMULATED_FAMILIES, simulates
 from .payload import IOTensor, NpuProgram, load_payload
 from .plan import forget_programs
 from .records import OpRecord
-from .simulator import ACCELERATORS, SimResult, op_outputs, predict_pmu_counts, simulate
+from .simulator import SimResult, op_outputs, predict_pmu_counts, simulate
 
 __all__ = [
-    "ACCELERATORS",
     "IOTensor",
     "NpuProgram",
     "OpRecord",
+    "SIMULATED",
+    "SIMULATED_FAMILIES",
     "PayloadError",
     "RegionError",
     "SimError",
@@ -26,4 +28,5 @@ __all__ = [
     "op_outputs",
     "predict_pmu_counts",
     "simulate",
+    "simulates",
 ]

@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from ethosu.vela.ethos_u55_regs.ethos_u55_regs import cmd0, cmd1
 
 from .errors import PayloadError
+from .families.ethos_u55 import cmd0, cmd1
 
 _CMD0 = {c.value: c.name for c in cmd0}
 _CMD1 = {c.value: c.name for c in cmd1}

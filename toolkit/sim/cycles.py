@@ -21,47 +21,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..npu import ARM_VELA_INI, vela_ini_path
+from .families import accelerator as architecture
+from .families.accelerator import IFM_UBLOCK_DEPTH
 from .memory import INTERNAL
 from .records import OpRecord
 
-# OFM u-block (h, w, c) and IFM u-block depth per configuration.
-UBLOCK = {
-    "ethos-u55-32": (1, 1, 4),
-    "ethos-u55-64": (1, 1, 8),
-    "ethos-u55-128": (1, 2, 8),
-    "ethos-u55-256": (2, 2, 8),
-    "ethos-u65-256": (2, 2, 8),
-}
-IFM_UBLOCK_DEPTH = 8
 SUBKERNEL_MAX = 8
-# Output stage, cycles per element: (32-bit accumulator, 40-bit accumulator, max pool).
-OUTPUT = {
-    "ethos-u55-32": (2.0, 3.0, 1.0),
-    "ethos-u55-64": (1.0, 1.5, 0.5),
-    "ethos-u55-128": (0.5, 0.75, 0.25),
-    "ethos-u55-256": (0.25, 0.375, 0.125),
-    "ethos-u65-256": (0.25, 0.375, 0.125),
-}
-# Activation unit, cycles per element: (table lookup: tanh, sigmoid, LUT; ReLU family as Vela
-# books it). Clipping (ACTIVATION function 0) is part of the output stage and costs nothing.
-ACTIVATION = {
-    "ethos-u55-32": (1.0, 1.0),
-    "ethos-u55-64": (1.0, 1.0),
-    "ethos-u55-128": (1.0, 0.5),
-    "ethos-u55-256": (1.0, 0.25),
-    "ethos-u65-256": (1.0, 0.25),
-}
-# Elementwise output stage, cycles per element: (ADD/SUB with 16-bit operand scales, ADD/SUB with
-# a 32-bit operand scale, MUL, 32-bit operands, any other operation of 8/16-bit operands: MIN,
-# MAX, ABS, LRELU), as Vela's estimator tabulates them (the last: its output_cycles_per_elem[7],
-# the rate of every operation it does not name, the same in Vela 5.1's C++ core).
-ELEMENTWISE = {
-    "ethos-u55-32": (4.0, 6.0, 3.0, 2.0, 2.0),
-    "ethos-u55-64": (2.0, 3.0, 1.5, 1.0, 1.0),
-    "ethos-u55-128": (1.0, 1.5, 0.75, 0.75, 0.5),
-    "ethos-u55-256": (0.5, 0.75, 0.375, 0.625, 0.25),
-    "ethos-u65-256": (0.5, 0.75, 0.375, 0.625, 0.25),
-}
 _ADD_SUB = frozenset({"elementwise.add", "elementwise.sub"})
 SCALE_RECORD_BYTES = 10  # bias, scale and shift per OFM channel
 
@@ -143,7 +108,7 @@ def _geometry(rec: OpRecord, accelerator: str) -> _Geometry:
     oh, ow, oc = rec.ofm_shape
     kh, kw, sy, sx, dy, dx = rec.kernel
     block = (min(rec.block[0], oh), min(rec.block[1], ow), min(rec.block[2], oc))
-    ublock = UBLOCK[accelerator]
+    ublock = architecture(accelerator).ublock
     if ublock[0] == 2 and rec.kind == "conv" and oh == 1 and ow % 2 == 0 and kh == 1:
         ublock = (1, 4, ublock[2])  # a 2x2 u-block array works as 1x4 on single-row outputs
         block = (1, block[1], block[2])
@@ -187,7 +152,7 @@ def _mac_cycles_per_block(rec: OpRecord, geo: _Geometry, accelerator: str) -> in
             # Vela's legacy estimator doubles only 16-bit pools; Vela 5.1's C++ estimator books
             # ~4x for 8-bit pools beyond U55-32 (checked: maxpool/avgpool land within 10% of it
             # only with this factor). Unverified against hardware; it inflates 1x1 transposes.
-            work *= 1 if accelerator == "ethos-u55-32" else ifm_bits // 2
+            work *= ifm_bits // 2 if architecture(accelerator).pool_rate_by_width else 1
         elif rec.kind == "depthwise":
             steps = _ceil(elements, 4)
             work = max(weight_feed, 4 * ub_xy * ifm_bits // 8) * steps * ub_z
@@ -206,17 +171,15 @@ def _mac_cycles_per_block(rec: OpRecord, geo: _Geometry, accelerator: str) -> in
 def _pipeline_stalls(rec: OpRecord, geo: _Geometry, accelerator: str, steps: int) -> int:
     """With a single u-block in x/y, the MAC pipeline cannot hide its accumulate latency."""
     ub_y, ub_x, ub_z = geo.ublocks
-    if accelerator == "ethos-u55-32":
-        delay = 7 if rec.acc_40bit else 3
-    else:
-        delay = 3 if (rec.acc_40bit and accelerator in ("ethos-u55-64", "ethos-u55-128")) else 2
+    arch = architecture(accelerator)
+    delay = arch.accumulate_delay[1 if rec.acc_40bit else 0]
     stalls = 0
     if ub_y * ub_x == 1:
         if ub_z == 1:
             stalls = delay * steps
         elif steps > 1:
             stalls = delay * (steps - 1) * ub_z
-    if accelerator == "ethos-u55-32" and rec.acc_40bit and ub_z > 1 and 1 in (ub_y, ub_x):
+    if arch.narrow_block_40bit_stall and rec.acc_40bit and ub_z > 1 and 1 in (ub_y, ub_x):
         stalls += delay * ub_z
     if rec.part_kernel_first:
         stalls *= _ceil(geo.ifm_block[2], 8)
@@ -227,7 +190,7 @@ def _activation_cost(rec: OpRecord, accelerator: str, override: float | None) ->
     """Cycles per element of the activation the ACTIVATION register selects (clip: none)."""
     if override is not None:
         return override
-    return ACTIVATION[accelerator][0] if rec.activation != 0 else 0.0
+    return architecture(accelerator).activation_cycles[0] if rec.activation != 0 else 0.0
 
 
 def output_cycles_per_element(
@@ -235,7 +198,7 @@ def output_cycles_per_element(
 ) -> float:
     """Output stage by accumulator and operation, or the activation unit if that is slower.
     `activation_cost` replaces what the ACTIVATION register selects (for what-if comparisons)."""
-    acc32, acc40, maxpool = OUTPUT[accelerator]
+    acc32, acc40, maxpool = architecture(accelerator).output_cycles
     per_elem = acc40 if rec.acc_40bit else (maxpool if rec.kind == "pool.max" else acc32)
     activation_cost = _activation_cost(rec, accelerator, activation_cost)
     return max(per_elem, activation_cost)
@@ -360,7 +323,7 @@ def _elementwise_cycles(
 ) -> tuple[float, float]:
     """The output stage streams every OFM element; the operands are read once, the OFM written
     once, each at its memory's bandwidth. (compute, total)"""
-    add16, add32, mul, wide, other = ELEMENTWISE[accelerator]
+    add16, add32, mul, wide, other = architecture(accelerator).elementwise_cycles
     per_elem = (
         wide
         if rec.ifm_elem_size == 4

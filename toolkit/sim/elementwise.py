@@ -42,12 +42,12 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from ethosu.vela.ethos_u55_regs.ethos_u55_regs import elementwise_mode
 
 from . import alu, outstage
 from .activation import output_finish
 from .conv import check_common
 from .errors import UnsupportedError, at
+from .families.ethos_u55 import elementwise_mode
 from .layouts import FeatureMap, ifm_map, ofm_map
 from .memory import Memory
 from .native.elementwise import elementwise_kernel

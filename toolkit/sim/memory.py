@@ -11,23 +11,16 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import RegionError
+from .families import accelerator as architecture
 
 REGION_NAMES = {0: "weights", 1: "scratch", 2: "fast scratch"}
 INTERNAL = -1  # region number the records use for the SHRAM
-SHRAM_BANK_BYTES = 1024
-SHRAM_BANKS = {
-    "ethos-u55-32": 16,
-    "ethos-u55-64": 16,
-    "ethos-u55-128": 24,
-    "ethos-u55-256": 48,
-    "ethos-u65-256": 48,
-}
 LUT_BYTES = 2048  # the last 2 KB of the SHRAM
 LUT_SLOT_BYTES = 256
 
 
 def shram_bytes(accelerator: str) -> int:
-    return SHRAM_BANKS[accelerator] * SHRAM_BANK_BYTES
+    return architecture(accelerator).shram_bytes
 
 
 class Memory:

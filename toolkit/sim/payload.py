@@ -18,6 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .errors import PayloadError
+from .families.ethos_u55 import PRODUCTS
 from .native import KERNELS
 
 _BLOCK_HEADER = struct.Struct("<16sIB11s")
@@ -66,12 +67,11 @@ class DriverConfig(NamedTuple):
 
     macs_per_cc_log2: int
     shram_kb: int
-    product: int  # 0: Ethos-U55, 1: Ethos-U65
+    product: int  # 0: Ethos-U55, 1: Ethos-U65 (families/ethos_u55.PRODUCTS)
 
     @property
     def accelerator(self) -> str:
-        family = "ethos-u65" if self.product == 1 else "ethos-u55"
-        return f"{family}-{1 << self.macs_per_cc_log2}"
+        return f"{PRODUCTS.get(self.product, 'ethos-u55')}-{1 << self.macs_per_cc_log2}"
 
 
 class NpuProgram(NamedTuple):

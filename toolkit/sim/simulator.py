@@ -16,14 +16,13 @@ from . import cycles as cycle_model
 from .blas import one_blas_thread
 from .derived_store import timing_key
 from .errors import SimError
+from .families import accelerator as architecture
 from .fvp_timing import PmuPrediction, fvp_memory, predict_pmu
 from .layouts import ofm_map
 from .payload import NpuProgram
 from .plan import Plan, plan_for
 from .records import OpRecord, with_fields
 from .registers import Registers
-
-ACCELERATORS = ("ethos-u55-32", "ethos-u55-64", "ethos-u55-128", "ethos-u55-256", "ethos-u65-256")
 
 
 class Timing:
@@ -85,8 +84,7 @@ class SimResult(NamedTuple):
 
 
 def check_simulated_accelerator(program: NpuProgram, accelerator: str) -> None:
-    if accelerator not in ACCELERATORS:
-        raise SimError(f"the simulator runs {', '.join(ACCELERATORS)}, not '{accelerator}'")
+    architecture(accelerator)  # SimError unless the simulator runs it
     if program.config is not None and program.config.accelerator != accelerator:
         raise SimError(
             f"{program.source} was compiled for {program.config.accelerator}, "

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .families import accelerator as architecture
 from .memory import INTERNAL
 from .records import OpRecord
 
 
 def beat_bytes(accelerator: str) -> int:
-    return 16 if accelerator.startswith("ethos-u65") else 8
+    return architecture(accelerator).beat_bytes
 
 
 def _ceil(a: int, b: int) -> int:

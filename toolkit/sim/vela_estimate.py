@@ -17,6 +17,7 @@ from pathlib import Path
 from ..errors import ToolError
 from ..npu import npu_config
 from . import cycles as cycle_model
+from .families import accelerator as architecture
 from .records import OpRecord
 
 # Vela 5.1's C++ estimator books the output-stage activation cost by the fused sub-operation:
@@ -38,7 +39,7 @@ class VelaOpEstimate:
 
     def activation_cost(self, accelerator: str) -> float:
         """Cycles per output element Vela books for the activation."""
-        lut, relu = cycle_model.ACTIVATION[accelerator]
+        lut, relu = architecture(accelerator).activation_cycles
         fused = self.fused[0] if self.fused else None
         if fused is None or fused in _LUT_OPS:
             return lut

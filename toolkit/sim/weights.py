@@ -14,6 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .errors import PayloadError
+from .families import accelerator as architecture
 from .mlw_decoder import mlw_decode
 
 SUBKERNEL_MAX = 8
@@ -38,7 +39,7 @@ class WeightFormat(NamedTuple):  # a tuple, as layouts.FeatureMap says why
 
 def ublock_depths(accelerator: str) -> tuple[int, int]:
     """(IFM, OFM) u-block depths of an accelerator configuration."""
-    return (8, 4) if accelerator == "ethos-u55-32" else (8, 8)
+    return architecture(accelerator).ublock_depths
 
 
 def decode_scales(

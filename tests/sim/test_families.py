@@ -1,0 +1,56 @@
+"""One description per NPU family (toolkit/sim/families): what the rest of the toolkit asks, and
+that nothing outside a family's home reads its register map or tests its name."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from toolkit.sim.errors import SimError
+from toolkit.sim.families import SIMULATED, SIMULATED_FAMILIES, accelerator, decodes, simulates
+
+PACKAGE = Path(__file__).resolve().parents[2] / "toolkit"
+
+
+def test_the_simulated_configurations_and_what_the_decoder_reads():
+    assert SIMULATED == (
+        "ethos-u55-32",
+        "ethos-u55-64",
+        "ethos-u55-128",
+        "ethos-u55-256",
+        "ethos-u65-256",
+    )
+    assert SIMULATED_FAMILIES == "Ethos-U55/U65"
+    # Ethos-U65-512 streams use the U55/U65 register map: op counts and diffs, but no simulation
+    assert decodes("ethos-u65-512") and not simulates("ethos-u65-512")
+    assert not decodes("ethos-u85-256") and not simulates("ethos-u85-256")
+    with pytest.raises(SimError, match=r"runs ethos-u55-32, .*ethos-u65-256, not 'ethos-u85-256'$"):
+        accelerator("ethos-u85-256")
+
+
+def test_each_configuration_as_vela_describes_it():
+    """Vela 5.1's accelerator_configs: OFM u-blocks, SHRAM banks; AXI width by family."""
+    described = {
+        name: (a.ublock, a.ublock_depths, a.shram_bytes, a.beat_bytes)
+        for name, a in ((n, accelerator(n)) for n in SIMULATED)
+    }
+    assert described == {
+        "ethos-u55-32": ((1, 1, 4), (8, 4), 16384, 8),
+        "ethos-u55-64": ((1, 1, 8), (8, 8), 16384, 8),
+        "ethos-u55-128": ((1, 2, 8), (8, 8), 24576, 8),
+        "ethos-u55-256": ((2, 2, 8), (8, 8), 49152, 8),
+        "ethos-u65-256": ((2, 2, 8), (8, 8), 49152, 16),
+    }
+
+
+def test_no_module_outside_a_family_home_reads_a_register_map_or_tests_a_family_name():
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        if "families" in path.parts:
+            continue
+        text = path.read_text()
+        if "ethos_u55_regs" in text or re.search(r"== \"ethos-u\d\d\"|\"ethos-u\d\d-\d+\" ==", text):
+            offenders.append(str(path.relative_to(PACKAGE)))
+    assert offenders == []

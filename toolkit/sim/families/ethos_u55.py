@@ -1,0 +1,78 @@
+"""Ethos-U55 and Ethos-U65: one register map (Vela's ethos_u55_regs serves both), five
+configurations. Ethos-U65 differs in its AXI width (128-bit: 16-byte beats) and its product id in
+the driver's config word; its 256-MAC configuration computes as the U55-256 does.
+The cycle figures are Vela's estimator tables (architecture_features.py), SHRAM sizes its
+accelerator_configs."""
+
+from __future__ import annotations
+
+from ethosu.vela.ethos_u55_regs.ethos_u55_regs import cmd0, cmd1, elementwise_mode
+
+from .accelerator import Accelerator
+
+__all__ = ["ACCELERATORS", "PRODUCTS", "cmd0", "cmd1", "elementwise_mode"]
+
+PRODUCTS = {0: "ethos-u55", 1: "ethos-u65"}  # DriverConfig.product -> family
+
+ACCELERATORS = {
+    a.name: a
+    for a in (
+        Accelerator(
+            "ethos-u55-32",
+            "ethos-u55",
+            ublock=(1, 1, 4),
+            shram_banks=16,
+            beat_bytes=8,
+            output_cycles=(2.0, 3.0, 1.0),
+            activation_cycles=(1.0, 1.0),
+            elementwise_cycles=(4.0, 6.0, 3.0, 2.0, 2.0),
+            accumulate_delay=(3, 7),
+            pool_rate_by_width=False,
+            narrow_block_40bit_stall=True,
+        ),
+        Accelerator(
+            "ethos-u55-64",
+            "ethos-u55",
+            ublock=(1, 1, 8),
+            shram_banks=16,
+            beat_bytes=8,
+            output_cycles=(1.0, 1.5, 0.5),
+            activation_cycles=(1.0, 1.0),
+            elementwise_cycles=(2.0, 3.0, 1.5, 1.0, 1.0),
+            accumulate_delay=(2, 3),
+        ),
+        Accelerator(
+            "ethos-u55-128",
+            "ethos-u55",
+            ublock=(1, 2, 8),
+            shram_banks=24,
+            beat_bytes=8,
+            output_cycles=(0.5, 0.75, 0.25),
+            activation_cycles=(1.0, 0.5),
+            elementwise_cycles=(1.0, 1.5, 0.75, 0.75, 0.5),
+            accumulate_delay=(2, 3),
+        ),
+        Accelerator(
+            "ethos-u55-256",
+            "ethos-u55",
+            ublock=(2, 2, 8),
+            shram_banks=48,
+            beat_bytes=8,
+            output_cycles=(0.25, 0.375, 0.125),
+            activation_cycles=(1.0, 0.25),
+            elementwise_cycles=(0.5, 0.75, 0.375, 0.625, 0.25),
+            accumulate_delay=(2, 2),
+        ),
+        Accelerator(
+            "ethos-u65-256",
+            "ethos-u65",
+            ublock=(2, 2, 8),
+            shram_banks=48,
+            beat_bytes=16,
+            output_cycles=(0.25, 0.375, 0.125),
+            activation_cycles=(1.0, 0.25),
+            elementwise_cycles=(0.5, 0.75, 0.375, 0.625, 0.25),
+            accumulate_delay=(2, 2),
+        ),
+    )
+}
