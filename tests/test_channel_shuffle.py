@@ -58,7 +58,7 @@ def _min_max_config():
 
 
 def test_shuffle_unit_fewer_npu_operations_same_bits(tmp_path, monkeypatch):
-    import toolkit.lower.build_variant as compile_module
+    import toolkit.lower.compiler as compile_module
     from toolkit.quantize.quantizer import quantize
 
     monkeypatch.setattr(

@@ -258,7 +258,7 @@ def _compile_both(npu, tmp_path, module, name, config=None, monkeypatch=None):
     x = am.example_input("conv2d")
     loaded = LoadedModel(f"test:{name}", name, module, (x,), f"fusion-matrix-{name}")
     if config is not None:
-        import toolkit.lower.build_variant as compile_module
+        import toolkit.lower.compiler as compile_module
         from toolkit.quantize.quantizer import quantize
 
         monkeypatch.setattr(compile_module, "quantize", functools.partial(quantize, config=config))

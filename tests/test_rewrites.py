@@ -162,3 +162,23 @@ def test_the_cli_help_lists_every_rewrite_from_one_place():
     compile_parser = build_parser()._subparsers._group_actions[0].choices["compile"]
     (action,) = [a for a in compile_parser._actions if "--rewrites" in a.option_strings]
     assert action.help.endswith("a comma-separated list of " + ", ".join(DEFAULT_REWRITES))
+
+
+def test_one_registry_names_the_rewrites_that_run_and_the_docs_describe():
+    """rewrite_names.REWRITES is the one list: the registries that run the rewrites hold exactly
+    its names, at the stage it says, and docs/usage.md describes each, in its order."""
+    import re
+    from pathlib import Path
+
+    from toolkit.rewrite_names import REWRITES
+    from toolkit.rewrites import _lowering_registry, _registry
+
+    assert set(_registry()) == {r.name for r in REWRITES if r.stage == "exported"}
+    assert set(_lowering_registry()) == {r.name for r in REWRITES if r.stage == "lowering"}
+    usage = (Path(__file__).resolve().parents[1] / "docs" / "usage.md").read_text()
+    section = usage.split("### `--rewrites default|none|NAME,...`")[1].split("\n## ")[0]
+    assert re.findall(r"^- `([a-z0-9-]+)` \(", section, flags=re.M) == [r.name for r in REWRITES]
+    defaults = sum(r.default for r in REWRITES)
+    assert (
+        f"All {['no', 'one', 'two', 'three', 'four', 'five', 'six'][defaults]} rewrites" in section
+    )

@@ -1,13 +1,57 @@
-"""The graph rewrites' names and which are on by default, without importing torch (the CLI's
-help is built from them; toolkit.rewrites runs them)."""
+"""The graph rewrites as data: name, stage, default, one line each, without importing torch.
+
+The CLI's --rewrites help and the defaults come from REWRITES; toolkit.rewrites runs them (its
+registries must name the same rewrites, tests/test_rewrites.py checks), and docs/usage.md
+describes each in this order (checked there too).
+"""
 
 from __future__ import annotations
 
-FOLD_PAD = "fold-pad-into-conv"  # done while lowering, inside ExecuTorch's TOSA pass pipeline
-DEFAULT_REWRITES = (
-    "global-pool-stride",
-    "global-pool-1d-as-mean",
-    "residual-branch-order",
-    "channel-shuffle-as-conv",
-    FOLD_PAD,
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class RewriteInfo:
+    name: str
+    stage: Literal["exported", "lowering"]  # the exported graph before quantization, or inside
+    # ExecuTorch's Arm TOSA pass pipeline while lowering (what it rewrites exists only there)
+    default: bool
+    summary: str
+
+
+FOLD_PAD = "fold-pad-into-conv"
+REWRITES = (
+    RewriteInfo(
+        "global-pool-stride",
+        "exported",
+        True,
+        "a pool whose window covers its whole input gets stride 1 (Ethos-U pools take <= 3)",
+    ),
+    RewriteInfo(
+        "global-pool-1d-as-mean",
+        "exported",
+        True,
+        "AdaptiveAvgPool1d(1) as mean(x, -1, keepdim=True), which upstream quantizes",
+    ),
+    RewriteInfo(
+        "residual-branch-order",
+        "exported",
+        True,
+        "an add's longer branch last, so Vela schedules it first and buffers less",
+    ),
+    RewriteInfo(
+        "channel-shuffle-as-conv",
+        "exported",
+        True,
+        "ShuffleNet's view/transpose/view channel shuffle as one 1x1 permutation convolution",
+    ),
+    RewriteInfo(
+        FOLD_PAD,
+        "lowering",
+        True,
+        "an explicit zero pad folded into the convolution that reads it",
+    ),
 )
+DEFAULT_REWRITES = tuple(r.name for r in REWRITES if r.default)
+LOWERING_REWRITES = tuple(r.name for r in REWRITES if r.stage == "lowering")

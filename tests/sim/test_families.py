@@ -51,6 +51,8 @@ def test_no_module_outside_a_family_home_reads_a_register_map_or_tests_a_family_
         if "families" in path.parts:
             continue
         text = path.read_text()
-        if "ethos_u55_regs" in text or re.search(r"== \"ethos-u\d\d\"|\"ethos-u\d\d-\d+\" ==", text):
+        if "ethos_u55_regs" in text or re.search(
+            r"== \"ethos-u\d\d\"|\"ethos-u\d\d-\d+\" ==", text
+        ):
             offenders.append(str(path.relative_to(PACKAGE)))
     assert offenders == []

@@ -22,7 +22,8 @@ from ..errors import ToolError
 from ..graph_info import node_source
 from ..npu import NpuConfig
 from ..quantize.quantizer import compile_spec
-from ..rewrites import LOWERING_REWRITES, lowering_rewrites
+from ..rewrite_names import LOWERING_REWRITES
+from ..rewrites import lowering_rewrites
 from .partition import capture_partition_rejections
 from .vela_runs import keep_vela_run, recorded_vela_runs
 

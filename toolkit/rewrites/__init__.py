@@ -15,7 +15,7 @@ from torch.fx import GraphModule
 
 from ..artifacts import RewriteRecord
 from ..errors import UserError
-from ..rewrite_names import DEFAULT_REWRITES, FOLD_PAD
+from ..rewrite_names import DEFAULT_REWRITES, FOLD_PAD, REWRITES
 
 Rewrite = Callable[[GraphModule], list[RewriteRecord]]
 
@@ -34,9 +34,6 @@ def _registry() -> dict[str, Rewrite]:
     }
 
 
-# Done while lowering, inside ExecuTorch's Arm TOSA pass pipeline (what they rewrite, a TOSA PAD,
-# exists only there): a zero PAD folded into the convolution that reads it (fold_pad.py).
-LOWERING_REWRITES = (FOLD_PAD,)
 LoweringRewrite = Callable[[], AbstractContextManager[Callable[[], tuple[RewriteRecord, ...]]]]
 
 
@@ -47,7 +44,7 @@ def _lowering_registry() -> dict[str, LoweringRewrite]:
 
 
 def available_rewrites() -> tuple[str, ...]:
-    return (*_registry(), *LOWERING_REWRITES)
+    return tuple(r.name for r in REWRITES)
 
 
 def resolve_rewrites(spec: str) -> tuple[str, ...]:
