@@ -32,7 +32,6 @@ setup(
                 "toolkit/sim/native/conv.c",
                 "toolkit/sim/native/copy.c",
                 "toolkit/sim/native/elementwise.c",
-                "toolkit/sim/native/payload.c",
                 "toolkit/sim/native/pool.c",
             ],
             depends=["toolkit/sim/native/native.h", "toolkit/sim/native/table.h"],

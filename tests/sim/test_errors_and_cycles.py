@@ -18,10 +18,8 @@ from toolkit.sim import (
     load_payload,
     simulate,
 )
-from toolkit.sim import payload as payload_module
 from toolkit.sim.commands import decode
 from toolkit.sim.diff import diff_programs
-from toolkit.sim.payload import DriverConfig, IOTensor
 
 ACC = "ethos-u55-128"
 
@@ -110,26 +108,16 @@ def _header_variants(raw: bytes) -> list[bytes]:
     return variants
 
 
-def test_native_parse_refuses_what_the_python_parse_refuses(bin_stream):
-    """native/payload.c gives the parts _load_bin_stream gives, and None (the Python parser
-    then says what is wrong) for every payload that parser refuses."""
-    if payload_module._NATIVE_PARSE is None:
-        pytest.skip("native kernels not built")
+def test_every_damaged_header_is_refused_with_a_payload_error(bin_stream):
+    """Each cut and each changed header byte either still parses or raises PayloadError (the
+    one-line error the CLI prints), never another exception."""
     refused = 0
     for raw in _header_variants(bin_stream):
         try:
-            want = payload_module._load_bin_stream(raw, "vela_bin_stream")
+            load_payload(raw)
         except PayloadError:
-            want = None
-        got = payload_module._NATIVE_PARSE(raw, IOTensor, DriverConfig)
-        if want is None:
             refused += 1
-            assert got is None, raw
-        else:
-            assert got is not None and payload_module._parsed_bin_stream.__wrapped__(raw) == want
     assert refused > 500, refused  # the variants reach the refusals, not only the contents
-    with pytest.raises(TypeError, match="is not a tuple type"):
-        payload_module._NATIVE_PARSE(bin_stream, IOTensor, dict)
 
 
 def test_unknown_opcode(program, conv_case):

@@ -19,7 +19,6 @@ import numpy as np
 
 from .errors import PayloadError
 from .families.ethos_u55 import PRODUCTS
-from .native import KERNELS
 
 _BLOCK_HEADER = struct.Struct("<16sIB11s")
 _IO_RECORD = struct.Struct("<9i")
@@ -37,7 +36,7 @@ _DTYPES: dict[int, np.dtype] = {1: np.dtype(np.int8), 2: np.dtype(np.int16), 4: 
 class IOTensor(NamedTuple):
     """One delegate input or output as Vela placed it, with its size and squeezed shape (a
     tuple made once: a first inference reads them, and each property or frozen dataclass field
-    cost more than the rest of placing it). Made by IOTensor.of or native/payload.c."""
+    cost more than the rest of placing it). Made by IOTensor.of."""
 
     shape: tuple[int, ...]  # 6-D, as Vela writes it
     elem_size: int
@@ -122,21 +121,11 @@ def forget_payloads() -> None:
     load_npz.cache_clear()
 
 
-# native/payload.c: the blocks in one call, or None for anything _load_bin_stream would refuse
-_NATIVE_PARSE = getattr(KERNELS, "parse_bin_stream", None)
-
-
 @lru_cache(maxsize=16)
 def _parsed_bin_stream(raw: bytes) -> NpuProgram:
     """A delegate's payload is parsed once: runners pass the same bytes object at every run,
     whose hash Python keeps (NpuProgram is immutable)."""
-    parts = _NATIVE_PARSE(raw, IOTensor, DriverConfig) if _NATIVE_PARSE is not None else None
-    if parts is None:
-        return _load_bin_stream(raw, "vela_bin_stream")
-    stream, weights, scratch, inputs, outputs, config = parts
-    return NpuProgram(
-        stream, weights, scratch, DEFAULT_FAST_SCRATCH, inputs, outputs, config, "vela_bin_stream"
-    )
+    return _load_bin_stream(raw, "vela_bin_stream")
 
 
 def _load_bin_stream(raw: bytes, source: str) -> NpuProgram:

@@ -9,8 +9,7 @@ not built or an operation has something they do not do. ETK_SIM_NATIVE=0 turns t
 The C side reads its descriptions as arrays of int64 words: fm_words and finish_words pack the
 structures native.h declares, field for field. Every kernel is also given the sizes of the
 memories it works on and checks its description against them before it touches them (native.h:
-the native layer's trust boundary); one that reaches outside is refused (RegionError). The
-module also reads a vela_bin_stream's blocks (payload.c, payload.py's fast path).
+the native layer's trust boundary); one that reaches outside is refused (RegionError).
 """
 
 from __future__ import annotations

@@ -21,7 +21,6 @@ int etk_pool(const void *desc, int64_t ifm_mem, int64_t ofm_mem, int64_t lut_mem
              const int64_t sizes[4]);
 int etk_copy(const void *desc, int64_t src_mem, int64_t dst_mem, int64_t table, int64_t src_size,
              int64_t dst_size);
-PyObject *etk_parse_bin_stream(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs);
 
 /* args as int64 into `out`, or 0 with the exception set */
 static int int64_args(PyObject *const *args, Py_ssize_t n, Py_ssize_t expected, int64_t *out,
@@ -200,9 +199,6 @@ static PyMethodDef methods[] = {
      "copy(desc, src_mem, dst_mem, table, src_size, dst_size): copy.c"},
     {"run_batch", (PyCFunction)(void (*)(void))run_batch, METH_FASTCALL,
      "run_batch(table, memory0, ..., memory7, shram): rows of kernel calls in turn"},
-    {"parse_bin_stream", (PyCFunction)(void (*)(void))etk_parse_bin_stream, METH_FASTCALL,
-     "parse_bin_stream(raw, tensor_type, config_type): a vela_bin_stream's parts, or None "
-     "(payload.c)"},
     {NULL, NULL, 0, NULL},
 };
 
