@@ -125,34 +125,9 @@ def _run(
     runner_note: str = "",
 ) -> JobResult:
     from .lower.compile_cache import usable_cache_root
+    from .model_spec import check_model_spec
 
     usable_cache_root()
-    with warnings.catch_warnings():  # as on the command line; the caller's filters come back after
-        quiet_third_party_warnings()
-        quiet_torch_import()  # before anything imports torchao and ExecuTorch
-        result = _run_job(
-            model, example_inputs, variants, output, progress, options, runner, runner_note
-        )
-    from .report.tables import write_markdown
-
-    write_markdown(result, result.report_path.with_name("report.md"))
-    return result
-
-
-def _run_job(
-    model: Any,
-    example_inputs: Any,
-    variants: tuple[Variant, ...],
-    output: str | Path | None,
-    progress: Callable[[str], None] | None,
-    options: dict[str, Any],
-    runner: Runner | None,
-    runner_note: str,
-) -> JobResult:
-    from .model_spec import check_model_spec
-    from .pipeline import run_job
-
-    out_dir = Path(output) if output is not None else _temporary_folder()
     if isinstance(model, str):
         if example_inputs is not None:
             raise UserError(
@@ -160,16 +135,22 @@ def _run_job(
                 "the file's example_inputs() or input_shape='1,3,32,32'"
             )
         check_model_spec(model)
-        job = _job(model, variants, out_dir, options)
-        result = run_job(job, progress or _silent, runner, runner_note)
-    else:
+    elif "input_shape" in options:
+        raise UserError("input_shape is for MODEL specs: give an nn.Module example_inputs")
+    with warnings.catch_warnings():  # as on the command line; the caller's filters come back after
+        quiet_third_party_warnings()
+        quiet_torch_import()  # before anything imports torchao and ExecuTorch
         from .models.loader import live_model
+        from .pipeline import run_job
 
-        if "input_shape" in options:
-            raise UserError("input_shape is for MODEL specs: give an nn.Module example_inputs")
-        loaded = live_model(model, example_inputs)
-        job = _job(loaded.spec, variants, out_dir, options)
+        loaded = None if isinstance(model, str) else live_model(model, example_inputs)
+        spec = model if loaded is None else loaded.spec
+        out_dir = Path(output) if output is not None else _temporary_folder()
+        job = _job(spec, variants, out_dir, options)
         result = run_job(job, progress or _silent, runner, runner_note, loaded)
+    from .report.tables import write_markdown
+
+    write_markdown(result, result.report_path.with_name("report.md"))
     return result
 
 
