@@ -62,7 +62,7 @@ def _program(ifm_zero_point: int = 0):
 
 def test_beats_of_a_small_program_by_hand():
     npu = npu_config(ACC)
-    memory = fvp_memory(ACC, str(npu.config_path), npu.system_config, npu.memory_mode)
+    memory = fvp_memory(ACC, npu.system_config, npu.memory_mode, str(npu.config_path))
     stream, records = _program()
     pmu = predict_pmu(stream, records, memory, ACC)
     assert pmu.beats == {"axi0_read": 152, "axi0_write": 92, "axi1_read": 62}
@@ -71,3 +71,18 @@ def test_beats_of_a_small_program_by_hand():
     # (its 152 + 32 AXI0 beats take fewer cycles)
     assert pmu.active == 544 + 1000
     assert predict_pmu(stream, _program(ifm_zero_point=-128)[1], memory, ACC) == pmu
+
+
+def test_the_fvp_ports_follow_an_inheriting_vendor_section(tmp_path):
+    """fvp_memory reads the ini with Vela's reader: a vendor system config that inherits Arm's
+    and changes one burst length gets the parent's ports (its own configparser read defaulted
+    the missing axi1_port to Sram with a 32-byte burst)."""
+    arm = npu_config(ACC).config_path.read_text()
+    ini = tmp_path / "vendor.ini"
+    ini.write_text(
+        arm + "\n[System_Config.Vendor_Child]\ninherit=System_Config.Ethos_U55_High_End_Embedded\n"
+        "OffChipFlash_burst_length=64\n"
+    )
+    memory = fvp_memory(ACC, "Vendor_Child", "Shared_Sram", str(ini))
+    assert (memory.ports["axi0"].burst_beats, memory.ports["axi1"].burst_beats) == (4, 8)
+    assert memory.region_port == {0: "axi1", 1: "axi0", 2: "axi0", "command_stream": "axi1"}

@@ -49,12 +49,13 @@ class MemorySystem:
 
 
 @lru_cache(maxsize=16)
-def memory_system(
+def vela_architecture(
     accelerator: str, system_config: str, memory_mode: str, config_ini: str = ARM_VELA_INI
-) -> MemorySystem:
-    """Bandwidths, latencies and bursts of the Vela system config, per region (0 weights,
-    1 arena, 2 fast scratch), read from config_ini as Vela reads it."""
-    from ethosu.vela.architecture_features import ArchitectureFeatures, MemPort
+):
+    """Vela's ArchitectureFeatures for the ini's system config and memory mode: the one reader of
+    a Vela ini here (sections that inherit, Vela's defaults), for the cycle model's memory system
+    and the FVP timing's ports alike."""
+    from ethosu.vela.architecture_features import ArchitectureFeatures
 
     # Vela prints an "Info: Changing const_mem_area ..." line for SRAM-only memory modes: ours is a
     # read of the ini, not a compile, so the line is not for the user
@@ -68,6 +69,18 @@ def memory_system(
             verbose_config=False,
             arena_cache_size=None,
         )
+    return arch
+
+
+@lru_cache(maxsize=16)
+def memory_system(
+    accelerator: str, system_config: str, memory_mode: str, config_ini: str = ARM_VELA_INI
+) -> MemorySystem:
+    """Bandwidths, latencies and bursts of the Vela system config, per region (0 weights,
+    1 arena, 2 fast scratch), as Vela plans with them (its SRAM-only override included)."""
+    from ethosu.vela.architecture_features import MemPort
+
+    arch = vela_architecture(accelerator, system_config, memory_mode, config_ini)
 
     def port(mem_port: MemPort) -> MemoryPort:
         area = arch._mem_port_mapping(mem_port)

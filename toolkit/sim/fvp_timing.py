@@ -24,10 +24,8 @@ two hidden under the longer.
 
 from __future__ import annotations
 
-import configparser
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 from typing import NamedTuple
 
 from . import cycles as cycle_model
@@ -96,34 +94,29 @@ class FvpMemory:
         return self.region_port.get(region, self.region_port[1])
 
 
-def _ini(path: Path) -> configparser.ConfigParser:
-    parser = configparser.ConfigParser(inline_comment_prefixes=(";", "#"))
-    parser.read(path)
-    return parser
-
-
 @lru_cache(maxsize=16)
 def fvp_memory(
     accelerator: str,
-    ini_path: str,
     system_config: str,
     memory_mode: str,
+    ini_path: str,
     adapters: tuple = tuple(sorted(MLEK_U55_HIGH_END.items())),
 ) -> FvpMemory:
     """Ports from the ini's system config (which memory each AXI port has, its burst length)
-    and memory mode (which port each region uses), timed by the FVP's timing adapters."""
-    ini = _ini(Path(ini_path))
-    system = ini[f"System_Config.{system_config}"]
-    mode = ini[f"Memory_Mode.{memory_mode}"]
+    and memory mode (which port each region uses, as the ini declares it: the hardware does not
+    know Vela's SRAM-only override), timed by the FVP's timing adapters. Read by Vela's reader
+    (cycles.vela_architecture), inherited sections included."""
+    arch = cycle_model.vela_architecture(accelerator, system_config, memory_mode, ini_path)
+    system, mode = f"System_Config.{system_config}", f"Memory_Mode.{memory_mode}"
     beat = beat_bytes(accelerator)
     ports = {}
     for port in ("axi0", "axi1"):
-        memory = system.get(f"{port}_port", "Sram")
-        burst = int(float(system.get(f"{memory}_burst_length", "32")))
+        memory = arch._read_config(system, f"{port}_port", "Sram")
+        burst = int(float(arch._read_config(system, f"{memory}_burst_length", "32")))
         ports[port] = AxiPort(beat, max(1, burst // beat), dict(adapters)[port])
 
     def area(key: str, default: str) -> str:
-        return mode.get(key, default).strip().lower()
+        return arch._read_config(mode, key, default).strip().lower()
 
     const = area("const_mem_area", "Axi1")
     return FvpMemory(

@@ -136,7 +136,7 @@ def _timed(plan: Plan, program: NpuProgram, accelerator: str, system: MemorySyst
     pmu = predict_pmu(
         program.command_stream,
         records,
-        fvp_memory(accelerator, ini, system_config, memory_mode),
+        fvp_memory(accelerator, system_config, memory_mode, ini),
         accelerator,
     )
     if plan.store:
