@@ -34,7 +34,7 @@ with ai-edge-litert 2.3.0, ad01's FULLY_CONNECTED outputs differ by 1 LSB where 
 meets a tie: checked by hand on layer 2's one differing output, LiteRT gives acc * M / 2^36
 rounded once (56), Vela's stream in TFL mode (the simulator) rounds twice, high multiply then
 divide (57), as TFLite's double-rounding MultiplyByQuantizedMultiplier does.
-Usage: python scripts/bench_sim.py [--accelerator ethos-u55-128] [--repeat 9] [--out DIR]
+Usage: python scripts/bench_sim.py [--accelerator ethos-u55-128] [--repeat 9] [--out DIR] [--no-store]
                                    [--no-tflite] [--collection] [NAME | collection:NAME ...]
 """
 
@@ -179,7 +179,9 @@ def _benched(parser, names: list[str], collection: bool) -> dict[str, tuple[str,
     return benched
 
 
-def bench_net(spec: str, shape: str | None, accelerator: str, timer: Timer, out_dir: Path):
+def bench_net(
+    spec: str, shape: str | None, accelerator: str, timer: Timer, out_dir: Path, keep: bool
+):
     model = load_model(spec, shape)
     program = compile_variant(
         model,
@@ -190,7 +192,8 @@ def bench_net(spec: str, shape: str | None, accelerator: str, timer: Timer, out_
     )
     inputs = [x.numpy() for x in model.example_inputs]
     calls = _delegate_calls(program, inputs)
-    store = program.out_dir  # what the simulator derives is kept next to the program
+    # what the simulator derives is kept next to the program (--no-store: derived at every start)
+    store = program.out_dir if keep else None
     exact = all(
         np.array_equal(s.reshape(-1), r.reshape(-1))
         for d, arrays in calls
@@ -225,7 +228,7 @@ def _nothing() -> None:
     """The reference model's fresh start: it keeps nothing between runs."""
 
 
-def bench_tflite(stem: str, accelerator: str, timer: Timer, out_dir: Path, tflite):
+def bench_tflite(stem: str, accelerator: str, timer: Timer, out_dir: Path, tflite, keep: bool):
     path = FIXTURES / f"{stem}.tflite"
     program = compile_tflite(path, npu_config(accelerator), out_dir / stem)
     (delegate,) = program.delegates
@@ -233,9 +236,8 @@ def bench_tflite(stem: str, accelerator: str, timer: Timer, out_dir: Path, tflit
     x = np.random.default_rng(0).integers(-128, 128, spec.shape, dtype=np.int8)
 
     def run_sim():
-        return simulate(
-            load_payload(delegate.vela_npz_path), [x], accelerator, store=program.out_dir
-        ).outputs
+        store = program.out_dir if keep else None
+        return simulate(load_payload(delegate.vela_npz_path), [x], accelerator, store=store).outputs
 
     run_sim()  # as a deploy's first run: what the simulator derives is kept with the program
 
@@ -279,6 +281,12 @@ def main() -> int:
         help="also every net of the collection (tests/collection/nets.toml), at its input shape",
     )
     parser.add_argument("--accelerator", default="ethos-u55-128")
+    parser.add_argument(
+        "--no-store",
+        action="store_true",
+        help="no derived store (sim_<key>.bin): a cold start decodes and times the program again, "
+        "what the store saves is the difference",
+    )
     parser.add_argument("--repeat", type=int, default=9, help="warm runs (median)")
     parser.add_argument(
         "--cold-repeat",
@@ -324,12 +332,16 @@ def main() -> int:
         out_dir = args.out or Path(tmp)
         for label, (spec, shape) in benched.items():
             folder = out_dir.joinpath(*label.split(":"))
-            sim, ref, exact = bench_net(spec, shape, args.accelerator, timer, folder)
+            sim, ref, exact = bench_net(
+                spec, shape, args.accelerator, timer, folder, not args.no_store
+            )
             tosa_ratios.append((sim[0] / ref[0], sim[1] / ref[1]))
             print(_row(label, width, sim, ref, None, exact), flush=True)
         if not args.no_tflite:
             for stem in MLPERF_TFLITE:
-                sim, ref, exact = bench_tflite(stem, args.accelerator, timer, out_dir, tflite)
+                sim, ref, exact = bench_tflite(
+                    stem, args.accelerator, timer, out_dir, tflite, not args.no_store
+                )
                 if ref is not None:
                     tflite_ratios.append((sim[0] / ref[0], sim[1] / ref[1]))
                 print(_row(f"{stem}.tflite", width, sim, None, ref, exact), flush=True)
