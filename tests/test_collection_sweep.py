@@ -28,9 +28,13 @@ SAMPLES = 2
 NETS = tomllib.loads((COLLECTION / "nets.toml").read_text())
 U65_NETS = ("mobilenet_v2_035", "shufflenet_v2_x0_5", "leaky_conv_net", "mean_head_net")
 # (net, variant or None for both) -> a known bug the net trips, marked xfail(strict=False) until
-# fixed. Empty: the STRIDE_C mean, ConvTranspose2d quantization and IFM_UPSCALE bugs this listed
-# are fixed, and the whole sweep passed (28 passed, 8 xpassed before the marks were removed).
-KNOWN_BUGS: dict[tuple[str, str | None], str] = {}
+# fixed (the STRIDE_C mean, ConvTranspose2d quantization and IFM_UPSCALE bugs this listed are).
+KNOWN_BUGS: dict[tuple[str, str | None], str] = {
+    ("keyword_transformer_block", None): "the first of Vela's transposes for the attention's "
+    "qkv permute (pool.average at command-stream offset 0x1070, TOSA tensor "
+    "tosa_transpose_default) differs from the TOSA reference in 1011 of 1536 values, fused and "
+    "unfused; not yet known whether Vela's stream or the simulator is at fault",
+}
 # net -> what the one-line refusal must name, for nets the simulator refuses up front
 REFUSALS: dict[str, str] = {}
 
