@@ -30,9 +30,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kws_eval_data import DATA as KWS_DATA  # noqa: E402
 from kws_eval_data import float_features  # noqa: E402
 
-from toolkit.console_capture import quiet_torch_import  # noqa: E402
+from toolkit.console_capture import COMPILER_SIDE, quiet_torch_import  # noqa: E402
 
-quiet_torch_import()  # torchao's import-time chatter, as etk does; before the imports below
+quiet_torch_import(
+    COMPILER_SIDE
+)  # torchao's import-time chatter, as etk does; before the imports below
 
 from toolkit.artifacts import CalibrationSet  # noqa: E402
 from toolkit.evaluation.block_errors import block_errors, explain_fused_loss  # noqa: E402

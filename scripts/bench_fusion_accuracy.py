@@ -16,9 +16,11 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from toolkit.console_capture import quiet_torch_import
+from toolkit.console_capture import COMPILER_SIDE, quiet_torch_import
 
-quiet_torch_import()  # torchao's import-time chatter, as etk does; before the imports below
+quiet_torch_import(
+    COMPILER_SIDE
+)  # torchao's import-time chatter, as etk does; before the imports below
 
 from toolkit.evaluation.evaluate import evaluate_on_host, evaluation_inputs, float_outputs  # noqa: E402
 from toolkit.lower.build_variant import compile_variant  # noqa: E402

@@ -51,9 +51,11 @@ from pathlib import Path
 
 import numpy as np
 
-from toolkit.console_capture import quiet_torch_import
+from toolkit.console_capture import COMPILER_SIDE, quiet_torch_import
 
-quiet_torch_import()  # torchao's import-time chatter, as etk does; before the imports below
+quiet_torch_import(
+    COMPILER_SIDE
+)  # torchao's import-time chatter, as etk does; before the imports below
 
 from toolkit.lower.build_variant import compile_variant  # noqa: E402
 from toolkit.lower.tflite import compile_tflite  # noqa: E402

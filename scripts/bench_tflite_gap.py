@@ -33,9 +33,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from softmax_head import with_softmax  # noqa: E402
 from tflite_edit import compile_without_softmax  # noqa: E402
 
-from toolkit.console_capture import quiet_torch_import  # noqa: E402
+from toolkit.console_capture import COMPILER_SIDE, quiet_torch_import  # noqa: E402
 
-quiet_torch_import()  # torchao's import-time chatter, as etk does; before the imports below
+quiet_torch_import(
+    COMPILER_SIDE
+)  # torchao's import-time chatter, as etk does; before the imports below
 
 from toolkit.errors import UserError  # noqa: E402
 from toolkit.lower.build_variant import compile_variant  # noqa: E402

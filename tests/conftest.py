@@ -13,9 +13,9 @@ import tempfile
 
 import pytest
 
-from toolkit.console_capture import quiet_torch_import
+from toolkit.console_capture import COMPILER_SIDE, quiet_torch_import
 
-quiet_torch_import()  # torchao's import-time chatter would end every run's output, as in etk
+quiet_torch_import(COMPILER_SIDE)  # torchao's import-time chatter would end every run's output
 
 from toolkit.job import Job  # noqa: E402
 from toolkit.lower.compile_cache import CACHE_DIR_ENV  # noqa: E402
