@@ -90,6 +90,23 @@ def _upper_saturation(act: Node, quant: Node) -> tuple[float, str, str]:
     return top, "calibration", f"qmax {top:.4g} is above the upper bound {upper:g}: a CLAMP remains"
 
 
+def _raised_reason(zero_point: int, qmin: int) -> str:
+    """What a block whose output zero point lies above qmin is (split_blocks_above_qmin)."""
+    if zero_point == 0 and qmin < -128:  # symmetric int16 (a16w8)
+        return (
+            f"symmetric int16: zero point 0 is not qmin {qmin}, so the RESCALE's saturation "
+            "cannot be the activation; the block gives its output one quantization, observed "
+            "after the activation ([0, max]), and the activation stays CLAMP(0, qmax) on it "
+            "(folded into the conv's output stage by Vela when both variants run the same NPU "
+            "operations: report.json comparison)"
+        )
+    return (
+        f"output zero point {zero_point} above qmin {qmin}: one block quantization, qmin "
+        f"raised to the zero point as CLAMP({zero_point}, qmax) on it, which Vela folds into "
+        "the output stage (a CLAMP remains in TOSA: ExecuTorch's RESCALE ignores qmin)"
+    )
+
+
 def _decide(act: Node) -> FusionDecision | None:
     producer = act.args[0] if act.args and isinstance(act.args[0], Node) else None
     if producer is None:
@@ -118,10 +135,7 @@ def _decide(act: Node) -> FusionDecision | None:
             name,
             source,
             True,
-            f"output zero point {zero_point} above qmin {qmin}: one block quantization, qmin "
-            f"raised to the zero point as CLAMP({zero_point}, qmax) on it, which Vela folds into "
-            "the output stage (a CLAMP remains in TOSA: ExecuTorch's RESCALE ignores qmin)"
-            + (f"; {note}" if note else ""),
+            _raised_reason(zero_point, qmin) + (f"; {note}" if note else ""),
             True,
             top,
             bound_from,
