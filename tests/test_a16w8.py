@@ -23,9 +23,19 @@ from toolkit.rewrites import DEFAULT_REWRITES
 from toolkit.runners.sim import SimulatorRunner
 from toolkit.targets import load_target
 
+# the real value of qmax at a16w8's minimum scale 2^-12: 32767 / 4096
+FLOOR_TOP = 32767 / 4096
 
-@pytest.mark.parametrize("model", ["zoo:conv2d_bn_relu6", "zoo:depthwise_relu", "zoo:linear_relu"])
-def test_a16w8_fused_and_unfused_run_bit_exact_on_the_simulator(tmp_path, model):
+
+@pytest.mark.parametrize(
+    "model,clip",
+    [
+        ("zoo:conv2d_bn_relu6", (6.0, "activation")),
+        ("zoo:depthwise_relu", (FLOOR_TOP, "minimum scale")),
+        ("zoo:linear_relu", (FLOOR_TOP, "minimum scale")),
+    ],
+)
+def test_a16w8_fused_and_unfused_run_bit_exact_on_the_simulator(tmp_path, model, clip):
     job = Job(model=model, out_dir=tmp_path, eval_samples=2, quant="a16w8")
     result = run_job(job, runner=SimulatorRunner())
     report = report_dict(result)
@@ -42,10 +52,61 @@ def test_a16w8_fused_and_unfused_run_bit_exact_on_the_simulator(tmp_path, model)
     (decision,) = result.variants["fused"].program.decisions
     assert decision.fused and decision.zero_point_raised
     assert decision.reason.startswith("symmetric int16: zero point 0 is not qmin -32767")
+    assert (decision.upper_bound, decision.upper_bound_from) == clip
     (unfused,) = result.variants["unfused"].program.decisions
     assert not unfused.fused
-    # Vela folds the CLAMP into the conv's output stage in both: the same NPU operations
+    # Vela folds the CLAMP into the conv's output stage in both: the same NPU operations; every
+    # value within +-8, at the minimum scale, the block's range changes nothing: the same program
     assert report["comparison"]["same_npu_operations"] is True
+    payloads = {
+        v: [d.payload for d in result.variants[v].program.delegates] for v in result.variants
+    }
+    assert payloads["fused"] == payloads["unfused"]
+
+
+class Residual(nn.Module):
+    """A 16A8W ADD (upstream's tests xfail it on Vela: pytorch/executorch#13789, #13790)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(8, 8, 3, padding=1)
+        self.b = nn.Conv2d(8, 8, 1)
+
+    def forward(self, x):
+        return torch.relu(self.a(x) + self.b(x))
+
+
+def test_a16w8_add_runs_bit_exact_on_the_simulator():
+    inputs = (torch.randn(1, 8, 8, 8, generator=torch.Generator().manual_seed(0)),)
+    result = toolkit.deploy(
+        Residual(),
+        example_inputs=inputs,
+        runner="sim",
+        compare_fusion=True,
+        quant="a16w8",
+        eval_samples=2,
+    )
+    for vr in result.variants.values():
+        assert vr.program.delegates[0].tosa_ops["ADD"] == 1
+        assert (vr.run.outputs_match_reference, vr.run.max_diff_lsb) == (True, 0.0)
+
+
+def test_a16w8_inplace_relu_compiles_for_ethos_u85():
+    """pytorch/executorch#16629: this model failed to lower for U85 with a16w8 ("Expected tensor
+    aten_convolution_default in aten.clamp.default to have one of the following dtypes:
+    ['INT8'], got: INT16"); with 1.5.1 it lowers, fused and unfused."""
+    net = nn.Sequential(
+        nn.Conv2d(3, 64, kernel_size=(7, 7), stride=(2, 2), padding=(3, 3), bias=False),
+        nn.ReLU(inplace=True),
+    )
+    inputs = (torch.rand(1, 3, 16, 16, generator=torch.Generator().manual_seed(0)),)
+    result = toolkit.compare(
+        net, example_inputs=inputs, target="corstone-320", quant="a16w8", eval_samples=2
+    )
+    for vr in result.variants.values():
+        assert (len(vr.program.delegates), vr.program.cpu_ops) == (1, ())
+        assert vr.program.delegates[0].tosa_ops["CLAMP"] == 1
+        assert vr.reference.accuracy.sqnr_db > 40
 
 
 def test_the_cache_key_names_the_quantization():

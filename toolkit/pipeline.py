@@ -198,6 +198,10 @@ def check_job(job: Job) -> None:
     ):
         if value < 1:
             raise UserError(f"{name} must be at least 1, got {value}")
+    if job.quant != "int8" and is_tflite(job.model):
+        raise UserError(
+            f"--quant {job.quant} quantizes a PyTorch model: a .tflite file runs as it is (int8)"
+        )
 
 
 def _run_job(
