@@ -154,10 +154,15 @@ def test_a16w8_holds_a_range_int8_cannot():
     on the large one's grid), a16w8 30.78 dB, +28.0 dB. With k = 1 (no spread): 35.21 vs 43.25 dB,
     +8.0 dB (the int8 weights bound both)."""
     inputs = (torch.randn(1, 4, 8, 8, generator=torch.Generator().manual_seed(1)),)
-    sqnr = {
-        quant: toolkit.compile(WideRange(), example_inputs=inputs, quant=quant, eval_samples=4)
-        .variants["fused"]
-        .reference.accuracy.sqnr_db
+    fused = {
+        quant: toolkit.compile(
+            WideRange(), example_inputs=inputs, quant=quant, eval_samples=4
+        ).variants["fused"]
         for quant in ("int8", "a16w8")
     }
+    sqnr = {quant: vr.reference.accuracy.sqnr_db for quant, vr in fused.items()}
     assert sqnr["a16w8"] - sqnr["int8"] >= 12.0, sqnr
+    # spread's output passes +-8: its block range is calibrated, not a16w8's minimum scale
+    (decision,) = fused["a16w8"].program.decisions
+    assert (decision.fused, decision.upper_bound_from) == (True, "calibration")
+    assert decision.upper_bound > 8

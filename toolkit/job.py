@@ -60,7 +60,6 @@ def job_for(
     """A Job from the options as the user names them (the CLI's flags, the Python API's keywords):
     with calibration data, calibration_samples is the size of each seed's subset."""
     return Job(
-        quant=check_quant(quant),
         model=model,
         target=target,
         variants=variants,
@@ -81,6 +80,7 @@ def job_for(
         rewrites=rewrites,
         io_layout=io_layout,
         parallel_variants=parallel_variants,
+        quant=check_quant(quant),
     )
 
 

@@ -113,9 +113,14 @@ def _a16w8_saturation(act: Node, quant: Node) -> tuple[float, str, str]:
     return top, "minimum scale" if floor else "calibration", note
 
 
+def _symmetric16(zero_point: int, qmin: int) -> bool:
+    """a16w8's symmetric int16: zero point 0, qmin -32767."""
+    return zero_point == 0 and qmin < -128
+
+
 def _raised_reason(zero_point: int, qmin: int) -> str:
     """What a block whose output zero point lies above qmin is (split_blocks_above_qmin)."""
-    if zero_point == 0 and qmin < -128:  # symmetric int16 (a16w8): qmin -32767
+    if _symmetric16(zero_point, qmin):
         return (
             f"symmetric int16: zero point 0 is not qmin {qmin}, so the RESCALE's saturation "
             "cannot be the activation: it stays CLAMP(0, qmax) on the block's one quantization, "
@@ -150,8 +155,7 @@ def _decide(act: Node) -> FusionDecision | None:
     if raised is not None and not in_block:
         zero_point, qmin = raised
         quant = _output_quantize(act)
-        symmetric16 = zero_point == 0 and qmin < -128
-        saturation = _a16w8_saturation if symmetric16 else _upper_saturation
+        saturation = _a16w8_saturation if _symmetric16(zero_point, qmin) else _upper_saturation
         top, bound_from, note = saturation(act, quant) if quant else (None, "", "")
         return FusionDecision(
             parent.name,

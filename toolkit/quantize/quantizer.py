@@ -1,4 +1,4 @@
-"""Int8 quantization for Ethos-U with or without conv/linear + activation blocks.
+"""Int8 (or a16w8) quantization for Ethos-U with or without conv/linear + activation blocks.
 
 Built on ExecuTorch's Ethos-U quantizer: the variant only changes which patterns its pattern
 matcher may annotate; the QuantizationConfig is upstream's own (TOSAQuantizationConfig, so its
@@ -8,7 +8,9 @@ block with one output observer after the activation: the calibrated range [0, ma
 whose zero point -128 and qmax are the activation's saturation (decisions.py reports which bound
 qmax implements). unfused: the same table without those block patterns, so the conv/linear
 output gets its own observer and the activation shares it: an explicit CLAMP stays in the TOSA
-graph.
+graph. a16w8 (int16 activations, symmetric: zero point 0, qmin -32767): no saturation is the
+activation, so a fused block keeps its [0, max] quantization and an explicit CLAMP too
+(SymmetricBlockCheck, split_blocks_above_qmin).
 """
 
 from __future__ import annotations
