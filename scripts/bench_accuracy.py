@@ -8,6 +8,7 @@ and the float model too. Prints each figure as mean, std and range over the seed
 
     python scripts/bench_accuracy.py                      # DS-CNN on the KWS data, 200/800, 5 seeds
     python scripts/bench_accuracy.py --model zoo:resnet8@mlperf --data DIR   # DIR/x.npy, y.npy
+    python scripts/bench_accuracy.py --quant int8,a16w8   # adds "fused a16w8", "unfused a16w8" rows
 
 Top-1 for classifiers; ROC AUC of the per-clip reconstruction error for the autoencoder
 (x.npy (N, windows, 640)). Takes about 15 minutes for DS-CNN on two busy cores.
@@ -41,6 +42,7 @@ from toolkit.evaluation.block_errors import block_errors, explain_fused_loss  # 
 from toolkit.evaluation.eval_data import LabelledData, load_labelled  # noqa: E402
 from toolkit.evaluation.task_eval import evaluation_runner, program_outputs, task_metric  # noqa: E402
 from toolkit.evaluation.task_metrics import reconstruction_scores, roc_auc, top1  # noqa: E402
+from toolkit.job import check_quant  # noqa: E402
 from toolkit.lower.build_variant import compile_variant  # noqa: E402
 from toolkit.lower.tflite import compile_tflite  # noqa: E402
 from toolkit.models.loader import load_model  # noqa: E402
@@ -112,6 +114,11 @@ def main() -> int:
         default=0,
         help="seeds FIRST..FIRST+SEEDS-1 (to spread the seeds over processes)",
     )
+    parser.add_argument(
+        "--quant",
+        default="int8",
+        help="comma-separated quantizations, e.g. int8,a16w8 (rows 'fused a16w8', ...)",
+    )
     parser.add_argument("--target", default="corstone-300")
     parser.add_argument("--npu", default="ethos-u55-128")
     parser.add_argument(
@@ -125,7 +132,12 @@ def main() -> int:
         return measure(args, args.out or Path(tmp))
 
 
+def _row(variant: str, quant: str) -> str:
+    return variant if quant == "int8" else f"{variant} {quant}"
+
+
 def measure(args: argparse.Namespace, out: Path) -> int:
+    quants = tuple(check_quant(q) for q in args.quant.split(","))
     model = load_model(args.model)
     shape = tuple(model.example_inputs[0].shape)
     if args.data:
@@ -147,7 +159,8 @@ def measure(args: argparse.Namespace, out: Path) -> int:
         reference = program_outputs(
             program, evaluation_runner(program), data, shape, reference_path.name
         )
-    figures: dict[str, list[float]] = {"fused": [], "unfused": [], "float model": []}
+    figures: dict[str, list[float]] = {_row(v, q): [] for q in quants for v in ("fused", "unfused")}
+    figures["float model"] = []
     if reference is not None:
         figures[f"reference {reference_path.name}"] = []
     explanations: list[str] = []
@@ -159,18 +172,23 @@ def measure(args: argparse.Namespace, out: Path) -> int:
         )
         evaluation = data.subset(held_out, f"split seed {seed}")
         calibration_set = _calibration(windows, calibration, shape, seed)
-        for variant in ("fused", "unfused"):
-            program = compile_variant(
-                model,
-                calibration_set,
-                variant,
-                npu,
-                out / f"seed_{seed}",
-            )
-            outputs = program_outputs(
-                program, evaluation_runner(program), evaluation, shape, f"{variant}, seed {seed}"
-            )
-            figures[variant].append(_score(metric, windows[held_out], outputs, evaluation.y))
+        for quant in quants:
+            for variant in ("fused", "unfused"):
+                program = compile_variant(
+                    model,
+                    calibration_set,
+                    variant,
+                    npu,
+                    out / f"seed_{seed}" / quant,
+                    quant=quant,
+                )
+                label = f"{_row(variant, quant)}, seed {seed}"
+                outputs = program_outputs(
+                    program, evaluation_runner(program), evaluation, shape, label
+                )
+                figures[_row(variant, quant)].append(
+                    _score(metric, windows[held_out], outputs, evaluation.y)
+                )
         figures["float model"].append(
             _score(metric, windows[held_out], floats[held_out], evaluation.y)
         )
@@ -181,15 +199,16 @@ def measure(args: argparse.Namespace, out: Path) -> int:
         print(
             f"seed {seed}: " + ", ".join(f"{k} {v[-1]:.4f}" for k, v in figures.items()), flush=True
         )
-        if figures["fused"][-1] < figures["unfused"][-1]:
-            errors = block_errors(
-                model, calibration_set, npu, DEFAULT_REWRITES, _samples(windows, held_out, shape)
-            )
-            explanations.append(
-                f"seed {seed}: fused {figures['fused'][-1] - figures['unfused'][-1]:+.4f} below "
-                f"unfused; {explain_fused_loss(errors)}"
-            )
-            print(f"  {explanations[-1]}", flush=True)
+        for quant in quants:
+            fused, unfused = (figures[_row(v, quant)][-1] for v in ("fused", "unfused"))
+            if fused < unfused:
+                samples = _samples(windows, held_out, shape)
+                errors = block_errors(model, calibration_set, npu, DEFAULT_REWRITES, samples, quant)
+                explanations.append(
+                    f"seed {seed}, {quant}: fused {fused - unfused:+.4f} below unfused; "
+                    f"{explain_fused_loss(errors)}"
+                )
+                print(f"  {explanations[-1]}", flush=True)
     name = {"top1": "top-1", "auc": "ROC AUC"}[metric]
     print(
         f"\n{args.model}, {npu.accelerator}: {name} on {len(data.y) - args.calibration} held-out "
@@ -200,14 +219,20 @@ def measure(args: argparse.Namespace, out: Path) -> int:
     print(f"| | {name} mean | std | min..max | per seed |\n|---|---|---|---|---|")
     for key, values in figures.items():
         print(_line(key, values))
-    delta = np.asarray(figures["fused"]) - np.asarray(figures["unfused"])
-    print(
-        f"\nfused - unfused: mean {delta.mean():+.4f}, per seed "
-        + " ".join(f"{d:+.4f}" for d in delta)
-    )
+    _print_deltas(figures, quants)
     for line in explanations:
         print(line)
     return 0
+
+
+def _print_deltas(figures: dict[str, list[float]], quants: tuple[str, ...]) -> None:
+    for quant in quants:
+        fused, unfused = _row("fused", quant), _row("unfused", quant)
+        delta = np.asarray(figures[fused]) - np.asarray(figures[unfused])
+        print(
+            f"\n{fused} - {unfused}: mean {delta.mean():+.4f}, per seed "
+            + " ".join(f"{d:+.4f}" for d in delta)
+        )
 
 
 if __name__ == "__main__":

@@ -57,6 +57,14 @@ def _run(capsys, *argv):
         ),
         (["compare", "zoo:conv2d_relu", "--seeds", "0"], "--seeds must be at least 1, got 0"),
         (["compile", "zoo:conv2d_relu", "--eval-data", "nowhere"], "nowhere holds no x.npy"),
+        (
+            ["compile", "zoo:conv2d_relu", "--quant", "int4"],
+            "--quant 'int4' is not one of int8, a16w8",
+        ),
+        (
+            ["compile", str(FIXTURES / "ad01_int8.tflite"), "--quant", "a16w8"],
+            "--quant a16w8 quantizes a PyTorch model: a .tflite file runs as it is (int8)",
+        ),
     ],
 )
 def test_bad_input_is_one_line_exit_2(capsys, tmp_path, argv, expected):

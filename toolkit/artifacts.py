@@ -15,6 +15,8 @@ import numpy as np
 from .npu import NpuConfig
 
 Variant = Literal["fused", "unfused", "tflite"]  # tflite: a .tflite file, compiled by Vela as is
+Quant = Literal["int8", "a16w8"]  # a16w8: int16 activations, int8 weights (quantize/quantizer.py)
+QUANTS: tuple[Quant, ...] = ("int8", "a16w8")
 
 
 @dataclass(frozen=True)

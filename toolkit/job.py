@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .artifacts import Variant
+from .artifacts import QUANTS, Quant, Variant
+from .errors import UserError
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ class Job:
     seeds: int = 1  # calibrations (seeds, or subsets of calibration_dir) to evaluate each variant
     calibration_subset: int | None = None  # samples per seed's subset of calibration_dir
     parallel_variants: bool = False  # compile the two variants at once (lower/parallel.py)
+    quant: Quant = "int8"  # "a16w8": int16 activations, int8 weights
 
 
 def job_for(
@@ -53,6 +55,7 @@ def job_for(
     rewrites: str = "default",
     io_layout: str = "nchw",
     parallel_variants: bool = True,
+    quant: str = "int8",
 ) -> Job:
     """A Job from the options as the user names them (the CLI's flags, the Python API's keywords):
     with calibration data, calibration_samples is the size of each seed's subset."""
@@ -77,4 +80,12 @@ def job_for(
         rewrites=rewrites,
         io_layout=io_layout,
         parallel_variants=parallel_variants,
+        quant=check_quant(quant),
     )
+
+
+def check_quant(quant: str) -> Quant:
+    for known in QUANTS:
+        if quant == known:
+            return known
+    raise UserError(f"--quant '{quant}' is not one of {', '.join(QUANTS)}")

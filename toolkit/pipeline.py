@@ -198,6 +198,10 @@ def check_job(job: Job) -> None:
     ):
         if value < 1:
             raise UserError(f"{name} must be at least 1, got {value}")
+    if job.quant != "int8" and is_tflite(job.model):
+        raise UserError(
+            f"--quant {job.quant} quantizes a PyTorch model: a .tflite file runs as it is (int8)"
+        )
 
 
 def _run_job(
@@ -258,6 +262,7 @@ def _run_job(
         job.extra_vela,
         rewrites,
         job.parallel_variants,
+        job.quant,
     )
     for variant in job.variants:
         program = programs[variant]
@@ -339,6 +344,7 @@ def _task(
                     out_dir / "seeds" / f"seed_{job.seed + k}",
                     job.extra_vela,
                     rewrites,
+                    job.quant,
                 )
             )
             label = variant if len(calibrations) == 1 else f"{variant}, seed {job.seed + k}"
@@ -363,12 +369,14 @@ def _task(
         variants,
         tuple(c.source for c in calibrations),
         reference,
-        _fused_loss(model, calibrations[0], npu, rewrites, data, shape, variants, progress),
+        _fused_loss(
+            model, calibrations[0], npu, rewrites, job.quant, data, shape, variants, progress
+        ),
     )
 
 
 def _fused_loss(
-    model: LoadedModel, calibration, npu, rewrites, data, shape, variants, progress
+    model: LoadedModel, calibration, npu, rewrites, quant, data, shape, variants, progress
 ) -> FusedLoss | None:
     """When fused scores below unfused: which block's range explains it (or that none does)."""
     if not {"fused", "unfused"} <= set(variants):
@@ -382,5 +390,5 @@ def _fused_loss(
     progress("fused below unfused: measuring each block's error against float")
     windows = data_windows(data, shape).reshape(-1, *shape[1:])[:BLOCK_ERROR_SAMPLES]
     samples = tuple((torch.from_numpy(np.ascontiguousarray(w[None])),) for w in windows)
-    errors = block_errors(model, calibration, npu, rewrites, samples)
+    errors = block_errors(model, calibration, npu, rewrites, samples, quant)
     return FusedLoss(means["unfused"] - means["fused"], explain_fused_loss(errors), errors)

@@ -11,6 +11,7 @@ import pytest
 
 from toolkit.bench.results import run_key
 from toolkit.bench.suite import load_suite
+from toolkit.cli import main
 
 from .helpers import TINY_MODELS, TINY_NPUS, records
 
@@ -78,7 +79,8 @@ def test_markdown_numbers_match_the_jsonl(tiny_bench):
     assert len(rows) == len(by_label)
     for row in rows:
         r = by_label[(row[0], row[2], row[3])]
-        assert row[7:12] == [
+        assert row[4] == "int8"
+        assert row[8:13] == [
             str(r["cycles"]["estimate"]["npu_cycles"]),
             str(r["cycles"]["run"]["npu_cycles"]),
             "simulated",
@@ -87,7 +89,7 @@ def test_markdown_numbers_match_the_jsonl(tiny_bench):
         ]
     pairs = _md_rows(text, "Fused vs unfused")
     assert len(pairs) == len(TINY_MODELS) * len(TINY_NPUS)
-    for model, npu, _vela, _runner, _kind, fused, unfused, delta, *_ in pairs:
+    for model, npu, _quant, _vela, _runner, _kind, fused, unfused, delta, *_ in pairs:
         assert fused == str(by_label[(model, npu, "fused")]["cycles"]["run"]["npu_cycles"])
         assert unfused == str(by_label[(model, npu, "unfused")]["cycles"]["run"]["npu_cycles"])
         assert int(delta) == int(unfused) - int(fused)
@@ -142,3 +144,29 @@ def test_html_renders_in_headless_chromium_with_the_plots(tiny_bench, tmp_path):
     blue, orange = (31, 119, 180), (255, 127, 14)  # matplotlib C0 and C1: the fused/unfused bars
     for colour in (blue, orange):
         assert (abs(pixels - colour).sum(axis=-1) <= 6).sum() > 2000
+
+
+def test_a16w8_runs_are_recorded_and_paired_apart_from_int8(tmp_path):
+    suite = tmp_path / "quant.toml"
+    suite.write_text(
+        'models = ["zoo:linear_relu"]\nnpus = ["ethos-u55-128"]\nquant = ["int8", "a16w8"]\n'
+        'runners = ["sim"]\n[settings]\neval_samples = 2\n'
+    )
+    out = tmp_path / "out"
+    assert main(["bench", str(suite), "--out", str(out)]) == 0
+    recs = {(r["spec"]["quant"], r["spec"]["variant"]): r for r in records(out)}
+    assert sorted(recs) == [
+        ("a16w8", "fused"),
+        ("a16w8", "unfused"),
+        ("int8", "fused"),
+        ("int8", "unfused"),
+    ]
+    for r in recs.values():
+        assert r["status"] == "ok", r.get("reason")
+        assert r["outputs"]["outputs_match_reference"] is True
+    assert (
+        recs["a16w8", "fused"]["outputs"]["sqnr_db"] > recs["int8", "fused"]["outputs"]["sqnr_db"]
+    )
+    assert main(["report", str(out)]) == 0
+    pairs = _md_rows((out / "report.md").read_text(), "Fused vs unfused")
+    assert sorted(row[2] for row in pairs) == ["a16w8", "int8"]

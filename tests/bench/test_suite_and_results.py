@@ -15,6 +15,7 @@ from toolkit.bench.results import (
     append_record,
     finished_keys,
     latest,
+    new_record,
     read_records,
     run_key,
 )
@@ -156,3 +157,32 @@ def test_a_suite_past_the_large_limit_needs_large(tmp_path, capsys, monkeypatch)
         "than 3: check its axes, or pass --large to run it all"
     )
     assert not out.exists()
+
+
+def test_quant_is_a_suite_axis_recorded_in_every_run(tmp_path):
+    path = tmp_path / "s.toml"
+    tflite = REPO / "tests/fixtures/ad01_int8.tflite"
+    path.write_text(
+        f'models = ["zoo:conv2d_relu", "{tflite}"]\nnpus = ["ethos-u55-128"]\n'
+        'quant = ["int8", "a16w8"]\nrunners = ["sim"]\n'
+    )
+    runs = load_suite(path).runs()
+    # conv2d_relu: 2 quantizations x 2 variants; the .tflite file: one run, int8, as it is
+    assert [(r.model.split("/")[-1], r.variant, r.quant) for r in runs] == [
+        ("zoo:conv2d_relu", "fused", "int8"),
+        ("zoo:conv2d_relu", "unfused", "int8"),
+        ("zoo:conv2d_relu", "fused", "a16w8"),
+        ("zoo:conv2d_relu", "unfused", "a16w8"),
+        ("ad01_int8.tflite", "tflite", "int8"),
+    ]
+    assert len({run_key(r) for r in runs}) == 5
+    assert runs[2].label.endswith("runner=sim quant=a16w8")
+    assert "quant" not in runs[0].label
+    assert new_record(runs[2], "ok", None).spec["quant"] == "a16w8"
+
+
+def test_an_unknown_quantization_in_a_suite_names_file_and_key(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text('models = ["zoo:conv2d_relu"]\nquant = ["int4"]\n')
+    with pytest.raises(UserError, match=re.escape(f"{path}: key 'quant'")):
+        load_suite(path)

@@ -114,10 +114,10 @@ def test_report_with_a_tflite_record(tflite_bench, tiny_bench, tmp_path, capsys)
         if line.startswith(f"| {ad01} ")
     ]
     assert runs == [
-        f"| {ad01} | corstone-300 | ethos-u55-128 | tflite | default | sim | ok | "
+        f"| {ad01} | corstone-300 | ethos-u55-128 | tflite | int8 | default | sim | ok | "
         f"{AD01_NPU_CYCLES} | {_by_runner(out)['sim']['cycles']['run']['npu_cycles']} | "
         "simulated | - | - | - |",
-        f"| {ad01} | corstone-300 | ethos-u55-128 | tflite | default | tosa-ref | failed | "
+        f"| {ad01} | corstone-300 | ethos-u55-128 | tflite | int8 | default | tosa-ref | failed | "
         "- | - | - | - | - | - |",
     ]
     pairs = text.split("## Fused vs unfused")[1].split("## Failed")[0]

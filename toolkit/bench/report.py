@@ -35,10 +35,11 @@ class Row:
     max_err_lsb: float | None
     matches_reference: bool | None
     layers: tuple[tuple[str, int], ...]  # ("operator name", estimated NPU cycles), in order
+    quant: str = "int8"
 
     @property
-    def config(self) -> tuple[str, str, str, str]:
-        return (self.target, self.npu, self.vela, self.runner)
+    def config(self) -> tuple[str, str, str, str, str]:
+        return (self.target, self.npu, self.vela, self.runner, self.quant)
 
 
 def _row(record: BenchRecord) -> Row:
@@ -65,6 +66,7 @@ def _row(record: BenchRecord) -> Row:
             (f"{layer['operator']} {layer['name']}", layer["npu_cycles"])
             for layer in (record.layers or {}).get("rows", [])
         ),
+        quant=spec.get("quant", "int8"),  # records from before the quant axis: int8
     )
 
 
@@ -90,6 +92,7 @@ RUN_HEADER = (
     "target",
     "NPU",
     "variant",
+    "quant",
     "Vela",
     "runner",
     "status",
@@ -103,6 +106,7 @@ RUN_HEADER = (
 PAIR_HEADER = (
     "model",
     "NPU",
+    "quant",
     "Vela",
     "runner",
     "kind",
@@ -121,6 +125,7 @@ def run_table(rows: list[Row]) -> list[list[str]]:
             r.target,
             r.npu,
             r.variant,
+            r.quant,
             r.vela,
             r.runner,
             r.status,
@@ -147,7 +152,7 @@ def _pairs(rows: list[Row]) -> dict[tuple, dict[str, Row]]:
 
 def pair_table(rows: list[Row]) -> list[list[str]]:
     table = []
-    for (model, _target, npu, vela, runner), pair in _pairs(rows).items():
+    for (model, _target, npu, vela, runner, quant), pair in _pairs(rows).items():
         fused, unfused = pair["fused"], pair["unfused"]
         delta = (
             unfused.run_cycles - fused.run_cycles
@@ -158,6 +163,7 @@ def pair_table(rows: list[Row]) -> list[list[str]]:
             [
                 model,
                 npu,
+                quant,
                 vela,
                 runner,
                 fused.run_kind,
@@ -271,7 +277,8 @@ def plots(rows: list[Row]) -> list[tuple[str, str]]:
                 f"NPU cycles ({kind})",
             )
             ax.set_title(
-                f"{config[1]} ({config[0]}), Vela {config[2]}, runner {config[3]}", fontsize=9
+                f"{config[1]} ({config[0]}), {config[4]}, Vela {config[2]}, runner {config[3]}",
+                fontsize=9,
             )
         fig.tight_layout()
         figures.append(("Cycles per model, fused vs unfused", _png(fig)))
@@ -342,7 +349,11 @@ def plots(rows: list[Row]) -> list[tuple[str, str]]:
             "SQNR vs float model (dB)",
         )
         figures.append(
-            (f"Accuracy (SQNR vs the float model) per model and variant, {config[1]}", _png(fig))
+            (
+                f"Accuracy (SQNR vs the float model) per model and variant, {config[1]}, "
+                f"{config[4]}",
+                _png(fig),
+            )
         )
     return figures
 

@@ -47,6 +47,8 @@ def run_key(spec: RunSpec) -> str:
     fields = asdict(spec)
     if fields["model_sha256"] is None:  # zoo models (and missing files) keep their old keys
         del fields["model_sha256"]
+    if fields["quant"] == "int8":  # as do int8 runs, from before the quant axis
+        del fields["quant"]
     text = json.dumps({"schema": RECORD_SCHEMA, **fields}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 

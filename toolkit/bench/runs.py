@@ -129,6 +129,7 @@ def execute_run(spec: RunSpec, out_root: str) -> BenchRecord:
             eval_samples=spec.settings.eval_samples,
             out_dir=out_dir,
             extra_vela=spec.vela.extra_flags(),
+            quant=spec.quant,
         )
         result = run_job(job, runner=runner, runner_note=note)
         status, reason, figures = "ok", None, _ok_fields(result, spec.variant, note)

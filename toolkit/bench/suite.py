@@ -7,6 +7,7 @@ models = ["zoo:*", "models/kws.py:Net"]   # zoo names may use shell wildcards; f
 targets = ["corstone-300"]
 npus = ["ethos-u55-128", "ethos-u65-256"]  # optional: each target's default
 fusion = ["on", "off"]                      # optional: both (a .tflite model: one run, as is)
+quant = ["int8", "a16w8"]                   # optional: int8 (a .tflite model: as is)
 runners = ["sim"]                           # fvp, sim, tosa-ref, auto
 [settings]                                  # optional
 seed = 0
@@ -24,17 +25,20 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import itertools
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..artifacts import QUANTS
 from ..errors import UserError
+from ..job import check_quant
 from ..resolve import FUSION_CHOICES, FUSION_VARIANT, SUITE_RUNNER_CHOICES, is_tflite
 from ..toml_table import TomlTable, load_toml
 
 if TYPE_CHECKING:
-    from ..artifacts import Variant
+    from ..artifacts import Quant, Variant
 
 TFLITE: Variant = "tflite"  # the one variant of a .tflite model: Vela compiles the file as it is
 OPTIMISE = ("Performance", "Size")
@@ -71,10 +75,15 @@ class RunSpec:
     runner: str
     settings: Settings
     model_sha256: str | None = None  # a file model's contents when the suite was expanded
+    quant: Quant = "int8"
 
     @property
     def label(self) -> str:
-        return f"{self.model} {self.variant} {self.npu} vela={self.vela.name} runner={self.runner}"
+        quant = "" if self.quant == "int8" else f" quant={self.quant}"
+        return (
+            f"{self.model} {self.variant} {self.npu} vela={self.vela.name} "
+            f"runner={self.runner}{quant}"
+        )
 
 
 @dataclass(frozen=True)
@@ -88,6 +97,7 @@ class Suite:
     vela: tuple[VelaOptions, ...]
     runners: tuple[str, ...]
     settings: Settings
+    quants: tuple[Quant, ...] = ("int8",)
 
     @property
     def size_bound(self) -> int:
@@ -101,6 +111,7 @@ class Suite:
                 self.variants,
                 self.vela,
                 self.runners,
+                self.quants,
             )
         )
 
@@ -116,24 +127,25 @@ class Suite:
             )
             for model in self.models:
                 variants = (TFLITE,) if is_tflite(model) else self.variants
+                quants: tuple[Quant, ...] = ("int8",) if is_tflite(model) else self.quants
                 if model not in hashes:
                     hashes[model] = model_file_sha256(model)
-                for npu in npus:
-                    for variant in variants:
-                        for vela in self.vela:
-                            for runner in self.runners:
-                                specs.append(
-                                    RunSpec(
-                                        model,
-                                        target_name,
-                                        npu,
-                                        variant,
-                                        vela,
-                                        runner,
-                                        self.settings,
-                                        hashes[model],
-                                    )
-                                )
+                for npu, quant, variant, vela, runner in itertools.product(
+                    npus, quants, variants, self.vela, self.runners
+                ):
+                    specs.append(
+                        RunSpec(
+                            model,
+                            target_name,
+                            npu,
+                            variant,
+                            vela,
+                            runner,
+                            self.settings,
+                            hashes[model],
+                            quant,
+                        )
+                    )
         return tuple(specs)
 
 
@@ -229,7 +241,17 @@ def _settings(reader: TomlTable) -> Settings:
     return Settings(**values)
 
 
-KNOWN_KEYS = {"name", "models", "targets", "npus", "fusion", "runners", "settings", "vela"}
+KNOWN_KEYS = {
+    "name",
+    "models",
+    "targets",
+    "npus",
+    "fusion",
+    "quant",
+    "runners",
+    "settings",
+    "vela",
+}
 
 
 def load_suite(path: Path) -> Suite:
@@ -268,4 +290,5 @@ def load_suite(path: Path) -> Suite:
         vela=_vela_options(reader),
         runners=reader.strings("runners", default=["auto"], choices=SUITE_RUNNER_CHOICES),
         settings=_settings(reader),
+        quants=tuple(check_quant(q) for q in reader.strings("quant", ["int8"], QUANTS)),
     )

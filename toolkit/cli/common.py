@@ -100,6 +100,11 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
         help="nhwc: the model takes and returns channels-last tensors, so the NPU "
         "needs no transposes at its edges",
     )
+    parser.add_argument(
+        "--quant",
+        default="int8",
+        help="int8 (default), or a16w8: int16 activations with int8 weights (docs/accuracy.md)",
+    )
     parser.add_argument("-o", "--out", type=Path, default=Path("etk-out"), help="output folder")
     parser.add_argument(
         "--require-full-npu",
@@ -130,6 +135,7 @@ def job_from_args(args, variants) -> Job:
         vela_options=tuple(args.vela_option),
         rewrites=args.rewrites,
         io_layout=args.io_layout,
+        quant=args.quant,
     )
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch.fx import GraphModule, Interpreter, Node
 
-from ..artifacts import CalibrationSet, LoadedModel
+from ..artifacts import CalibrationSet, LoadedModel, Quant
 from ..graph_info import node_source
 from ..npu import NpuConfig
 from ..quantize.activations import canonicalize_activations, describe_activation
@@ -92,13 +92,14 @@ def block_errors(
     npu: NpuConfig,
     rewrites: tuple[str, ...],
     samples: tuple[tuple[torch.Tensor, ...], ...],
+    quant: Quant = "int8",
 ) -> tuple[BlockError, ...]:
     """Per fused block, in graph order: both variants' output SQNR against float on samples."""
     floating = export_module(model)
     canonicalize_activations(floating)
     apply_rewrites(floating, rewrites)
-    fused = quantize(model, calibration, "fused", npu, rewrites=rewrites)
-    unfused = quantize(model, calibration, "unfused", npu, rewrites=rewrites)
+    fused = quantize(model, calibration, "fused", npu, rewrites=rewrites, quant=quant)
+    unfused = quantize(model, calibration, "unfused", npu, rewrites=rewrites, quant=quant)
     blocks = {d.source for d in fused.decisions if d.fused}
     acts = [
         n

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..artifacts import CalibrationSet, Delegate, LoadedModel, Program, Variant
+from ..artifacts import CalibrationSet, Delegate, LoadedModel, Program, Quant, Variant
 from ..console_capture import COMPILER_SIDE, quiet_torch_import
 from ..npu import NpuConfig, vela_ini_path
 from ..rewrites import DEFAULT_REWRITES
@@ -51,6 +51,7 @@ def cache_key(
     npu: NpuConfig,
     extra_vela: tuple[str, ...],
     rewrites: tuple[str, ...],
+    quant: Quant = "int8",
 ) -> str:
     """Everything the compiled result depends on, tool versions included."""
     ini = hashlib.sha256(vela_ini_path(npu.config_ini).read_bytes()).hexdigest()  # edits count
@@ -62,6 +63,7 @@ def cache_key(
         ini,
         repr(extra_vela),
         repr(rewrites),
+        quant,
         toolkit_source_hash(),
         *sorted(tool_versions().items()),
     )
@@ -94,9 +96,10 @@ def compile_variant(
     out_dir: Path,
     extra_vela: tuple[str, ...] = (),
     rewrites: tuple[str, ...] = DEFAULT_REWRITES,
+    quant: Quant = "int8",
     note: Callable[[str], None] = print_note,
 ) -> Program:
-    key = cache_key(model, calibration, variant, npu, extra_vela, rewrites)
+    key = cache_key(model, calibration, variant, npu, extra_vela, rewrites, quant)
     final = Path(out_dir) / variant
     cached = _CACHE.get(key)
     if cached is not None and cached.out_dir == final and final.is_dir():
@@ -117,7 +120,7 @@ def compile_variant(
         if shared is not None and (copied := _copy_compiled(shared, final, key)) is not None:
             mark_used(shared)
             return copied
-        program = _build(model, calibration, variant, npu, final, key, extra_vela, rewrites)
+        program = _build(model, calibration, variant, npu, final, key, extra_vela, rewrites, quant)
         if shared is not None:
             try:
                 publish(final, shared)
@@ -135,6 +138,7 @@ def _build(
     key: str,
     extra_vela: tuple[str, ...],
     rewrites: tuple[str, ...],
+    quant: Quant,
 ) -> Program:
     """Compile into a staging folder, store the program there and move it into final."""
     quiet_torch_import(COMPILER_SIDE)
@@ -144,7 +148,7 @@ def _build(
     timings: dict[str, float] = {}
     with upstream_speedups():  # same bytes, less repeated upstream work
         with _timed(timings, "quantize"):
-            quantized = quantize(model, calibration, variant, npu, rewrites=rewrites)
+            quantized = quantize(model, calibration, variant, npu, rewrites=rewrites, quant=quant)
         with _timed(timings, "lower"):
             lowered = lower(quantized, npu, staging, rewrites=rewrites, extra_vela=extra_vela)
     flags = vela_flags(npu, extra_vela)

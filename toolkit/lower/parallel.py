@@ -18,7 +18,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from ..artifacts import CalibrationSet, LoadedModel, Program, Variant
+from ..artifacts import CalibrationSet, LoadedModel, Program, Quant, Variant
 from ..errors import ToolError
 from ..npu import NpuConfig
 from .build_variant import compile_variant
@@ -70,9 +70,10 @@ def compile_variants(
     extra_vela: tuple[str, ...],
     rewrites: tuple[str, ...],
     parallel: bool,
+    quant: Quant = "int8",
 ) -> dict[Variant, Program]:
     """variant -> Program; with parallel and two variants, the last one in a forked child."""
-    args = {v: (model, calibration, v, npu, out_dir, extra_vela, rewrites) for v in variants}
+    args = {v: (model, calibration, v, npu, out_dir, extra_vela, rewrites, quant) for v in variants}
     if not parallel or len(variants) != 2 or not can_compile_in_parallel():
         return {v: compile_variant(*args[v]) for v in variants}
     first, second = variants

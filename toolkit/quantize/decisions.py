@@ -90,6 +90,49 @@ def _upper_saturation(act: Node, quant: Node) -> tuple[float, str, str]:
     return top, "calibration", f"qmax {top:.4g} is above the upper bound {upper:g}: a CLAMP remains"
 
 
+# upstream's a16w8 observers never go below this scale (get_symmetric_a16w8_quantization_config's
+# epsilon): an int16 tensor whose values stay within +-8 is quantized on [-8, 8]
+A16W8_MIN_SCALE = 2.0**-12
+
+
+def _a16w8_saturation(act: Node, quant: Node) -> tuple[float, str, str]:
+    """(the clip point, where it comes from, a note) of an a16w8 block: the activation's CLAMP
+    clips at min(M, the real value of qmax)."""
+    scale, qmax = float(_number(quant, 1)), int(_number(quant, 4))
+    top = scale * qmax
+    upper = float(_number(act, 2)) if act.target in HARDTANH_TARGETS else None
+    floor = scale <= A16W8_MIN_SCALE
+    note = (
+        f"the scale is a16w8's minimum 2^-12 (qmax {top:.4g}), not calibrated: unfused "
+        f"quantizes the same unless the conv's own output passes +-{top:.4g}"
+        if floor
+        else f"qmax is the calibrated maximum {top:.4g}"
+    )
+    if upper is not None and upper < top:
+        return upper, "activation", f"{note}; the CLAMP clips at the upper bound {upper:g}"
+    return top, "minimum scale" if floor else "calibration", note
+
+
+def _symmetric16(zero_point: int, qmin: int) -> bool:
+    """a16w8's symmetric int16: zero point 0, qmin -32767."""
+    return zero_point == 0 and qmin < -128
+
+
+def _raised_reason(zero_point: int, qmin: int) -> str:
+    """What a block whose output zero point lies above qmin is (split_blocks_above_qmin)."""
+    if _symmetric16(zero_point, qmin):
+        return (
+            f"symmetric int16: zero point 0 is not qmin {qmin}, so the RESCALE's saturation "
+            "cannot be the activation: it stays CLAMP(0, qmax) on the block's one quantization, "
+            "observed after the activation"
+        )
+    return (
+        f"output zero point {zero_point} above qmin {qmin}: one block quantization, qmin "
+        f"raised to the zero point as CLAMP({zero_point}, qmax) on it, which Vela folds into "
+        "the output stage (a CLAMP remains in TOSA: ExecuTorch's RESCALE ignores qmin)"
+    )
+
+
 def _decide(act: Node) -> FusionDecision | None:
     producer = act.args[0] if act.args and isinstance(act.args[0], Node) else None
     if producer is None:
@@ -112,16 +155,14 @@ def _decide(act: Node) -> FusionDecision | None:
     if raised is not None and not in_block:
         zero_point, qmin = raised
         quant = _output_quantize(act)
-        top, bound_from, note = _upper_saturation(act, quant) if quant else (None, "", "")
+        saturation = _a16w8_saturation if _symmetric16(zero_point, qmin) else _upper_saturation
+        top, bound_from, note = saturation(act, quant) if quant else (None, "", "")
         return FusionDecision(
             parent.name,
             name,
             source,
             True,
-            f"output zero point {zero_point} above qmin {qmin}: one block quantization, qmin "
-            f"raised to the zero point as CLAMP({zero_point}, qmax) on it, which Vela folds into "
-            "the output stage (a CLAMP remains in TOSA: ExecuTorch's RESCALE ignores qmin)"
-            + (f"; {note}" if note else ""),
+            _raised_reason(zero_point, qmin) + (f"; {note}" if note else ""),
             True,
             top,
             bound_from,

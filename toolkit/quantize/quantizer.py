@@ -1,4 +1,4 @@
-"""Int8 quantization for Ethos-U with or without conv/linear + activation blocks.
+"""Int8 (or a16w8) quantization for Ethos-U with or without conv/linear + activation blocks.
 
 Built on ExecuTorch's Ethos-U quantizer: the variant only changes which patterns its pattern
 matcher may annotate; the QuantizationConfig is upstream's own (TOSAQuantizationConfig, so its
@@ -8,7 +8,9 @@ block with one output observer after the activation: the calibrated range [0, ma
 whose zero point -128 and qmax are the activation's saturation (decisions.py reports which bound
 qmax implements). unfused: the same table without those block patterns, so the conv/linear
 output gets its own observer and the activation shares it: an explicit CLAMP stays in the TOSA
-graph.
+graph. a16w8 (int16 activations, symmetric: zero point 0, qmin -32767): no saturation is the
+activation, so a fused block keeps its [0, max] quantization and an explicit CLAMP too
+(SymmetricBlockCheck, split_blocks_above_qmin).
 """
 
 from __future__ import annotations
@@ -17,7 +19,10 @@ from dataclasses import fields
 
 import torch
 from executorch.backends.arm.ethosu import EthosUCompileSpec
-from executorch.backends.arm.quantizer import get_symmetric_quantization_config
+from executorch.backends.arm.quantizer import (
+    get_symmetric_a16w8_quantization_config,
+    get_symmetric_quantization_config,
+)
 from executorch.backends.arm.quantizer.quantization_config import (
     QuantizationConfig,
     TOSAQuantizationConfig,
@@ -25,13 +30,14 @@ from executorch.backends.arm.quantizer.quantization_config import (
 from executorch.backends.arm.quantizer.quantizer_support import (
     FUSED_RELU_OP_PATTERNS,
     TOSA_QUANTIZER_SUPPORT_DICT,
+    ReluFusedPatternCheck,
 )
 from executorch.backends.arm.util._factory import create_quantizer
 from executorch.backends.cortex_m.quantizer.pattern_matcher import PatternMatcher
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 from torchao.quantization.pt2e.quantizer import SharedQuantizationSpec
 
-from ..artifacts import CalibrationSet, LoadedModel, QuantizedModel, Variant
+from ..artifacts import CalibrationSet, LoadedModel, Quant, QuantizedModel, Variant
 from ..errors import UserError
 from ..npu import NpuConfig
 from ..rewrites import apply_rewrites
@@ -52,12 +58,32 @@ def compile_spec(npu: NpuConfig, extra_vela: tuple[str, ...] = ()) -> EthosUComp
     )
 
 
-def support_table(variant: Variant) -> dict:
-    """Upstream's pattern table; without the conv/linear + activation blocks for unfused."""
-    if variant == "fused":
-        return dict(TOSA_QUANTIZER_SUPPORT_DICT)
-    excluded = set(FUSED_RELU_OP_PATTERNS)
-    return {p: check for p, check in TOSA_QUANTIZER_SUPPORT_DICT.items() if p not in excluded}
+class SymmetricBlockCheck(ReluFusedPatternCheck):
+    """Upstream's block check without its refusal of symmetric output quantization (a16w8).
+
+    Upstream declines conv/linear + activation blocks when activations are symmetric: zero point
+    0 is not qmin (-32767 for int16), so the RESCALE's saturation cannot be the ReLU. The block's
+    single observer after the activation still gives its range [0, max]; the activation then
+    stays an explicit CLAMP(0, qmax) on that quantization (split_blocks_above_qmin).
+    """
+
+    @classmethod
+    def check_quantization_config(cls, pattern, quantization_config):
+        return quantization_config is None or (
+            quantization_config.get_output_act_qspec(pattern[-1]) is not None
+        )
+
+
+def support_table(variant: Variant, quant: Quant = "int8") -> dict:
+    """Upstream's pattern table; without the conv/linear + activation blocks for unfused; for
+    fused a16w8, with those blocks accepted under symmetric quantization."""
+    blocks = set(FUSED_RELU_OP_PATTERNS)
+    if variant != "fused":
+        return {p: check for p, check in TOSA_QUANTIZER_SUPPORT_DICT.items() if p not in blocks}
+    table = dict(TOSA_QUANTIZER_SUPPORT_DICT)
+    if quant == "a16w8":
+        table.update({p: SymmetricBlockCheck for p in blocks})
+    return table
 
 
 class EtkQuantizationConfig(TOSAQuantizationConfig):
@@ -82,15 +108,32 @@ class EtkQuantizationConfig(TOSAQuantizationConfig):
         return super().get_output_act_qspec(node)
 
 
-def make_quantizer(npu: NpuConfig, variant: Variant, config: QuantizationConfig | None = None):
+def base_config(quant: Quant) -> EtkQuantizationConfig:
+    """Upstream's int8 config (per-channel weights), or its a16w8 one: int16 activations
+    (symmetric, [-32767, 32767]), int8 per-channel weights, int32 bias."""
+    base = (
+        get_symmetric_a16w8_quantization_config(is_per_channel=True)
+        if quant == "a16w8"
+        else get_symmetric_quantization_config(is_per_channel=True)
+    )
+    return EtkQuantizationConfig(**{f.name: getattr(base, f.name) for f in fields(base)})
+
+
+def make_quantizer(
+    npu: NpuConfig,
+    variant: Variant,
+    config: QuantizationConfig | None = None,
+    quant: Quant = "int8",
+):
     """config replaces upstream's default (tests force qparams with a TOSAQuantizationConfig
     subclass: a plain QuantizationConfig loses upstream's rules, such as pools, upsample and
     mean sharing their input's qparams, which the TOSA lowering assumes)."""
     quantizer = create_quantizer(compile_spec(npu))
     if config is None:
-        base = get_symmetric_quantization_config(is_per_channel=True)
-        config = EtkQuantizationConfig(**{f.name: getattr(base, f.name) for f in fields(base)})
-    quantizer.quantizer.pattern_matcher = PatternMatcher(support_table(variant), f"etk-{variant}")
+        config = base_config(quant)
+    quantizer.quantizer.pattern_matcher = PatternMatcher(
+        support_table(variant, quant), f"etk-{variant}"
+    )
     quantizer.set_global(config)
     return quantizer
 
@@ -167,11 +210,12 @@ def quantize(
     npu: NpuConfig,
     config: QuantizationConfig | None = None,
     rewrites: tuple[str, ...] = (),
+    quant: Quant = "int8",
 ) -> QuantizedModel:
     graph = export_module(model)
     canonicalize_activations(graph)
     rewrite_records = apply_rewrites(graph, rewrites)
-    prepared = prepare_pt2e(graph, make_quantizer(npu, variant, config))
+    prepared = prepare_pt2e(graph, make_quantizer(npu, variant, config, quant))
     calibrate(prepared, calibration.samples)
     converted = convert_pt2e(prepared)
     if variant == "fused":

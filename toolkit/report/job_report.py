@@ -114,6 +114,7 @@ def report_dict(result: JobResult) -> dict[str, Any]:
         "model_hash": result.model.content_hash,
         "target": result.target.name,
         "npu": result.npu.accelerator,
+        "quant": job.quant,
         "vela": {
             "version": vela_version(),
             "system_config": result.npu.system_config,

@@ -248,7 +248,7 @@ def print_result(result: JobResult, console: Console | None = None) -> None:
     header, table = rows(result)
     title = (
         f"{result.job.model} on {result.target.name} ({result.npu.accelerator}, "
-        f"{result.npu.system_config}, {result.npu.memory_mode})"
+        f"{result.job.quant}, {result.npu.system_config}, {result.npu.memory_mode})"
     )
     rich_table = Table(title=title)
     for i, column in enumerate(header):
@@ -273,7 +273,8 @@ def print_result(result: JobResult, console: Console | None = None) -> None:
 def write_markdown(result: JobResult, path: Path) -> None:
     header, table = rows(result)
     lines = [
-        f"# {result.job.model} on {result.target.name} ({result.npu.accelerator})",
+        f"# {result.job.model} on {result.target.name} ({result.npu.accelerator}, "
+        f"{result.job.quant})",
         "",
         f"Vela system config {result.npu.system_config}, memory mode "
         f"{result.npu.memory_mode}; calibration {result.calibration_source}.",

@@ -56,7 +56,7 @@ class SimulatorRunner:
             )
         return Availability(
             True,
-            "etk simulator (Vela's command stream, bit-exact int8; "
+            "etk simulator (Vela's command stream, bit-exact int8 and a16w8; "
             "cycles from etk's own cycle model, not a measurement)",
         )
 

@@ -18,8 +18,12 @@ and the lookup: it moves x - max into the table's index range.
 LUT lookup: index = clipped value - the range's minimum (-128..127 -> 0..255, as Vela's
 convert_to_lut8 orders the table); the entry is the output as written, the OFM zero point
 already added before the clip. An 8-bit OFM takes one byte per entry (256 bytes, one slot), a
-32-bit OFM one 32-bit little-endian entry (1 KB, four slots). 16-bit OFMs, whose 512-entry
-tables interpolate, are not implemented.
+32-bit OFM one 32-bit little-endian entry (1 KB, four slots).
+
+A 16-bit OFM's table interpolates (InterpolatedLut: 512 32-bit entries, the whole 2 KB; Vela's
+lut.create_lut_int16_op): the clipped value v + 32768 indexes entry (v + 32768) >> 7, whose low
+16 bits are the base and high 16 bits the slope to the next entry, both signed; the output is
+base + ((slope * (v & 127) + 64) >> 7), TOSA's int16 TABLE followed by its RESCALE by 1/128.
 """
 
 from __future__ import annotations
@@ -57,6 +61,25 @@ class Lut:
         return table[values - self.index_base]
 
 
+@dataclass(frozen=True)
+class InterpolatedLut:
+    """A 16-bit OFM's table: 512 entries (base, slope) at a SHRAM address (module docstring)."""
+
+    offset: int
+    dtype: np.dtype  # the OFM's: int16
+
+    ENTRIES = 512
+    nbytes = ENTRIES * 4
+
+    def lookup(self, values: np.ndarray, mem: Memory) -> np.ndarray:
+        table = mem.internal[self.offset : self.offset + self.nbytes].view("<u4")
+        unsigned = values.astype(np.int64) + 32768
+        entries = table[unsigned >> 7].astype(np.int64)
+        base = ((entries & 0xFFFF) ^ 0x8000) - 0x8000
+        slope = ((entries >> 16) ^ 0x8000) - 0x8000
+        return base + ((slope * (unsigned & 127) + 64) >> 7)
+
+
 def _unsupported(regs: Registers, reason: str) -> UnsupportedError:
     op = regs.command
     return UnsupportedError(
@@ -89,20 +112,24 @@ def output_finish(regs: Registers, ofm: FeatureMap, memory: Memory) -> Finish:
     else:
         lo = max(regs.s16("ACTIVATION_MIN", -32768), range_lo)
         hi = min(regs.s16("ACTIVATION_MAX", 32767), range_hi)
-    lut = None
+    lut: Lut | InterpolatedLut | None = None
     if function != NONE:
+        slot = function - LUT_FIRST
+        offset = memory.lut_base + slot * LUT_SLOT_BYTES
         eight_bit = (ofm.elem_size == 1 and (range_lo, range_hi) == type_range) or (
             ofm.elem_size == 4 and range_hi - range_lo + 1 == LUT_ENTRIES
         )
-        if not eight_bit:
+        if eight_bit:
+            lut = Lut(offset, ofm.dtype, range_lo)  # little-endian
+        elif ofm.elem_size == 2 and ofm.signed and (range_lo, range_hi) == type_range:
+            lut = InterpolatedLut(offset, ofm.dtype)
+        else:
             raise _unsupported(
                 regs,
                 f"a table lookup into a {8 * ofm.elem_size}-bit "
                 f"{'' if ofm.signed else 'un'}signed OFM with clip range "
                 f"{clip_range}",
             )
-        slot = function - LUT_FIRST
-        lut = Lut(memory.lut_base + slot * LUT_SLOT_BYTES, ofm.dtype, range_lo)  # little-endian
         op = regs.command
         memory.check_internal(
             lut.offset,

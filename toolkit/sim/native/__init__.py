@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable
 from types import ModuleType
 
-from ..activation import LUT_ENTRIES
+from ..activation import LUT_ENTRIES, Lut
 from ..errors import RegionError
 from ..kernel import Kernel
 from ..layouts import FeatureMap
@@ -84,10 +84,14 @@ def finish_words(finish: Finish, rounding: int) -> list[int]:
 def lut_in_reach(finish: Finish) -> bool:
     """Whether every value the clip leaves indexes the LUT (if any): min(max(v, lo), hi) lies in
     [min(lo, hi), hi]. ACTIVATION_MAX below the table's range (no Vela stream has it) would
-    read outside it, where numpy indexes from the table's end or raises."""
+    read outside it, where numpy indexes from the table's end or raises. The kernels look up
+    plain tables only: a 16-bit OFM's interpolating one (activation.InterpolatedLut) runs in
+    numpy."""
     lut = finish.lut
     if lut is None:
         return True
+    if not isinstance(lut, Lut):
+        return False
     return lut.index_base <= min(finish.lo, finish.hi) and finish.hi - lut.index_base < LUT_ENTRIES
 
 
