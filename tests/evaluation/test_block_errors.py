@@ -106,7 +106,7 @@ def test_a_job_where_fused_scores_below_unfused_says_why(errors):
         return (TaskAccuracy("top1", value, 4, "sim"),)
 
     calibration = random_calibration(example, 8, 0)
-    args = (model, calibration, npu, (), data, (1, 3, 8, 8))
+    args = (model, calibration, npu, (), "int8", data, (1, 3, 8, 8))
     higher = {"fused": accuracy(0.75), "unfused": accuracy(0.5)}
     assert _fused_loss(*args, higher, lambda _: None) is None
     lower = {"fused": accuracy(0.5), "unfused": accuracy(0.75)}
