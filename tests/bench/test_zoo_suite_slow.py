@@ -39,7 +39,7 @@ def test_full_zoo_suite(tmp_path):
     for r in ok:
         row = (
             f"| {md_text(r['spec']['model'])} | corstone-300 | {r['spec']['npu']} | "
-            f"{r['spec']['variant']} | default | sim | ok | "
+            f"{r['spec']['variant']} | int8 | default | sim | ok | "
             f"{r['cycles']['estimate']['npu_cycles']} | {r['cycles']['run']['npu_cycles']} |"
         )
         assert row in markdown
