@@ -44,6 +44,7 @@ from .lower.parallel import compile_variants
 from .lower.staging import remove_stale_staging
 from .lower.tflite import compile_tflite
 from .lower.tflite_check import check_tflite
+from .lower.vela_check import program_problems
 from .lower.vela_options import check_vela_options
 from .models.layout import channels_last_io
 from .models.loader import file_hash, load_model
@@ -277,7 +278,7 @@ def _run_job(
             progress(f"running {variant} on {runner.name}")
             run = _runner_run(program, runner, target, reference)
             save_arrays(program.out_dir / f"run_{runner.name}", "output", run.evaluation.outputs)
-        results[variant] = VariantResult(program, reference, run)
+        results[variant] = VariantResult(program, reference, run, program_problems(program))
     comparison = (
         compare_variants(results["fused"].program, results["unfused"].program)
         if {"fused", "unfused"} <= set(results)

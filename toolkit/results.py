@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # types only: block_errors imports the quantizer, which a cac
     from .evaluation.evaluate import Evaluation
     from .evaluation.task_eval import TaskAccuracy
     from .evaluation.variants import VariantComparison
+    from .lower.vela_check import VelaProblem
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,7 @@ class VariantResult:
     program: Program
     reference: Evaluation | None  # None for .tflite models: no float model, no TOSA graph
     run: RunnerRun | None = None  # None: host reference only (compile, compare)
+    vela_problems: tuple[VelaProblem, ...] = ()  # operations that compute wrong results
 
 
 @dataclass(frozen=True)

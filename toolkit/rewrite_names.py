@@ -21,6 +21,7 @@ class RewriteInfo:
 
 
 FOLD_PAD = "fold-pad-into-conv"
+BATCHED_CONV = "batched-1x1-conv-as-image"
 REWRITES = (
     RewriteInfo(
         "global-pool-stride",
@@ -51,6 +52,13 @@ REWRITES = (
         "lowering",
         True,
         "an explicit zero pad folded into the convolution that reads it",
+    ),
+    RewriteInfo(
+        BATCHED_CONV,
+        "lowering",
+        True,
+        "a per-token linear's batched 1x1 convolution run as one image (Vela 5.1.0 compiles "
+        "the batched form wrongly when it fuses a clamp)",
     ),
 )
 DEFAULT_REWRITES = tuple(r.name for r in REWRITES if r.default)

@@ -139,6 +139,21 @@ def job_from_args(args, variants) -> Job:
     )
 
 
+def wrong_program_line(variants: list[str], rewrites: str) -> str:
+    from ..rewrite_names import BATCHED_CONV
+    from ..rewrites import resolve_rewrites
+
+    avoid = (
+        "report it to Vela (README: upstream gaps)"
+        if BATCHED_CONV in resolve_rewrites(rewrites)
+        else f"the rewrite {BATCHED_CONV} (in --rewrites default) avoids the known case"
+    )
+    return (
+        f"etk: Vela compiled {', '.join(variants)} into a program that computes wrong results "
+        f"on the NPU (WARNING above); {avoid}"
+    )
+
+
 def show(result: JobResult, require_full_npu: bool = False) -> int:
     """Print and write the report; 1 if --require-full-npu is not met, else 0."""
     from ..report.tables import print_result, write_markdown
@@ -146,6 +161,10 @@ def show(result: JobResult, require_full_npu: bool = False) -> int:
     console = Console()
     print_result(result, console)
     write_markdown(result, result.report_path.with_name("report.md"))
+    wrong = [name for name, v in result.variants.items() if v.vela_problems]
+    if wrong:
+        console.print(wrong_program_line(wrong, result.job.rewrites), markup=False)
+        return 1
     if not require_full_npu:
         return 0
     failures = [

@@ -12,7 +12,7 @@ from tosa import Op as _Op
 from tosa.ClampAttribute import ClampAttribute
 from tosa.TosaGraph import TosaGraph
 
-_OP_NAMES = {v: k for k, v in vars(_Op.Op).items() if not k.startswith("_")}
+OP_NAMES = {v: k for k, v in vars(_Op.Op).items() if not k.startswith("_")}
 _DTYPE_NAMES = {v: k for k, v in vars(_DType.DType).items() if not k.startswith("_")}
 _NUMPY = {
     "INT8": np.int8,
@@ -90,7 +90,7 @@ def read_tosa(path: Path | bytes) -> TosaProgram:
                 op = block.Operators(i)
                 inputs = tuple(op.Inputs(j).decode() for j in range(op.InputsLength()))
                 outputs = tuple(op.Outputs(j).decode() for j in range(op.OutputsLength()))
-                name = _OP_NAMES.get(op.Op(), f"OP_{op.Op()}")
+                name = OP_NAMES.get(op.Op(), f"OP_{op.Op()}")
                 clamp = _clamp_bounds(op, types.get(inputs[0], "")) if name == "CLAMP" else None
                 operators.append(TosaOperator(name, inputs, outputs, clamp))
     return TosaProgram(tuple(operators), constants, types)

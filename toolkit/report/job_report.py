@@ -56,7 +56,7 @@ def scored(vr: VariantResult) -> Evaluation | None:
 def variant_warnings(name: str, vr: VariantResult) -> list[str]:
     """A variant's warnings: in the terminal and report.md as WARNING lines, in report.json
     under `warnings`."""
-    lines = []
+    lines = [problem.describe() for problem in vr.vela_problems]
     if vr.run is not None:
         self_check = vr.run.evaluation.runs[0].details.get("self_check", "")
         if self_check.startswith("delegate"):
@@ -105,6 +105,8 @@ def report_dict(result: JobResult) -> dict[str, Any]:
                     if isinstance(v, (str, int, float, bool, list, dict))
                 },
             }
+        if vr.vela_problems:
+            entry["vela_problems"] = [problem.to_dict() for problem in vr.vela_problems]
         if result.task is not None and name in result.task.variants:
             entry.setdefault("accuracy", {}).update(task_entry(result.task, name))
         variants[name] = entry

@@ -1,7 +1,8 @@
 """Graph rewrites that keep results exact and change what the NPU executes.
 
 Each rewrite has a name (used by --rewrites and in the report), runs on the exported graph before
-quantization (fold-pad-into-conv: while lowering), and returns a record per place it changed.
+quantization (the "lowering" ones of rewrite_names.REWRITES: while lowering), and returns a
+record per place it changed.
 Only rewrites that change the NPU's work belong here; nothing whose only effect is on Vela's
 estimate.
 """
@@ -15,7 +16,7 @@ from torch.fx import GraphModule
 
 from ..artifacts import RewriteRecord
 from ..errors import UserError
-from ..rewrite_names import DEFAULT_REWRITES, FOLD_PAD, REWRITES
+from ..rewrite_names import BATCHED_CONV, DEFAULT_REWRITES, FOLD_PAD, REWRITES
 
 Rewrite = Callable[[GraphModule], list[RewriteRecord]]
 
@@ -38,9 +39,10 @@ LoweringRewrite = Callable[[], AbstractContextManager[Callable[[], tuple[Rewrite
 
 
 def _lowering_registry() -> dict[str, LoweringRewrite]:
+    from .batched_conv import batched_conv_rewrite
     from .fold_pad import fold_pad_rewrite
 
-    return {FOLD_PAD: fold_pad_rewrite}
+    return {FOLD_PAD: fold_pad_rewrite, BATCHED_CONV: batched_conv_rewrite}
 
 
 def available_rewrites() -> tuple[str, ...]:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 import torch
-from executorch.backends.arm._passes import ArmPass, RewritePadPass, arm_pass_manager
+from executorch.backends.arm._passes import ArmPass, RewritePadPass
 from executorch.backends.arm._passes.arm_pass_utils import (
     get_first_fake_tensor,
     permute_fake_tensor_metadata,
@@ -31,6 +31,7 @@ from executorch.exir.pass_base import ExportPass, PassResult
 from torch.fx import GraphModule, Node
 
 from ..artifacts import RewriteRecord
+from .pass_insertion import inserted_after
 
 _PAD = exir_ops.backend.tosa.PAD.default
 _CONST_SHAPE = exir_ops.backend.tosa.CONST_SHAPE.default
@@ -190,24 +191,10 @@ class FoldPadIntoConvPass(ArmPass):
 @contextmanager
 def fold_pads_into_convs() -> Iterator[FoldPadIntoConvPass]:
     """Run FoldPadIntoConvPass after RewritePadPass in every Arm TOSA pipeline started inside;
-    yields the pass, whose `folded` lists what it did.
-
-    ExecuTorch's registry (register_pass_insertions_after) is global and has no unregister:
-    on exit we remove exactly our pass instance, and the registry entry if we created it,
-    leaving other registrations as they were.
-    """
-    registry = arm_pass_manager._registered_pass_insertions
+    yields the pass, whose `folded` lists what it did."""
     ours = FoldPadIntoConvPass()
-    created = RewritePadPass not in registry
-    arm_pass_manager.register_pass_insertions_after(RewritePadPass, [ours])
-    try:
+    with inserted_after(RewritePadPass, ours):
         yield ours
-    finally:
-        entry = registry.get(RewritePadPass)
-        if entry is not None:
-            entry.after_passes[:] = [p for p in entry.after_passes if p is not ours]
-            if created and not entry.before_passes and not entry.after_passes:
-                del registry[RewritePadPass]
 
 
 @contextmanager

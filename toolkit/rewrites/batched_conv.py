@@ -1,0 +1,149 @@
+"""Run a batched 1x1 convolution as one image: N rows of 1x1 pixels become one 1xN image.
+
+ExecuTorch lowers `nn.Linear` on a (B, T, C) input (a transformer's or a token MLP's per-token
+linear) to a TOSA CONV2D on (B*T, 1, 1, C): one 1x1 image per token. Vela 5.1.0 compiles such a
+convolution wrongly when a CLAMP follows it that it fuses: its RewriteFullyConnected turns the
+batched convolution into an image but leaves the fused CLAMP's output batched, and the next
+convolution's IFM registers then read rows 0, 4, 8, 12 of 16 and padding (seen: IFM 4x1,
+IFM_PAD_BOTTOM 12, IFM_STRIDE_Y 128, OFM 16x1). That program computes wrong results on any
+Ethos-U; lower/vela_check.py names it at compile time.
+
+A 1x1 convolution with stride 1 and no padding computes each pixel from that pixel alone, so
+(N, 1, 1, C) and (1, 1, N, C) give the same values; so do the RESCALE, CLAMP and TABLE operations
+after it, which act per element with the channel last. This pass reshapes the input of such a
+convolution to (1, 1, N, C), keeps the image shape through the operations that follow (further
+batched 1x1 convolutions included) and reshapes back where anything else reads it. Vela then
+sees an ordinary image convolution; the reshapes are free (Vela removes them).
+
+Runs in ExecuTorch's Arm pass pipeline after RewritePadPass, where convolutions are tosa.CONV2D
+in NHWC, registered only while we lower (batched_convs_as_images).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from executorch.backends.arm._passes import ArmPass, RewritePadPass
+from executorch.backends.arm._passes.arm_pass_utils import create_node, get_first_fake_tensor
+from executorch.exir.dialects._ops import ops as exir_ops
+from executorch.exir.pass_base import ExportPass, PassResult
+from torch.fx import GraphModule, Node
+
+from ..artifacts import RewriteRecord
+from .pass_insertion import inserted_after
+
+_CONV2D = exir_ops.backend.tosa.CONV2D.default
+_VIEW = exir_ops.edge.aten.view_copy.default
+# per-element operations with the channel last: they keep the image shape
+_PER_ELEMENT = {
+    exir_ops.backend.tosa.RESCALE.default,
+    exir_ops.backend.tosa.TABLE.default,
+    exir_ops.edge.aten.clamp.default,
+}
+_WEIGHT, _STRIDE, _PADDING, _DILATION = 1, 3, 4, 5
+
+
+def _shape(node: Node) -> tuple[int, ...]:
+    return tuple(int(d) for d in get_first_fake_tensor(node).shape)
+
+
+def _is_batched_pointwise_conv(node: Node) -> bool:
+    """A tosa.CONV2D of a 1x1 kernel, stride 1, no padding, on (N > 1, 1, 1, C)."""
+    if node.op != "call_function" or node.target != _CONV2D:
+        return False
+    source = node.args[0]
+    if not isinstance(source, Node):
+        return False
+    batch, height, width, _ = _shape(source)
+    kernel = _shape(node.args[_WEIGHT])  # OHWI
+    return (
+        batch > 1
+        and (height, width) == (1, 1)
+        and kernel[1:3] == (1, 1)
+        and list(node.args[_STRIDE]) == [1, 1]
+        and list(node.args[_PADDING]) == [0, 0, 0, 0]
+    )
+
+
+def _region(conv: Node) -> list[Node]:
+    """The conv and what follows it that can keep the image shape, in graph order."""
+    region, frontier = [conv], [conv]
+    while frontier:
+        node = frontier.pop()
+        for user in node.users:
+            if user in region or user.op != "call_function":
+                continue
+            per_element = user.target in _PER_ELEMENT and user.args[0] is node
+            chained_conv = _is_batched_pointwise_conv(user) and user.args[0] is node
+            if per_element or chained_conv:
+                region.append(user)
+                frontier.append(user)
+    order = {node: i for i, node in enumerate(conv.graph.nodes)}
+    return sorted(region, key=order.__getitem__)
+
+
+class BatchedConvAsImagePass(ArmPass):
+    """(N, 1, 1, C) -> conv 1x1 -> ... becomes reshape (1, 1, N, C) -> conv 1x1 -> ... ->
+    reshape back, wherever something outside the region reads it."""
+
+    _passes_required_after: set[type[ExportPass]] = set()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rewritten: list[tuple[str, int]] = []  # (first conv, N)
+
+    def call(self, graph_module: GraphModule) -> PassResult:
+        graph = graph_module.graph
+        done: set[Node] = set()
+        for node in list(graph.nodes):
+            if node in done or not _is_batched_pointwise_conv(node):
+                continue
+            region = _region(node)
+            done.update(region)
+            batch = _shape(node)[0]
+            self._enter(graph, node, batch)
+            for member in region:
+                self._leave(graph, member, region)
+            self.rewritten.append((node.name, batch))
+        if not self.rewritten:
+            return PassResult(graph_module, False)
+        graph.lint()
+        # retrace: every operation's value (shape) is computed again from its new inputs
+        return PassResult(super().call(graph_module).graph_module, True)
+
+    @staticmethod
+    def _enter(graph, conv: Node, batch: int) -> None:
+        source = conv.args[0]
+        assert isinstance(source, Node)
+        with graph.inserting_before(conv):
+            image = create_node(graph, _VIEW, (source, [1, 1, batch, _shape(source)[3]]))
+        conv.replace_input_with(source, image)
+
+    @staticmethod
+    def _leave(graph, member: Node, region: list[Node]) -> None:
+        outside = [user for user in member.users if user not in region]
+        if not outside:
+            return
+        with graph.inserting_after(member):
+            batched = create_node(graph, _VIEW, (member, list(_shape(member))))
+        for user in outside:
+            user.replace_input_with(member, batched)
+
+
+@contextmanager
+def batched_conv_rewrite() -> Iterator[Callable[[], tuple[RewriteRecord, ...]]]:
+    """batched-1x1-conv-as-image for the length of a lowering; yields what gives its records."""
+    ours = BatchedConvAsImagePass()
+    with inserted_after(RewritePadPass, ours):
+        yield lambda: tuple(
+            RewriteRecord(
+                "batched-1x1-conv-as-image",
+                conv,
+                "TOSA lowering",
+                f"1x1 convolution over {batch} tokens run as one 1x{batch} image (and what "
+                "follows it up to the next other operation): Vela 5.1.0 compiles the batched "
+                "form wrongly when it fuses a CLAMP (same result)",
+            )
+            for conv, batch in ours.rewritten
+        )
