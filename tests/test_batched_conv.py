@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from types import MappingProxyType
 
 import numpy as np
 import pytest
@@ -19,12 +18,11 @@ from tosa.TosaGraph import TosaGraph
 from toolkit.artifacts import LoadedModel
 from toolkit.cli import main
 from toolkit.lower.build_variant import compile_variant
-from toolkit.lower.vela_check import graph_pads_past_kernel, padded_windows, program_problems
+from toolkit.lower.vela_check import program_problems
 from toolkit.quantize.calibration import random_calibration
 from toolkit.rewrites import DEFAULT_REWRITES
 from toolkit.runners.sim import SimulatorRunner
 from toolkit.runners.tosa_ref import TosaReferenceRunner
-from toolkit.sim.registers import Registers
 from toolkit.targets import load_target
 
 TOKENS, FEATURES = 16, 32
@@ -98,10 +96,12 @@ def test_the_rewrite_runs_the_tokens_as_one_image_bit_exactly(unfused):
     program = programs["default"]
     assert program_problems(program) == ()
     shapes = _tensor_shapes(program.delegates[0].tosa_path)
-    assert shapes["tosa_conv2d_default"] == (1, 1, TOKENS, 48)
-    assert shapes["tosa_conv2d_default_1"] == (1, 1, TOKENS, 6)
+    assert shapes["tosa_conv2d_default"] == (1, TOKENS, 1, 48)
+    assert shapes["tosa_conv2d_default_1"] == (1, TOKENS, 1, 6)
     (record,) = [r for r in program.rewrites if r.rewrite == "batched-1x1-conv-as-image"]
-    assert record.change.startswith(f"1x1 convolution over {TOKENS} tokens run as one 1x{TOKENS}")
+    assert record.change.startswith(
+        f"1x1 convolution over a batch of {TOKENS} images of 1x1 run as one {TOKENS}x1 image"
+    )
     assert program.npu_ops == programs["none"].npu_ops == 2  # the reshapes cost nothing
     sim, reference = SimulatorRunner(), TosaReferenceRunner()
     for sample in _samples():
@@ -129,58 +129,3 @@ def test_etk_compile_exits_1_naming_the_wrong_program(tmp_path, capsys):
     (entry,) = report["variants"]["unfused"]["vela_problems"]
     assert (entry["offset"], entry["tensor"]) == (0x120, "tosa_clamp_default")
     assert report["warnings"][0].startswith("unfused: delegate 0: conv at command-stream")
-
-
-def _registers(**values: int) -> Registers:
-    base = {"KERNEL_STRIDE": 0, "KERNEL_HEIGHT_M1": 0, "KERNEL_WIDTH_M1": 0}
-    base.update(values)
-    return Registers(MappingProxyType(base))
-
-
-def test_a_window_wholly_in_padding_is_named_and_ordinary_padding_is_not():
-    assert padded_windows(_registers(IFM_PAD_BOTTOM=12, OFM_HEIGHT_M1=15, OFM_WIDTH_M1=0))
-    three = {"KERNEL_HEIGHT_M1": 2, "KERNEL_WIDTH_M1": 2, "OFM_HEIGHT_M1": 7, "OFM_WIDTH_M1": 7}
-    assert padded_windows(_registers(IFM_PAD_TOP=1, IFM_PAD_LEFT=2, **three)) is None
-    assert padded_windows(_registers(IFM_PAD_RIGHT=3, **three)) is not None
-    # a transposed convolution's upscaled IFM: padding by design
-    assert (
-        padded_windows(_registers(IFM_PAD_TOP=1, IFM_UPSCALE=2, OFM_HEIGHT_M1=7, OFM_WIDTH_M1=7))
-        is None
-    )
-
-
-class PaddedPointwise(nn.Module):
-    """A 1x1 convolution with padding=1: its border outputs are the bias, as the graph asks."""
-
-    def __init__(self):
-        super().__init__()
-        self.conv = nn.Conv2d(4, 8, 1, padding=1)
-
-    def forward(self, x):
-        return torch.relu(self.conv(x))
-
-
-def test_a_graph_that_asks_for_padding_past_its_kernel_is_not_flagged(tmp_path):
-    torch.manual_seed(0)
-    loaded = LoadedModel(
-        "test:padded_pointwise",
-        "padded_pointwise",
-        PaddedPointwise().eval(),
-        (torch.randn(1, 4, 8, 8),),
-        "padded_pointwise",
-    )
-    program = compile_variant(
-        loaded,
-        random_calibration(loaded.example_inputs, 4, 0),
-        "unfused",
-        load_target("corstone-300").npu(),
-        tmp_path / "p",
-        rewrites=DEFAULT_REWRITES,
-    )
-    assert graph_pads_past_kernel(program.delegates[0].tosa_path)
-    assert program_problems(program) == ()
-    sample = [np.asarray(loaded.example_inputs[0])]
-    assert np.array_equal(
-        SimulatorRunner().run(program, sample).outputs[0],
-        TosaReferenceRunner().run(program, sample).outputs[0],
-    )

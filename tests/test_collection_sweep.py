@@ -26,10 +26,19 @@ COLLECTION = Path(__file__).parent / "collection"
 SAMPLES = 2
 # name -> [MODEL spec inside tests/collection, input shape], shared with scripts/bench_sim.py
 NETS = tomllib.loads((COLLECTION / "nets.toml").read_text())
-U65_NETS = ("mobilenet_v2_035", "shufflenet_v2_x0_5", "leaky_conv_net", "mean_head_net")
+U65_NETS = (
+    "mobilenet_v2_035",
+    "shufflenet_v2_x0_5",
+    "leaky_conv_net",
+    "mean_head_net",
+    "token_mlp_kws",
+)
 # (net, variant or None for both) -> a known bug the net trips, marked xfail(strict=False) until
 # fixed (the STRIDE_C mean, ConvTranspose2d quantization and IFM_UPSCALE bugs this listed are).
 KNOWN_BUGS: dict[tuple[str, str | None], str] = {
+    ("tiny_unet_batch2", "fused"): "Vela 5.1.0 drops the first delegate's skip output (its "
+    "command stream writes 1 of the TOSA graph's 2 outputs); etk names it at compile time "
+    "(tests/test_vela_check.py) and the simulator refuses it",
     ("keyword_transformer_block", None): "the first of Vela's transposes for the attention's "
     "qkv permute (pool.average at command-stream offset 0x1070, TOSA tensor "
     "tosa_transpose_default) differs from the TOSA reference in 1011 of 1536 values, fused and "
@@ -90,6 +99,8 @@ def test_collection_simulator_matches_tosa_reference(collection, net, npu, varia
         _assert_clear_refusal(net, result)
         return
     vr = result.variants[variant]
+    # a program Vela compiled wrongly is named at compile time (lower/vela_check.py)
+    assert vr.vela_problems == (), [p.describe() for p in vr.vela_problems]
     assert len(vr.reference.inputs) == SAMPLES
     for i, (sample, expected) in enumerate(zip(vr.reference.inputs, vr.reference.outputs)):
         try:

@@ -1,7 +1,7 @@
 """The kinds of net a held-out round of users brought (issue 33), written here from their
 descriptions: squeeze-and-excitation, a UNet with a skip concat, PixelShuffle, a keyword
-transformer block (attention over 16 tokens), a GRU keyword net, and a net with two inputs and
-two outputs."""
+transformer block (attention over 16 tokens), a token MLP, a GRU keyword net, and a net with two
+inputs and two outputs. nets.toml runs some of them, and zoo-kind nets, at batch size 2 too."""
 
 from __future__ import annotations
 
@@ -73,6 +73,19 @@ class KeywordTransformerBlock(nn.Module):
         return self.classify(x.mean(dim=1))
 
 
+class TokenMlp(nn.Module):
+    """A transformer's per-token MLP without the attention: Linear + ReLU + Linear over 16 tokens
+    (Vela 5.1.0 miscompiles its batched 1x1 convolution unless etk rewrites it)."""
+
+    def __init__(self, dim: int = 32, classes: int = 12):
+        super().__init__()
+        self.mlp = nn.Sequential(nn.Linear(dim, 2 * dim), nn.ReLU(), nn.Linear(2 * dim, dim))
+        self.classify = nn.Linear(dim, classes)
+
+    def forward(self, x):
+        return self.classify(self.mlp(x).mean(dim=1))
+
+
 class GruKeyword(nn.Module):
     def __init__(self, features: int = 10, hidden: int = 16, classes: int = 12):
         super().__init__()
@@ -115,6 +128,10 @@ def pixel_shuffle_net():
 
 def keyword_transformer_block():
     return seeded_model(KeywordTransformerBlock, (1, 16, 32))[0]
+
+
+def token_mlp_kws():
+    return seeded_model(TokenMlp, (1, 16, 32))[0]
 
 
 def gru_keyword():

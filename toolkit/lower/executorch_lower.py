@@ -137,7 +137,12 @@ def _at_io_boundary(node: torch.fx.Node) -> bool:
 
 def _delegation_tag(lowered_module) -> str:
     """The partition tag that names this delegate's TOSA dump (tags do not follow call order)."""
-    tags = {n.meta.get("delegation_tag") for n in lowered_module.original_module.graph.nodes}
+    # the operations' tags: an input placeholder keeps the tag of the delegate that produced it
+    tags = {
+        n.meta.get("delegation_tag")
+        for n in lowered_module.original_module.graph.nodes
+        if n.op == "call_function"
+    }
     tags.discard(None)
     if len(tags) != 1:
         raise ToolError(f"cannot tell which TOSA dump belongs to a delegate (tags {sorted(tags)})")

@@ -39,13 +39,18 @@ class VelaProblem:
     """An NPU operation that does not compute what the TOSA graph asks."""
 
     delegate: int
-    offset: int  # command-stream offset of its NPU_OP command
-    operation: str  # conv, depthwise, pool
-    reads: str  # what its registers read
+    offset: int | None  # command-stream offset of its NPU_OP command; None: the whole program
+    operation: str  # conv, depthwise, pool; outputs
+    reads: str  # what its registers read (what the program writes)
     tensor: str = ""  # the TOSA tensor Vela scheduled it for, where known
     asks: str = ""  # what the TOSA operation behind it asks, where known
 
     def describe(self) -> str:
+        if self.offset is None:
+            return (
+                f"delegate {self.delegate}: {self.reads}; {self.asks}: this program computes "
+                "wrong results on the NPU"
+            )
         owner = f" (Vela's operation for TOSA tensor '{self.tensor}')" if self.tensor else ""
         asks = self.asks or "no operation of the TOSA graph asks for that"
         return (
@@ -189,9 +194,15 @@ def check_delegate(
 ) -> tuple[VelaProblem, ...]:
     """The operations of one delegate's command stream that no operation of its TOSA graph asks
     for; () for an NPU the decoder does not know or a graph that pads past its kernels."""
-    if not decodes(npu.accelerator) or tosa is None or graph_pads_past_kernel(tosa):
+    if not decodes(npu.accelerator) or tosa is None:
         return ()
-    stream = load_payload(payload).command_stream
+    program = load_payload(payload)
+    dropped = _dropped_outputs(index, len(program.outputs), tosa)
+    if dropped is not None:
+        return (dropped,)
+    if graph_pads_past_kernel(tosa):
+        return ()
+    stream = program.command_stream
     problems = []
     for command, values in operation_registers(stream):
         if command.name not in _WINDOWED or values is None:
@@ -202,6 +213,27 @@ def check_delegate(
     if problems:
         problems = [_named(p, tosa, npu) for p in problems]
     return tuple(problems)
+
+
+def graph_outputs(tosa: Path | bytes) -> tuple[str, ...]:
+    data = tosa if isinstance(tosa, bytes) else Path(tosa).read_bytes()
+    block = TosaGraph.GetRootAsTosaGraph(data, 0).Regions(0).Blocks(0)
+    return tuple(block.Outputs(i).decode() for i in range(block.OutputsLength()))
+
+
+def _dropped_outputs(index: int, written: int, tosa: Path) -> VelaProblem | None:
+    """Vela 5.1.0 can drop a delegate output (seen: a UNet's skip tensor at batch size 2, whose
+    two inverse transposes it merged): the next delegate then reads a buffer nothing wrote."""
+    wanted = graph_outputs(tosa)
+    if written >= len(wanted):
+        return None
+    return VelaProblem(
+        index,
+        None,
+        "outputs",
+        f"the command stream writes {written} output(s)",
+        asks=f"the TOSA graph has {len(wanted)} ({', '.join(wanted)})",
+    )
 
 
 def program_problems(program: Program) -> tuple[VelaProblem, ...]:
@@ -218,6 +250,7 @@ def program_problems(program: Program) -> tuple[VelaProblem, ...]:
 
 
 def _named(problem: VelaProblem, tosa: Path, npu: NpuConfig) -> VelaProblem:
+    assert problem.offset is not None
     """The problem with the TOSA tensor Vela scheduled the operation for (one more Vela run with
     its optimiser database, made only when there is a problem to name)."""
     from ..errors import ToolError

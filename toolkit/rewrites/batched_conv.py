@@ -1,19 +1,20 @@
-"""Run a batched 1x1 convolution as one image: N rows of 1x1 pixels become one 1xN image.
+"""Run a batched 1x1 convolution as one image: N images of HxW become one image of (N*H)xW.
 
 ExecuTorch lowers `nn.Linear` on a (B, T, C) input (a transformer's or a token MLP's per-token
-linear) to a TOSA CONV2D on (B*T, 1, 1, C): one 1x1 image per token. Vela 5.1.0 compiles such a
-convolution wrongly when a CLAMP follows it that it fuses: its RewriteFullyConnected turns the
-batched convolution into an image but leaves the fused CLAMP's output batched, and the next
-convolution's IFM registers then read rows 0, 4, 8, 12 of 16 and padding (seen: IFM 4x1,
-IFM_PAD_BOTTOM 12, IFM_STRIDE_Y 128, OFM 16x1). That program computes wrong results on any
-Ethos-U; lower/vela_check.py names it at compile time.
+linear) to a TOSA CONV2D on (B*T, 1, 1, C): one 1x1 image per token; a model run with batch
+size 2 has 1x1 convolutions on (2, H, W, C). Vela 5.1.0 compiles such a convolution wrongly
+when it fuses a CLAMP after it: its RewriteFullyConnected turns the batched convolution into an
+image but leaves the fused CLAMP's output batched, and the convolution's IFM registers then read
+rows 0, 4, 8, 12 of 16 and padding (seen: IFM 4x1, IFM_PAD_BOTTOM 12, IFM_STRIDE_Y 128, OFM
+16x1). That program computes wrong results on any Ethos-U; lower/vela_check.py names it at
+compile time.
 
 A 1x1 convolution with stride 1 and no padding computes each pixel from that pixel alone, so
-(N, 1, 1, C) and (1, 1, N, C) give the same values; so do the RESCALE, CLAMP and TABLE operations
-after it, which act per element with the channel last. This pass reshapes the input of such a
-convolution to (1, 1, N, C), keeps the image shape through the operations that follow (further
-batched 1x1 convolutions included) and reshapes back where anything else reads it. Vela then
-sees an ordinary image convolution; the reshapes are free (Vela removes them).
+(N, H, W, C) and (1, N*H, W, C) give the same values; so do the RESCALE, CLAMP and TABLE
+operations after it, which act per element with the channel last. This pass reshapes the input
+of such a convolution to (1, N*H, W, C), keeps that shape through the operations that follow
+(further batched 1x1 convolutions included) and reshapes back where anything else reads it.
+Vela then sees an ordinary image convolution; the reshapes are free (Vela removes them).
 
 Runs in ExecuTorch's Arm pass pipeline after RewritePadPass, where convolutions are tosa.CONV2D
 in NHWC, registered only while we lower (batched_convs_as_images).
@@ -49,17 +50,15 @@ def _shape(node: Node) -> tuple[int, ...]:
 
 
 def _is_batched_pointwise_conv(node: Node) -> bool:
-    """A tosa.CONV2D of a 1x1 kernel, stride 1, no padding, on (N > 1, 1, 1, C)."""
+    """A tosa.CONV2D of a 1x1 kernel, stride 1, no padding, on (N > 1, H, W, C)."""
     if node.op != "call_function" or node.target != _CONV2D:
         return False
     source = node.args[0]
     if not isinstance(source, Node):
         return False
-    batch, height, width, _ = _shape(source)
     kernel = _shape(node.args[_WEIGHT])  # OHWI
     return (
-        batch > 1
-        and (height, width) == (1, 1)
+        _shape(source)[0] > 1
         and kernel[1:3] == (1, 1)
         and list(node.args[_STRIDE]) == [1, 1]
         and list(node.args[_PADDING]) == [0, 0, 0, 0]
@@ -84,28 +83,28 @@ def _region(conv: Node) -> list[Node]:
 
 
 class BatchedConvAsImagePass(ArmPass):
-    """(N, 1, 1, C) -> conv 1x1 -> ... becomes reshape (1, 1, N, C) -> conv 1x1 -> ... ->
+    """(N, H, W, C) -> conv 1x1 -> ... becomes reshape (1, N*H, W, C) -> conv 1x1 -> ... ->
     reshape back, wherever something outside the region reads it."""
 
     _passes_required_after: set[type[ExportPass]] = set()
 
     def __init__(self) -> None:
         super().__init__()
-        self.rewritten: list[tuple[str, int]] = []  # (first conv, N)
+        self.rewritten: list[tuple[str, tuple[int, ...]]] = []  # (first conv, its input shape)
 
     def call(self, graph_module: GraphModule) -> PassResult:
         graph = graph_module.graph
-        done: set[Node] = set()
-        for node in list(graph.nodes):
-            if node in done or not _is_batched_pointwise_conv(node):
-                continue
-            region = _region(node)
-            done.update(region)
-            batch = _shape(node)[0]
-            self._enter(graph, node, batch)
+        regions: list[list[Node]] = []  # found before any change: new nodes have no value yet
+        for node in graph.nodes:
+            if _is_batched_pointwise_conv(node) and not any(node in r for r in regions):
+                regions.append(_region(node))
+        for region in regions:
+            conv = region[0]
+            shape = _shape(conv.args[0])
+            self._enter(graph, conv, shape)
             for member in region:
                 self._leave(graph, member, region)
-            self.rewritten.append((node.name, batch))
+            self.rewritten.append((conv.name, shape))
         if not self.rewritten:
             return PassResult(graph_module, False)
         graph.lint()
@@ -113,11 +112,12 @@ class BatchedConvAsImagePass(ArmPass):
         return PassResult(super().call(graph_module).graph_module, True)
 
     @staticmethod
-    def _enter(graph, conv: Node, batch: int) -> None:
+    def _enter(graph, conv: Node, shape: tuple[int, ...]) -> None:
         source = conv.args[0]
         assert isinstance(source, Node)
+        batch, height, width, channels = shape
         with graph.inserting_before(conv):
-            image = create_node(graph, _VIEW, (source, [1, 1, batch, _shape(source)[3]]))
+            image = create_node(graph, _VIEW, (source, [1, batch * height, width, channels]))
         conv.replace_input_with(source, image)
 
     @staticmethod
@@ -141,9 +141,9 @@ def batched_conv_rewrite() -> Iterator[Callable[[], tuple[RewriteRecord, ...]]]:
                 "batched-1x1-conv-as-image",
                 conv,
                 "TOSA lowering",
-                f"1x1 convolution over {batch} tokens run as one 1x{batch} image (and what "
-                "follows it up to the next other operation): Vela 5.1.0 compiles the batched "
-                "form wrongly when it fuses a CLAMP (same result)",
+                f"1x1 convolution over a batch of {n} images of {h}x{w} run as one "
+                f"{n * h}x{w} image, with the per-element operations after it: Vela 5.1.0 "
+                "compiles the batched form wrongly when it fuses a CLAMP (same result)",
             )
-            for conv, batch in ours.rewritten
+            for conv, (n, h, w, _) in ours.rewritten
         )

@@ -67,8 +67,18 @@ def refusal(delegate: Delegate, npu, store: Path | None = None) -> str | None:
     from ..sim import UnsupportedError
     from ..sim.plan import plan_for
 
+    program = _payload(delegate)
+    if delegate.tosa_path is not None:
+        from ..lower.vela_check import graph_outputs
+
+        wanted = graph_outputs(delegate.tosa_path)
+        if len(program.outputs) < len(wanted):
+            return (
+                f"delegate {delegate.index}: Vela's command stream writes {len(program.outputs)} "
+                f"of the TOSA graph's {len(wanted)} outputs (a program Vela compiled wrongly)"
+            )
     try:
-        plan_for(_payload(delegate), npu.accelerator, store)  # planned once, reused by the run
+        plan_for(program, npu.accelerator, store)  # planned once, reused by the run
     except UnsupportedError as exc:
         offset = getattr(exc, "offset", None)
         where = "" if offset is None else scheduled_operation(delegate, npu, offset)

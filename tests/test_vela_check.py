@@ -1,0 +1,120 @@
+"""The compile-time check for command streams that cannot compute what their TOSA graph asks
+(lower/vela_check.py): windows wholly in padding, and outputs Vela dropped. The batched 1x1
+convolution case is in test_batched_conv.py."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from types import MappingProxyType
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from toolkit.artifacts import LoadedModel
+from toolkit.lower.build_variant import compile_variant
+from toolkit.lower.vela_check import graph_pads_past_kernel, padded_windows, program_problems
+from toolkit.quantize.calibration import random_calibration
+from toolkit.rewrites import DEFAULT_REWRITES
+from toolkit.runners import sim_check
+from toolkit.runners.sim import SimulatorRunner
+from toolkit.runners.tosa_ref import TosaReferenceRunner
+from toolkit.sim.registers import Registers
+from toolkit.targets import load_target
+
+sys.path.insert(0, str(Path(__file__).parent / "collection"))
+from held_out_kinds import TinyUNet  # noqa: E402
+
+
+def _registers(**values: int) -> Registers:
+    base = {"KERNEL_STRIDE": 0, "KERNEL_HEIGHT_M1": 0, "KERNEL_WIDTH_M1": 0}
+    base.update(values)
+    return Registers(MappingProxyType(base))
+
+
+def test_a_window_wholly_in_padding_is_named_and_ordinary_padding_is_not():
+    reads = padded_windows(_registers(IFM_PAD_BOTTOM=12, OFM_HEIGHT_M1=15, OFM_WIDTH_M1=0))
+    assert reads is not None and reads.startswith(
+        "reads an IFM of 4x1 with IFM_PAD_BOTTOM 12 for a 1x1 kernel into an OFM of 16x1"
+    )
+    three = {"KERNEL_HEIGHT_M1": 2, "KERNEL_WIDTH_M1": 2, "OFM_HEIGHT_M1": 7, "OFM_WIDTH_M1": 7}
+    assert padded_windows(_registers(IFM_PAD_TOP=1, IFM_PAD_LEFT=2, **three)) is None
+    assert "IFM_PAD_RIGHT 3" in (padded_windows(_registers(IFM_PAD_RIGHT=3, **three)) or "")
+    # a transposed convolution's upscaled IFM is padded by design
+    upscaled = _registers(IFM_PAD_TOP=1, IFM_UPSCALE=2, OFM_HEIGHT_M1=7, OFM_WIDTH_M1=7)
+    assert padded_windows(upscaled) is None
+
+
+def _compile(module: nn.Module, shape, variant: str, out: Path):
+    torch.manual_seed(0)
+    example = (torch.randn(*shape),)
+    loaded = LoadedModel(f"test:{out.name}", out.name, module.eval(), example, out.name)
+    program = compile_variant(
+        loaded,
+        random_calibration(example, 4, 0),
+        variant,
+        load_target("corstone-300").npu(),
+        out,
+        rewrites=DEFAULT_REWRITES,
+    )
+    return loaded, program
+
+
+class PaddedPointwise(nn.Module):
+    """A 1x1 convolution with padding=1: its border outputs are the bias, as the graph asks."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(4, 8, 1, padding=1)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x))
+
+
+def test_a_graph_that_asks_for_padding_past_its_kernel_is_not_flagged(tmp_path):
+    torch.manual_seed(0)
+    loaded, program = _compile(PaddedPointwise(), (1, 4, 8, 8), "unfused", tmp_path / "padded")
+    assert graph_pads_past_kernel(program.delegates[0].tosa_path)
+    assert program_problems(program) == ()
+    sample = [loaded.example_inputs[0].numpy()]
+    assert np.array_equal(
+        SimulatorRunner().run(program, sample).outputs[0],
+        TosaReferenceRunner().run(program, sample).outputs[0],
+    )
+
+
+@pytest.fixture(scope="module")
+def unet_batch2(tmp_path_factory):
+    out = tmp_path_factory.mktemp("unet")
+    torch.manual_seed(0)
+    net = TinyUNet()
+    return {v: _compile(net, (2, 3, 16, 16), v, out / v)[1] for v in ("fused", "unfused")}
+
+
+def test_an_output_vela_dropped_is_named_and_the_simulator_refuses_it(unet_batch2):
+    """TinyUNet at batch size 2, fused: the first delegate's TOSA graph has two outputs (the skip
+    tensor and the bottom), Vela 5.1.0's command stream writes one."""
+    program = unet_batch2["fused"]
+    (problem,) = program_problems(program)
+    assert (problem.delegate, problem.offset, problem.operation) == (0, None, "outputs")
+    assert problem.describe() == (
+        "delegate 0: the command stream writes 1 output(s); the TOSA graph has 2 "
+        "(tosa_transpose_default_1, tosa_transpose_default_3): this program computes wrong "
+        "results on the NPU"
+    )
+    assert sim_check.refusal(program.delegates[0], program.npu) == (
+        "delegate 0: Vela's command stream writes 1 of the TOSA graph's 2 outputs (a program "
+        "Vela compiled wrongly)"
+    )
+
+
+def test_the_unfused_unet_at_batch_2_is_whole_and_bit_exact(unet_batch2):
+    program = unet_batch2["unfused"]
+    assert program_problems(program) == ()
+    sample = [torch.randn(2, 3, 16, 16, generator=torch.Generator().manual_seed(4)).numpy()]
+    assert np.array_equal(
+        SimulatorRunner().run(program, sample).outputs[0],
+        TosaReferenceRunner().run(program, sample).outputs[0],
+    )
