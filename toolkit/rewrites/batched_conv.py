@@ -32,6 +32,7 @@ from executorch.exir.pass_base import ExportPass, PassResult
 from torch.fx import GraphModule, Node
 
 from ..artifacts import RewriteRecord
+from .fold_pad import static_ints
 from .pass_insertion import inserted_after
 
 _CONV2D = exir_ops.backend.tosa.CONV2D.default
@@ -53,15 +54,14 @@ def _is_batched_pointwise_conv(node: Node) -> bool:
     """A tosa.CONV2D of a 1x1 kernel, stride 1, no padding, on (N > 1, H, W, C)."""
     if node.op != "call_function" or node.target != _CONV2D:
         return False
-    source = node.args[0]
-    if not isinstance(source, Node):
+    source, weight = node.args[0], node.args[_WEIGHT]
+    if not isinstance(source, Node) or not isinstance(weight, Node):
         return False
-    kernel = _shape(node.args[_WEIGHT])  # OHWI
     return (
         _shape(source)[0] > 1
-        and kernel[1:3] == (1, 1)
-        and list(node.args[_STRIDE]) == [1, 1]
-        and list(node.args[_PADDING]) == [0, 0, 0, 0]
+        and _shape(weight)[1:3] == (1, 1)  # OHWI
+        and static_ints(node.args[_STRIDE]) == [1, 1]
+        and static_ints(node.args[_PADDING]) == [0, 0, 0, 0]
     )
 
 
@@ -100,6 +100,7 @@ class BatchedConvAsImagePass(ArmPass):
                 regions.append(_region(node))
         for region in regions:
             conv = region[0]
+            assert isinstance(conv.args[0], Node)
             shape = _shape(conv.args[0])
             self._enter(graph, conv, shape)
             for member in region:

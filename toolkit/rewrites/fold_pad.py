@@ -41,7 +41,7 @@ _DEPTHWISE = exir_ops.backend.tosa.DEPTHWISE_CONV2D.default
 _INPUT, _WEIGHT, _STRIDE, _PADDING, _DILATION = 0, 1, 3, 4, 5  # tosa conv args
 
 
-def _ints(value) -> list[int] | None:
+def static_ints(value) -> list[int] | None:
     """A static int list, from a list or a tosa.CONST_SHAPE node; None if not static."""
     if isinstance(value, Node):
         if value.target != _CONST_SHAPE:
@@ -133,9 +133,9 @@ class FoldPadIntoConvPass(ArmPass):
         source = pad.args[0]
         if not isinstance(source, Node):
             return None
-        padding = _ints(pad.args[1])
+        padding = static_ints(pad.args[1])
         rank = len(get_first_fake_tensor(pad).shape)
-        order = _ints(permute.args[1]) if permute is not None else list(range(rank))
+        order = static_ints(permute.args[1]) if permute is not None else list(range(rank))
         if (
             rank != 4
             or padding is None
@@ -151,7 +151,7 @@ class FoldPadIntoConvPass(ArmPass):
         zero_point = _input_zero_point(conv)
         if zero_point is None or pad.kwargs.get("value", 0) != zero_point:
             return None
-        stride, old, dilation = (_ints(conv.args[i]) for i in (_STRIDE, _PADDING, _DILATION))
+        stride, old, dilation = (static_ints(conv.args[i]) for i in (_STRIDE, _PADDING, _DILATION))
         if stride is None or old is None or dilation is None or len(old) != 4:
             return None
         new = [
