@@ -36,9 +36,6 @@ U65_NETS = (
 # (net, variant or None for both) -> a known bug the net trips, marked xfail(strict=False) until
 # fixed (the STRIDE_C mean, ConvTranspose2d quantization and IFM_UPSCALE bugs this listed are).
 KNOWN_BUGS: dict[tuple[str, str | None], str] = {
-    ("tiny_unet_batch2", "fused"): "Vela 5.1.0 drops the first delegate's skip output (its "
-    "command stream writes 1 of the TOSA graph's 2 outputs); etk names it at compile time "
-    "(tests/test_vela_check.py) and the simulator refuses it",
     ("keyword_transformer_block", None): "the first of Vela's transposes for the attention's "
     "qkv permute (pool.average at command-stream offset 0x1070, TOSA tensor "
     "tosa_transpose_default) differs from the TOSA reference in 1011 of 1536 values, fused and "

@@ -47,7 +47,7 @@ def test_a_window_wholly_in_padding_is_named_and_ordinary_padding_is_not():
     assert padded_windows(upscaled) is None
 
 
-def _compile(module: nn.Module, shape, variant: str, out: Path):
+def _compile(module: nn.Module, shape, variant: str, out: Path, rewrites=DEFAULT_REWRITES):
     torch.manual_seed(0)
     example = (torch.randn(*shape),)
     loaded = LoadedModel(f"test:{out.name}", out.name, module.eval(), example, out.name)
@@ -57,7 +57,7 @@ def _compile(module: nn.Module, shape, variant: str, out: Path):
         variant,
         load_target("corstone-300").npu(),
         out,
-        rewrites=DEFAULT_REWRITES,
+        rewrites=rewrites,
     )
     return loaded, program
 
@@ -85,18 +85,27 @@ def test_a_graph_that_asks_for_padding_past_its_kernel_is_not_flagged(tmp_path):
     )
 
 
+WITHOUT_CANCEL = tuple(r for r in DEFAULT_REWRITES if r != "cancel-inverse-permutes")
+
+
 @pytest.fixture(scope="module")
 def unet_batch2(tmp_path_factory):
+    """TinyUNet at batch size 2, fused: with the default rewrites and without
+    cancel-inverse-permutes."""
     out = tmp_path_factory.mktemp("unet")
     torch.manual_seed(0)
     net = TinyUNet()
-    return {v: _compile(net, (2, 3, 16, 16), v, out / v)[1] for v in ("fused", "unfused")}
+    return {
+        name: _compile(net, (2, 3, 16, 16), "fused", out / name, rewrites)[1]
+        for name, rewrites in (("default", DEFAULT_REWRITES), ("without", WITHOUT_CANCEL))
+    }
 
 
 def test_an_output_vela_dropped_is_named_and_the_simulator_refuses_it(unet_batch2):
-    """TinyUNet at batch size 2, fused: the first delegate's TOSA graph has two outputs (the skip
-    tensor and the bottom), Vela 5.1.0's command stream writes one."""
-    program = unet_batch2["fused"]
+    """The first delegate transposes the skip tensor to NCHW (its output, for the CPU's resize)
+    and straight back for the next convolution; Vela 5.1.0 merges the pair and its command
+    stream writes one of the TOSA graph's two outputs."""
+    program = unet_batch2["without"]
     (problem,) = program_problems(program)
     assert (problem.delegate, problem.offset, problem.operation) == (0, None, "outputs")
     assert problem.describe() == (
@@ -110,9 +119,11 @@ def test_an_output_vela_dropped_is_named_and_the_simulator_refuses_it(unet_batch
     )
 
 
-def test_the_unfused_unet_at_batch_2_is_whole_and_bit_exact(unet_batch2):
-    program = unet_batch2["unfused"]
+def test_cancel_inverse_permutes_keeps_the_output_and_is_bit_exact(unet_batch2):
+    program = unet_batch2["default"]
     assert program_problems(program) == ()
+    records = [r for r in program.rewrites if r.rewrite == "cancel-inverse-permutes"]
+    assert len(records) >= 1
     sample = [torch.randn(2, 3, 16, 16, generator=torch.Generator().manual_seed(4)).numpy()]
     assert np.array_equal(
         SimulatorRunner().run(program, sample).outputs[0],

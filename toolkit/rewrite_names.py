@@ -22,6 +22,7 @@ class RewriteInfo:
 
 FOLD_PAD = "fold-pad-into-conv"
 BATCHED_CONV = "batched-1x1-conv-as-image"
+INVERSE_PERMUTES = "cancel-inverse-permutes"
 REWRITES = (
     RewriteInfo(
         "global-pool-stride",
@@ -59,6 +60,13 @@ REWRITES = (
         True,
         "a per-token linear's batched 1x1 convolution run as one image (Vela 5.1.0 compiles "
         "the batched form wrongly when it fuses a clamp)",
+    ),
+    RewriteInfo(
+        INVERSE_PERMUTES,
+        "lowering",
+        True,
+        "a transpose that undoes the one before it is dropped (Vela 5.1.0 merges such a pair "
+        "and drops the first one's delegate output)",
     ),
 )
 DEFAULT_REWRITES = tuple(r.name for r in REWRITES if r.default)

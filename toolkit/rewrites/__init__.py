@@ -16,7 +16,7 @@ from torch.fx import GraphModule
 
 from ..artifacts import RewriteRecord
 from ..errors import UserError
-from ..rewrite_names import BATCHED_CONV, DEFAULT_REWRITES, FOLD_PAD, REWRITES
+from ..rewrite_names import BATCHED_CONV, DEFAULT_REWRITES, FOLD_PAD, INVERSE_PERMUTES, REWRITES
 
 Rewrite = Callable[[GraphModule], list[RewriteRecord]]
 
@@ -41,8 +41,13 @@ LoweringRewrite = Callable[[], AbstractContextManager[Callable[[], tuple[Rewrite
 def _lowering_registry() -> dict[str, LoweringRewrite]:
     from .batched_conv import batched_conv_rewrite
     from .fold_pad import fold_pad_rewrite
+    from .inverse_permutes import inverse_permutes_rewrite
 
-    return {FOLD_PAD: fold_pad_rewrite, BATCHED_CONV: batched_conv_rewrite}
+    return {
+        FOLD_PAD: fold_pad_rewrite,
+        BATCHED_CONV: batched_conv_rewrite,
+        INVERSE_PERMUTES: inverse_permutes_rewrite,
+    }
 
 
 def available_rewrites() -> tuple[str, ...]:
