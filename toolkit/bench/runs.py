@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import UserError
-from ..job import Job
+from ..job import job_for
 from ..models.loader import model_file
 from ..pipeline import run_job
 from ..report.job_report import report_dict
@@ -117,18 +117,18 @@ def execute_run(spec: RunSpec, out_root: str) -> BenchRecord:
         )
         runner, note = resolve_runner(spec.model, spec.runner, target, npu)
         _check_model_file(spec)
-        job = Job(
-            model=spec.model,
+        job = job_for(
+            spec.model,
+            (spec.variant,),
+            out_dir=out_dir,
             target=spec.target,
-            variants=(spec.variant,),
             npu=spec.npu,
             system_config=spec.vela.system_config,
             memory_mode=spec.vela.memory_mode,
             calibration_samples=spec.settings.calibration_samples,
             seed=spec.settings.seed,
             eval_samples=spec.settings.eval_samples,
-            out_dir=out_dir,
-            extra_vela=spec.vela.extra_flags(),
+            vela_options=spec.vela.extra_flags(),
             quant=spec.quant,
         )
         result = run_job(job, runner=runner, runner_note=note)
