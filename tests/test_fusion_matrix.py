@@ -37,8 +37,10 @@ import activation_models as am
 from toolkit.artifacts import CalibrationSet, LoadedModel
 from toolkit.lower.build_variant import compile_variant
 from toolkit.lower.tosa_graph import read_tosa
+from toolkit.lower.vela_check import program_problems
 from toolkit.quantize.calibration import random_calibration
 from toolkit.runners.tosa_ref import TosaReferenceRunner
+from toolkit.sim.payload import load_payload
 from toolkit.targets import load_target
 
 TOL_STEPS = 1.0
@@ -188,6 +190,19 @@ def test_fused_chain_is_one_delegate_without_clamp(chain, parent, bn):
     zero_points = tosa.rescale_output_zero_points()
     assert len(zero_points) >= len(am.ACTIVATIONS)
     assert set(zero_points) == {-128}  # every output stage saturates at the activation's 0
+
+
+@pytest.mark.parametrize("parent,bn", _combo_params(COMBOS, [_combo_id(*c) for c in COMBOS]))
+def test_chain_streams_write_every_block_output(chain, parent, bn):
+    """Each block's output is a model output, transposed to NCHW and straight back for the next
+    block: Vela 5.1.0 merged those pairs and wrote 1 of the 12 outputs until the rewrite
+    cancel-inverse-permutes (the TOSA reference model, which these tests judge by, did not see
+    it; lower/vela_check.py does)."""
+    for variant in ("fused", "unfused"):
+        program, _ = chain(parent, bn)[variant]
+        assert program_problems(program) == (), variant
+        written = load_payload(program.delegates[0].payload).outputs
+        assert len(written) == len(am.ACTIVATIONS), variant
 
 
 @pytest.mark.parametrize("parent,bn", _combo_params(COMBOS, [_combo_id(*c) for c in COMBOS]))
