@@ -4,6 +4,11 @@ children: the variant compiled in a forked child counts once it is joined).
 
 python scripts/bench_compile.py [MODEL [INPUT_SHAPE]] [--only on|off]
 default MODEL: tests/collection/mobilenet.py:mobilenet_v2_035 at 1,3,96,96
+
+python scripts/bench_compile.py --ratio [--fusion on|off] [--profile FILE]
+times `etk compile zoo:ds_cnn` and `etk compile` of the 49-step GRU keyword net (issue 33), one
+cold process each (a fresh output folder, ETK_CACHE_DIR unset), in the same run, and prints the
+seconds and the GRU / DS-CNN ratio; --profile writes a cProfile of the GRU compile to FILE.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from pathlib import Path
 
 DEFAULT_MODEL = "tests/collection/mobilenet.py:mobilenet_v2_035"
 DEFAULT_SHAPE = "1,3,96,96"
+GRU_MODEL = "tests/collection/held_out_kinds.py:gru_keyword_49"
+GRU_SHAPE = "1,49,10"
 
 
 def _cpu() -> float:
@@ -77,13 +84,46 @@ def _run(model: str, shape: str, speedups: bool) -> list[tuple[str, float, float
     return _stages(json.loads(done.stdout.strip().splitlines()[-1])["marks"])
 
 
+def _etk_compile(arguments: list[str], fusion: str, profile: str | None = None) -> float:
+    """Wall seconds of one cold `etk compile` in a fresh process (imports included)."""
+    with tempfile.TemporaryDirectory() as out:
+        etk = [sys.executable, "-m", "toolkit.cli"]
+        if profile:
+            etk = [sys.executable, "-m", "cProfile", "-o", profile, "-m", "toolkit.cli"]
+        command = [*etk, "compile", *arguments, "--fusion", fusion, "-o", out]
+        env = {k: v for k, v in os.environ.items() if k != "ETK_CACHE_DIR"}  # cold: compile it
+        start = time.perf_counter()
+        done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
+        seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        sys.exit(f"etk compile failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return seconds
+
+
+def _ratio(fusion: str, profile: str | None) -> None:
+    ds_cnn = _etk_compile(["zoo:ds_cnn"], fusion)
+    gru = _etk_compile([GRU_MODEL, "--input-shape", GRU_SHAPE], fusion, profile)
+    print(f"etk compile --fusion {fusion} (cold, one process each), seconds")
+    print(f"{'zoo:ds_cnn':44}{ds_cnn:8.1f}")
+    print(f"{GRU_MODEL + (' (profiled)' if profile else ''):44}{gru:8.1f}")
+    print(f"GRU / DS-CNN ratio {gru / ds_cnn:.1f}x")
+    load = os.getloadavg()[0]
+    print(f"load average at the end {load:.1f} on {os.cpu_count()} CPUs (wall is noisy under load)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model", nargs="?", default=DEFAULT_MODEL)
     parser.add_argument("input_shape", nargs="?", default=DEFAULT_SHAPE)
     parser.add_argument("--only", choices=("on", "off"), help="one run, speedups on or off")
     parser.add_argument("--child", choices=("on", "off"), help=argparse.SUPPRESS)
+    parser.add_argument("--ratio", action="store_true", help="etk compile GRU vs DS-CNN")
+    parser.add_argument("--fusion", choices=("on", "off"), default="on", help="with --ratio")
+    parser.add_argument("--profile", metavar="FILE", help="with --ratio: cProfile the GRU")
     args = parser.parse_args()
+    if args.ratio:
+        _ratio(args.fusion, args.profile)
+        return
     if args.child:
         _child(args.model, args.input_shape, args.child == "on")
         return

@@ -138,6 +138,12 @@ def gru_keyword():
     return seeded_model(GruKeyword, (1, 8, 10))[0]
 
 
+def gru_keyword_49():
+    """The GRU keyword net at its real size: 49 time steps of 10 features, hidden 32 (the
+    recurrent net whose compile time issue 33 measures: scripts/bench_compile.py --ratio)."""
+    return seeded_model(lambda: GruKeyword(hidden=32), (1, 49, 10))[0]
+
+
 def two_in_two_out():
     torch.manual_seed(0)
     return TwoInTwoOut().eval()
