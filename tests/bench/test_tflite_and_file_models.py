@@ -232,3 +232,21 @@ def test_model_edited_after_expansion_fails_rather_than_mislabel(tmp_path):
     assert record.status == "failed" and record.key == run_key(run)
     assert "changed after the suite started" in record.reason
     assert run_key(replace(run, model_sha256=None)) != run_key(run)
+
+
+def test_a_run_of_a_program_vela_compiled_wrongly_fails_with_the_problem(tmp_path, monkeypatch):
+    """Its cycles are of a program that computes wrong results: the record says so, not figures
+    (the problem here is planted: the suites' default rewrites avoid the ones known)."""
+    from toolkit import pipeline
+    from toolkit.lower.vela_check import VelaProblem
+
+    planted = VelaProblem(0, 0x120, "conv", "reads an IFM of 4x1 with IFM_PAD_BOTTOM 12")
+    monkeypatch.setattr(pipeline, "program_problems", lambda program: (planted,))
+    suite = write_suite(
+        tmp_path / "s.toml", models=["zoo:conv2d_relu"], npus=["ethos-u55-128"], fusion=("off",)
+    )
+    (run,) = load_suite(suite).runs()
+    record = execute_run(run, str(tmp_path / "out"))
+    assert record.status == "failed"
+    assert record.reason == planted.describe()
+    assert record.cycles is None

@@ -133,6 +133,9 @@ def execute_run(spec: RunSpec, out_root: str) -> BenchRecord:
         )
         result = run_job(job, runner=runner, runner_note=note)
         status, reason, figures = "ok", None, _ok_fields(result, spec.variant, note)
+        problems = result.variants[spec.variant].vela_problems
+        if problems:  # its figures are of a program that computes wrong results: not a result
+            status, reason, figures = "failed", problems[0].describe(), {}
     except Exception as exc:  # a failing run is a result: recorded with its reason
         lines = [
             line for line in traceback.format_exception_only(exc)[-1].strip().splitlines() if line
