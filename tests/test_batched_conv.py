@@ -6,6 +6,7 @@ batched-1x1-conv-as-image (rewrites/batched_conv.py). Judge: the TOSA reference 
 
 from __future__ import annotations
 
+import inspect
 import json
 from pathlib import Path
 
@@ -113,7 +114,10 @@ def test_the_rewrite_runs_the_tokens_as_one_image_bit_exactly(unfused):
 
 def test_etk_compile_exits_1_naming_the_wrong_program(tmp_path, capsys):
     model = tmp_path / "token_mlp.py"
-    model.write_text("from tests.test_batched_conv import token_mlp\n", encoding="utf-8")
+    # the model file holds this module's net, self-contained (an installed etk imports it alone)
+    source = inspect.getsource(TokenMlp) + "\n\n" + inspect.getsource(token_mlp)
+    header = f"import torch\nfrom torch import nn\n\nFEATURES = {FEATURES}\n\n\n"
+    model.write_text(header + source, encoding="utf-8")
     args = ["compile", f"{model}:token_mlp", "--input-shape", f"1,{TOKENS},{FEATURES}"]
     out = tmp_path / "out"
     status = main([*args, "--fusion", "off", "--rewrites", "none", "-o", str(out)])
