@@ -126,6 +126,11 @@ class _Windowed:
 class _Graph:
     windowed: dict[str, _Windowed]  # by output tensor
     producers: dict[str, tuple[str, tuple[str, ...]]]  # output tensor -> (op, inputs)
+    outputs: tuple[str, ...]  # the graph's outputs
+
+    @property
+    def pads_past_kernel(self) -> bool:
+        return any(w.pads_past_kernel for w in self.windowed.values())
 
     def behind(self, tensor: str) -> _Windowed | None:
         """The convolution or pool whose result `tensor` is, through per-element operations."""
@@ -162,7 +167,9 @@ def _read_graph(tosa: Path | bytes) -> _Graph:
                     producers[output] = (name, inputs)
                 if name in _ATTRIBUTES and outputs:
                     windowed[outputs[0]] = _windowed(operator, name, inputs, shapes)
-    return _Graph(windowed, producers)
+    main = graph.Regions(0).Blocks(0)
+    returned = tuple(main.Outputs(i).decode() for i in range(main.OutputsLength()))
+    return _Graph(windowed, producers, returned)
 
 
 def _windowed(operator, name: str, inputs: tuple[str, ...], shapes) -> _Windowed:
@@ -186,7 +193,7 @@ def _windowed(operator, name: str, inputs: tuple[str, ...], shapes) -> _Windowed
 def graph_pads_past_kernel(tosa: Path | bytes) -> bool:
     """Whether any convolution or pool of the TOSA graph pads a side by its kernel extent or
     more (then whole rows of padding are what the graph asks)."""
-    return any(w.pads_past_kernel for w in _read_graph(tosa).windowed.values())
+    return _read_graph(tosa).pads_past_kernel
 
 
 def check_delegate(
@@ -196,11 +203,11 @@ def check_delegate(
     for; () for an NPU the decoder does not know or a graph that pads past its kernels."""
     if not decodes(npu.accelerator) or tosa is None:
         return ()
-    program = load_payload(payload)
-    dropped = _dropped_outputs(index, len(program.outputs), tosa)
+    program, graph = load_payload(payload), _read_graph(tosa)
+    dropped = _dropped_outputs(index, len(program.outputs), graph.outputs)
     if dropped is not None:
         return (dropped,)
-    if graph_pads_past_kernel(tosa):
+    if graph.pads_past_kernel:
         return ()
     stream = program.command_stream
     problems = []
@@ -211,20 +218,17 @@ def check_delegate(
         if reads is not None:
             problems.append(VelaProblem(index, command.offset, _KIND[command.name], reads))
     if problems:
-        problems = [_named(p, tosa, npu) for p in problems]
+        problems = [_named(p, tosa, graph, npu) for p in problems]
     return tuple(problems)
 
 
 def graph_outputs(tosa: Path | bytes) -> tuple[str, ...]:
-    data = tosa if isinstance(tosa, bytes) else Path(tosa).read_bytes()
-    block = TosaGraph.GetRootAsTosaGraph(data, 0).Regions(0).Blocks(0)
-    return tuple(block.Outputs(i).decode() for i in range(block.OutputsLength()))
+    return _read_graph(tosa).outputs
 
 
-def _dropped_outputs(index: int, written: int, tosa: Path) -> VelaProblem | None:
+def _dropped_outputs(index: int, written: int, wanted: tuple[str, ...]) -> VelaProblem | None:
     """Vela 5.1.0 can drop a delegate output (seen: a UNet's skip tensor at batch size 2, whose
     two inverse transposes it merged): the next delegate then reads a buffer nothing wrote."""
-    wanted = graph_outputs(tosa)
     if written >= len(wanted):
         return None
     return VelaProblem(
@@ -249,10 +253,10 @@ def program_problems(program: Program) -> tuple[VelaProblem, ...]:
     )
 
 
-def _named(problem: VelaProblem, tosa: Path, npu: NpuConfig) -> VelaProblem:
-    assert problem.offset is not None
+def _named(problem: VelaProblem, tosa: Path, graph: _Graph, npu: NpuConfig) -> VelaProblem:
     """The problem with the TOSA tensor Vela scheduled the operation for (one more Vela run with
     its optimiser database, made only when there is a problem to name)."""
+    assert problem.offset is not None
     from ..errors import ToolError
     from ..sim.vela_estimate import vela_estimates
 
@@ -263,7 +267,7 @@ def _named(problem: VelaProblem, tosa: Path, npu: NpuConfig) -> VelaProblem:
     owner = next((op for op in ops if op.offset >= problem.offset), None)
     if owner is None:
         return problem
-    behind = _read_graph(tosa).behind(owner.name)
+    behind = graph.behind(owner.name)
     asks = ""
     if behind is not None:
         shape = "x".join(map(str, behind.input_shape))

@@ -95,9 +95,11 @@ class BatchedConvAsImagePass(ArmPass):
     def call(self, graph_module: GraphModule) -> PassResult:
         graph = graph_module.graph
         regions: list[list[Node]] = []  # found before any change: new nodes have no value yet
+        claimed: set[Node] = set()
         for node in graph.nodes:
-            if _is_batched_pointwise_conv(node) and not any(node in r for r in regions):
+            if node not in claimed and _is_batched_pointwise_conv(node):
                 regions.append(_region(node))
+                claimed.update(regions[-1])
         for region in regions:
             conv = region[0]
             assert isinstance(conv.args[0], Node)
