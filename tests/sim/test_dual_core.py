@@ -19,9 +19,10 @@ from toolkit.job import Job
 from toolkit.npu import npu_config
 from toolkit.pipeline import run_job
 from toolkit.runners.sim import SimulatorRunner
-from toolkit.sim import load_payload, simulate
+from toolkit.sim import forget_programs, load_payload, simulate
 from toolkit.sim.commands import operation_registers
 from toolkit.sim.errors import UnsupportedError
+from toolkit.sim.native import conv as native_conv
 from toolkit.sim.plan import plan_for
 from toolkit.sim.vela_estimate import vela_estimates
 
@@ -112,6 +113,22 @@ def test_two_cores_take_fewer_cycles_than_one(cases, name):
     low, high = RATIO_BAND
     assert low <= ours_2 / ours_1 <= high, (ours_2, ours_1)
     assert low <= vela_2 / vela_1 <= high, (vela_2, vela_1)  # the band is Vela's too
+
+
+@pytest.mark.parametrize("name", ("conv2x2_c40_c70", "dw3x3_mult2_s2", "fc_256_10"))
+def test_dual_core_bit_exact_on_the_numpy_path(cases, name, monkeypatch):
+    """The cores' streams interleave the same for the numpy convolution as for the native one."""
+    monkeypatch.setattr(native_conv, "_KERNEL", None)
+    forget_programs()
+    try:
+        case = cases.get(name, U65_512)
+        program = load_payload(case.npz[U65_512])
+        for _ in range(2):  # the second run reuses the interleaved streams
+            result = simulate(program, case.inputs, U65_512)
+            assert np.array_equal(result.outputs[0], case.expected.reshape(result.outputs[0].shape))
+        assert plan_for(program, U65_512).blas
+    finally:
+        forget_programs()  # plans made without the kernel are not kept for other tests
 
 
 def test_a_dual_core_program_on_one_core_is_refused(cases):

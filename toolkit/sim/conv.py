@@ -238,26 +238,33 @@ class ConvRun:
     """A planned convolution's run: each core's weight and scale streams looked up through their
     slots (decoded on first use), their OFM channels interleaved back, then its engine."""
 
-    def __init__(self, engine: NativeConv | NumpyConv, decoded: DecodedStreams, streams):
+    def __init__(
+        self,
+        engine: NativeConv | NumpyConv,
+        decoded: DecodedStreams,
+        streams: tuple[CoreStreams, ...],
+    ):
         self.engine, self.decoded, self.streams = engine, decoded, streams
         self._joined: tuple = ((), None)  # (the cores' decoded streams, what they join to)
 
     def __call__(self, mem: Memory) -> None:
         decoded = self.decoded
-        parts = tuple(
+        parts = [
             (
                 c.weights.get(mem, decoded.weights, c.fmt),
                 c.scales.get(mem, decoded.scales, *c.scale_args),
             )
             for c in self.streams
-        )
-        if len(parts) > 1:  # joined again only when a core's stream changed
-            seen, flat = self._joined[0], [x for part in parts for x in part]
-            if len(seen) != len(flat) or any(a is not b for a, b in zip(flat, seen)):
-                self._joined = (flat, _interleaved(parts, self.engine.depthwise))
-            parts = (self._joined[1],)
-        ((w, scales),) = parts
+        ]
+        w, scales = parts[0] if len(parts) == 1 else self._join(parts)
         self.engine(mem, w, *scales)
+
+    def _join(self, parts: list) -> tuple:
+        """The cores' streams as one core's, interleaved again only when one of them changed."""
+        seen, flat = self._joined[0], [x for part in parts for x in part]
+        if len(seen) != len(flat) or any(a is not b for a, b in zip(flat, seen)):
+            self._joined = (flat, _interleaved(parts, self.engine.depthwise))
+        return self._joined[1]
 
     def row(self) -> Row | None:
         """native.batch's Row with the streams of the last run, checked before it runs where
