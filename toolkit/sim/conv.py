@@ -278,7 +278,7 @@ class ConvRun:
         return dataclasses.replace(made, checks=tuple(c for c in checks if c))  # () checks nothing
 
 
-def _interleaved(parts: tuple, depthwise: bool) -> tuple:
+def _interleaved(parts: list, depthwise: bool) -> tuple:
     """One core's (weights, (bias, rescale, max |bias|)) from each core's, channel c of core k
     becoming OFM channel k + c * cores."""
     cores = len(parts)
