@@ -272,10 +272,11 @@ def _merged(mem: Memory) -> None:
 
 def _prepare(cmd, regs, memory: Memory, accelerator: str, decoded: DecodedStreams):
     cores = architecture(accelerator).cores  # Vela sets PARALLEL_MODE = cores - 1 once, up front
-    if regs.get("PARALLEL_MODE", 0) != cores - 1:
+    mode = regs.get("PARALLEL_MODE", 0)
+    if mode != cores - 1:
         raise UnsupportedError(
-            f"PARALLEL_MODE = {regs.get('PARALLEL_MODE', 0)} is not implemented on {accelerator}, "
-            f"which has {cores} core{'s' if cores > 1 else ''} (in {at(cmd.offset, cmd.name, cmd.param)})"
+            f"PARALLEL_MODE = {mode} is not implemented on {accelerator}, which has {cores} "
+            f"core{'s' if cores > 1 else ''} (in {at(cmd.offset, cmd.name, cmd.param)})"
         )
     if cmd.name == "NPU_OP_CONV":
         return prepare_conv(regs, memory, accelerator, False, decoded)
