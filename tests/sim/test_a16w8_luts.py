@@ -1,5 +1,5 @@
 """a16w8 lookup tables: Vela's interpolating 16-bit LUTs (sigmoid, tanh, softmax's exp and
-reciprocal) run bit-exactly against the TOSA reference model on Ethos-U55 and U65."""
+reciprocal) run bit-exactly against the TOSA reference model on Ethos-U55 and U65 (one core and two)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ class Softmax(nn.Module):
         return torch.softmax(self.fc(x), dim=-1)
 
 
-@pytest.mark.parametrize("npu", ["ethos-u55-128", "ethos-u65-256"])
+@pytest.mark.parametrize("npu", ["ethos-u55-128", "ethos-u65-256", "ethos-u65-512"])
 @pytest.mark.parametrize("net,shape", [(SigmoidTanh, (1, 3, 8, 8)), (Softmax, (1, 16))])
 def test_int16_luts_run_bit_exact(net, shape, npu):
     torch.manual_seed(0)  # the net's initial weights

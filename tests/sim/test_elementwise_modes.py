@@ -233,6 +233,7 @@ def test_cycle_rates_of_the_new_modes(programs):
                 "ethos-u55-128": 0.5,
                 "ethos-u55-256": 0.25,
                 "ethos-u65-256": 0.25,
+                "ethos-u65-512": 0.125,
             }[accelerator]
         )
 

@@ -21,27 +21,28 @@ def test_the_simulated_configurations_and_what_the_decoder_reads():
         "ethos-u55-128",
         "ethos-u55-256",
         "ethos-u65-256",
+        "ethos-u65-512",
     )
     assert SIMULATED_FAMILIES == "Ethos-U55/U65"
-    # Ethos-U65-512 streams use the U55/U65 register map: op counts and diffs, but no simulation
-    assert decodes("ethos-u65-512") and not simulates("ethos-u65-512")
+    assert decodes("ethos-u65-512") and simulates("ethos-u65-512")
     assert not decodes("ethos-u85-256") and not simulates("ethos-u85-256")
-    with pytest.raises(SimError, match=r"runs ethos-u55-32, .*ethos-u65-256, not 'ethos-u85-256'$"):
+    with pytest.raises(SimError, match=r"runs ethos-u55-32, .*ethos-u65-512, not 'ethos-u85-256'$"):
         accelerator("ethos-u85-256")
 
 
 def test_each_configuration_as_vela_describes_it():
-    """Vela 5.1's accelerator_configs: OFM u-blocks, SHRAM banks; AXI width by family."""
+    """Vela 5.1's accelerator_configs: OFM u-blocks, SHRAM banks, cores; AXI width by family."""
     described = {
-        name: (a.ublock, a.ublock_depths, a.shram_bytes, a.beat_bytes)
+        name: (a.ublock, a.ublock_depths, a.shram_bytes, a.beat_bytes, a.cores)
         for name, a in ((n, accelerator(n)) for n in SIMULATED)
     }
     assert described == {
-        "ethos-u55-32": ((1, 1, 4), (8, 4), 16384, 8),
-        "ethos-u55-64": ((1, 1, 8), (8, 8), 16384, 8),
-        "ethos-u55-128": ((1, 2, 8), (8, 8), 24576, 8),
-        "ethos-u55-256": ((2, 2, 8), (8, 8), 49152, 8),
-        "ethos-u65-256": ((2, 2, 8), (8, 8), 49152, 16),
+        "ethos-u55-32": ((1, 1, 4), (8, 4), 16384, 8, 1),
+        "ethos-u55-64": ((1, 1, 8), (8, 8), 16384, 8, 1),
+        "ethos-u55-128": ((1, 2, 8), (8, 8), 24576, 8, 1),
+        "ethos-u55-256": ((2, 2, 8), (8, 8), 49152, 8, 1),
+        "ethos-u65-256": ((2, 2, 8), (8, 8), 49152, 16, 1),
+        "ethos-u65-512": ((2, 2, 8), (8, 8), 49152, 16, 2),
     }
 
 

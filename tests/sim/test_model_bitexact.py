@@ -1,8 +1,9 @@
 """Small nets of the kinds that disagreed with the TOSA reference (issue 12), bit-exact now.
 
 Each is compiled fused and unfused through the toolkit's chain for ethos-u55-128; its delegates are
-compiled again by Vela for ethos-u65-256 (the TOSA graph is the same). The simulator must equal the
-TOSA reference model on the evaluation samples and on full-range random int8 delegate inputs.
+compiled again by Vela for ethos-u65-256 and ethos-u65-512 (the TOSA graph is the same). The
+simulator must equal the TOSA reference model on the evaluation samples and on full-range random
+int8 delegate inputs.
 
 The cause of every mismatch in issue 12's table (LeakyReLU nets, MnasNet, ShuffleNet, the mean
 heads, the 224x224 net): the simulator used STRIDE_C as the channel stride of NHWC feature maps;
@@ -76,8 +77,9 @@ def test_fixture_model_bit_exact(fixture_model, tmp_path, name, shape):
         for d in vr.program.delegates:
             label = f"{name} {variant} delegate {d.index}"
             _assert_delegate_exact(d, "ethos-u55-128", load_payload(d.payload), label)
-            npz = vela_compile(d.tosa_path, "ethos-u65-256", tmp_path / variant / str(d.index))
-            _assert_delegate_exact(d, "ethos-u65-256", load_payload(npz), label)
+            for npu in ("ethos-u65-256", "ethos-u65-512"):
+                npz = vela_compile(d.tosa_path, npu, tmp_path / variant / str(d.index) / npu)
+                _assert_delegate_exact(d, npu, load_payload(npz), label)
 
 
 def _nhwc_maps_with_channel_stride(payload) -> list[str]:

@@ -146,7 +146,8 @@ def test_an_ofm_past_its_region_is_refused_before_anything_is_written(kws_plan):
     desc[18 + 1] = memory.size(region) - 1  # the OFM's first tile base (an fmap is 18 words)
     changed = _with_desc(conv, desc)
     before = memory.regions[region].copy()
-    streams = (conv.weight_slot.last[1], *conv.scale_slot.last[1])  # what its last run read
+    (core,) = conv.streams
+    streams = (core.weights.last[1], *core.scales.last[1])  # what its last run read
     with pytest.raises(RegionError, match="refused a convolution: conv: the description reaches"):
         changed.engine(memory, *streams)
     with pytest.raises(RegionError, match="refused an operation: run_batch: the description"):

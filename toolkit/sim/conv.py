@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import NamedTuple
 
 import numpy as np
 
@@ -10,6 +11,7 @@ from . import outstage
 from .activation import output_finish
 from .decoded import DecodedStreams, StreamSlot
 from .errors import UnsupportedError, at
+from .families import accelerator as architecture
 from .kernel import NEAREST, NO_UPSCALE, TRANSPOSE, Kernel, kernel_from
 from .layouts import FeatureMap, ifm_map, ofm_map
 from .memory import Memory
@@ -25,16 +27,12 @@ def check_common(regs: Registers, upscales: tuple[int, ...] = (NO_UPSCALE,)) -> 
     activation's: activation.output_finish). `upscales`: the IFM_UPSCALE modes the operation
     implements."""
     op = regs.command
-    checks = (
-        ("IFM_UPSCALE", regs.get("IFM_UPSCALE", 0) & 3, upscales),
-        ("PARALLEL_MODE", regs.get("PARALLEL_MODE", 0), (0,)),
-    )
-    for name, value, supported in checks:
-        if value not in supported:
-            raise UnsupportedError(
-                f"{name} = {value} is not implemented by the simulator "
-                f"(in {at(op.offset, op.name, op.param)})"
-            )
+    upscale = regs.get("IFM_UPSCALE", 0) & 3  # PARALLEL_MODE: plan._prepare checks it
+    if upscale not in upscales:
+        raise UnsupportedError(
+            f"IFM_UPSCALE = {upscale} is not implemented by the simulator "
+            f"(in {at(op.offset, op.name, op.param)})"
+        )
     if regs.get("ACC_FORMAT", 0) == 2:
         raise UnsupportedError(
             "ACC_FORMAT = 2 (fp s5.10) is not implemented by the simulator "
@@ -136,13 +134,10 @@ class NumpyConv:
         ofm.write(mem, self.finish(rescale.apply(acc, bound), mem))
 
 
-_STREAMS = (
-    "WEIGHT_REGION",
-    "WEIGHT_BASE",
-    "WEIGHT_LENGTH",
-    "SCALE_REGION",
-    "SCALE_BASE",
-    "SCALE_LENGTH",
+# per core: its weight and scale streams (core 1's in WEIGHT1_*, SCALE1_*; one region for both)
+_STREAMS = tuple(
+    (f"WEIGHT{n}_BASE", f"WEIGHT{n}_LENGTH", f"SCALE{n}_BASE", f"SCALE{n}_LENGTH")
+    for n in ("", "1")
 )
 
 
@@ -170,10 +165,7 @@ def prepare_conv(
         )
     ifm.check(memory, f"{what} (IFM)")
     ofm.check(memory, f"{what} (OFM)")
-    w_region, w_base, w_len, s_region, s_base, s_len = regs.required(_STREAMS)
-    w_region, s_region = w_region & 7, s_region & 7
-    memory.check(w_region, w_base, w_base + w_len, f"{what} (weights)")
-    memory.check(s_region, s_base, s_base + s_len, f"{what} (scales)")
+    w_region, s_region = (r & 7 for r in regs.required(("WEIGHT_REGION", "SCALE_REGION")))
     iu, ou = ublock_depths(accelerator)
     fmt = WeightFormat(
         ofm_depth=ofm.depth,
@@ -194,14 +186,26 @@ def prepare_conv(
     engine = conv_kernel(ifm, ofm, k, depthwise, finish, rounding) or NumpyConv(
         ifm, ofm, k, depthwise, finish
     )
-    run = ConvRun(
-        engine,
-        decoded,
-        decoded.slot(w_region, w_base, w_len),
-        decoded.slot(s_region, s_base, s_len),
-        fmt,
-        (ofm.depth, rounding, f"{what} (scales)"),
-    )
+    # Core c computes OFM channels c, c + cores, ... (Vela's core_deinterleave), its stream
+    # encoded for its share of each OFM block; a core with no channel has no stream.
+    cores = architecture(accelerator).cores
+    streams, stream_bytes = [], []
+    for core in range(min(cores, ofm.depth, fmt.ofm_block_depth)):
+        w_base, w_len, s_base, s_len = regs.required(_STREAMS[core])
+        memory.check(w_region, w_base, w_base + w_len, f"{what} (weights)")
+        memory.check(s_region, s_base, s_base + s_len, f"{what} (scales)")
+        channels = len(range(core, ofm.depth, cores))
+        block = -(-(fmt.ofm_block_depth - core) // cores)
+        streams.append(
+            CoreStreams(
+                decoded.slot(w_region, w_base, w_len),
+                decoded.slot(s_region, s_base, s_len),
+                fmt._replace(ofm_depth=channels, ofm_block_depth=block),
+                (channels, rounding, f"{what} (scales)"),
+            )
+        )
+        stream_bytes += [w_len, s_len]
+    run = ConvRun(engine, decoded, tuple(streams))
     macs = ofm.height * ofm.width * ofm.depth * k.elements * (1 if depthwise else ifm_depth)
     record = make_record(
         kind="depthwise" if depthwise else "conv",
@@ -209,8 +213,8 @@ def prepare_conv(
         macs=int(macs),
         bytes_read=(
             (ifm.region, ifm_h * ifm_w * ifm_depth * ifm.elem_size),
-            (w_region, w_len),
-            (s_region, s_len),
+            (w_region, sum(stream_bytes[::2])),
+            (s_region, sum(stream_bytes[1::2])),
         ),
         bytes_written=((ofm.region, ofm.height * ofm.width * ofm.depth * ofm.elem_size),),
         kernel=(k.height, k.width, k.stride_y, k.stride_x, k.dilation_y, k.dilation_x),
@@ -221,30 +225,46 @@ def prepare_conv(
     return Step(record, run, blas=isinstance(engine, NumpyConv))
 
 
+class CoreStreams(NamedTuple):
+    """Where one core's weight and scale streams are read, and how they decode."""
+
+    weights: StreamSlot
+    scales: StreamSlot
+    fmt: WeightFormat
+    scale_args: tuple[int, int, str]  # DecodedStreams.scales': channels, rounding, where
+
+
 class ConvRun:
-    """A planned convolution's run: its weight and scale streams looked up through their slots
-    (decoded on first use), then its engine."""
+    """A planned convolution's run: each core's weight and scale streams looked up through their
+    slots (decoded on first use), their OFM channels interleaved back, then its engine."""
 
     def __init__(
         self,
         engine: NativeConv | NumpyConv,
         decoded: DecodedStreams,
-        weight_slot: StreamSlot,
-        scale_slot: StreamSlot,
-        fmt: WeightFormat,
-        scale_args: tuple[int, int, str],  # DecodedStreams.scales': channels, rounding, where
+        streams: tuple[CoreStreams, ...],
     ):
-        self.engine, self.decoded = engine, decoded
-        self.weight_slot, self.scale_slot = weight_slot, scale_slot
-        self.fmt, self.scale_args = fmt, scale_args
+        self.engine, self.decoded, self.streams = engine, decoded, streams
+        self._joined: tuple = ((), None)  # (the cores' decoded streams, what they join to)
 
     def __call__(self, mem: Memory) -> None:
         decoded = self.decoded
-        self.engine(
-            mem,
-            self.weight_slot.get(mem, decoded.weights, self.fmt),
-            *self.scale_slot.get(mem, decoded.scales, *self.scale_args),
-        )
+        parts = [
+            (
+                c.weights.get(mem, decoded.weights, c.fmt),
+                c.scales.get(mem, decoded.scales, *c.scale_args),
+            )
+            for c in self.streams
+        ]
+        w, scales = parts[0] if len(parts) == 1 else self._join(parts)
+        self.engine(mem, w, *scales)
+
+    def _join(self, parts: list) -> tuple:
+        """The cores' streams as one core's, interleaved again only when one of them changed."""
+        seen, flat = self._joined[0], [x for part in parts for x in part]
+        if len(seen) != len(flat) or any(a is not b for a, b in zip(flat, seen)):
+            self._joined = (flat, _interleaved(parts, self.engine.depthwise))
+        return self._joined[1]
 
     def row(self) -> Row | None:
         """native.batch's Row with the streams of the last run, checked before it runs where
@@ -252,7 +272,28 @@ class ConvRun:
         if not isinstance(self.engine, NativeConv):
             return None
         made = self.engine.row()
-        checks = [slot.check() for slot in (self.weight_slot, self.scale_slot)]
+        checks = [slot.check() for c in self.streams for slot in (c.weights, c.scales)]
         if made is None or None in checks:
             return None
         return dataclasses.replace(made, checks=tuple(c for c in checks if c))  # () checks nothing
+
+
+def _interleaved(parts: list, depthwise: bool) -> tuple:
+    """One core's (weights, (bias, rescale, max |bias|)) from each core's, channel c of core k
+    becoming OFM channel k + c * cores."""
+    cores = len(parts)
+    depth = sum(len(bias) for _, (bias, _, _) in parts)
+    order = np.argsort(np.concatenate([np.arange(k, depth, cores) for k in range(cores)]))
+
+    def take(arrays, axis=0):
+        return np.take(np.concatenate(arrays, axis), order, axis)
+
+    rescales = [rescale for _, (_, rescale, _) in parts]
+    rescale = outstage.Rescale(
+        take([r.scale for r in rescales]),
+        take([r.shift + r.right for r in rescales]),  # the stream's shift (Rescale splits TFL's)
+        rescales[0].rounding,
+    )
+    bias = take([bias for _, (bias, _, _) in parts])
+    weights = take([w for w, _ in parts], -1 if depthwise else 0)
+    return weights, (bias, rescale, max(bound for _, (_, _, bound) in parts))

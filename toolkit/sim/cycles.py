@@ -178,7 +178,9 @@ def _mac_cycles_per_block(rec: OpRecord, geo: _Geometry, accelerator: str) -> in
         cycles += work + _pipeline_stalls(rec, geo, accelerator, steps)
     if rec.kind == "conv":
         cycles *= _ceil(rec.ifm_depth, geo.ifm_block[2])  # one pass per IFM depth slice
-    return cycles
+    # cores share each OFM block's channels: its MAC work, stalls included, divides between them
+    # (Vela's cycles_dpu_blk /= ncores; their output stages are in the Accelerator's tables)
+    return _ceil(cycles, architecture(accelerator).cores)
 
 
 def _pipeline_stalls(rec: OpRecord, geo: _Geometry, accelerator: str, steps: int) -> int:

@@ -21,6 +21,7 @@ from .decoded import DecodedStreams
 from .dma import prepare_dma
 from .elementwise import prepare_elementwise
 from .errors import PayloadError, UnsupportedError, at
+from .families import accelerator as architecture
 from .memory import Memory, shram_bytes
 from .native.batch import batched
 from .payload import NpuProgram, forget_payloads
@@ -270,6 +271,13 @@ def _merged(mem: Memory) -> None:
 
 
 def _prepare(cmd, regs, memory: Memory, accelerator: str, decoded: DecodedStreams):
+    cores = architecture(accelerator).cores  # Vela sets PARALLEL_MODE = cores - 1 once, up front
+    mode = regs.get("PARALLEL_MODE", 0)
+    if mode != cores - 1:
+        raise UnsupportedError(
+            f"PARALLEL_MODE = {mode} is not implemented on {accelerator}, which has {cores} "
+            f"core{'s' if cores > 1 else ''} (in {at(cmd.offset, cmd.name, cmd.param)})"
+        )
     if cmd.name == "NPU_OP_CONV":
         return prepare_conv(regs, memory, accelerator, False, decoded)
     if cmd.name == "NPU_OP_DEPTHWISE":

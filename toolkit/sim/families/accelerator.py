@@ -31,6 +31,8 @@ class Accelerator:
     pool_rate_by_width: bool = True
     # 40-bit accumulators stall once more per u-block depth on a one-u-block-wide OFM block
     narrow_block_40bit_stall: bool = False
+    # MAC arrays that share an operation's OFM channels (Vela's ncores; PARALLEL_MODE = cores - 1)
+    cores: int = 1
 
     @property
     def ublock_depths(self) -> tuple[int, int]:

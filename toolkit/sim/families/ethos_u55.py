@@ -1,6 +1,8 @@
-"""Ethos-U55 and Ethos-U65: one register map (Vela's ethos_u55_regs serves both), five
+"""Ethos-U55 and Ethos-U65: one register map (Vela's ethos_u55_regs serves both), six
 configurations. Ethos-U65 differs in its AXI width (128-bit: 16-byte beats) and its product id in
-the driver's config word; its 256-MAC configuration computes as the U55-256 does.
+the driver's config word; its 256-MAC configuration computes as the U55-256 does, and its 512-MAC
+one is two such cores, each computing every other OFM channel from a weight and scale stream of
+its own (WEIGHT1_*, SCALE1_* for the second).
 The cycle figures are Vela's estimator tables (architecture_features.py), SHRAM sizes its
 accelerator_configs."""
 
@@ -73,6 +75,20 @@ ACCELERATORS = {
             activation_cycles=(1.0, 0.25),
             elementwise_cycles=(0.5, 0.75, 0.375, 0.625, 0.25),
             accumulate_delay=(2, 2),
+        ),
+        # Vela's output and activation tables for the U65-512 are the U65-256's halved, entry
+        # for entry: the two cores' output stages work in parallel
+        Accelerator(
+            "ethos-u65-512",
+            "ethos-u65",
+            ublock=(2, 2, 8),
+            shram_banks=48,
+            beat_bytes=16,
+            output_cycles=(0.125, 0.1875, 0.0625),
+            activation_cycles=(0.5, 0.125),
+            elementwise_cycles=(0.25, 0.375, 0.1875, 0.3125, 0.125),
+            accumulate_delay=(2, 2),
+            cores=2,
         ),
     )
 }
