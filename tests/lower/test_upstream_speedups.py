@@ -9,6 +9,7 @@ import operator
 import pytest
 import torch
 from executorch.exir.passes.sym_to_tensor_pass import SymToTensorPass
+from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.export.exported_program import ExportedProgram
 from torch.fx import traceback as fx_traceback
 
@@ -104,6 +105,31 @@ def test_sym_to_tensor_is_skipped_only_without_symbolic_values():
         result = SymToTensorPass()(static)
         assert result.graph_module is static and not result.modified
         assert SymToTensorPass()(dynamic).graph_module is not dynamic  # upstream's retrace
+
+
+def _quantize_twice(mode: FakeTensorMode) -> tuple[int, int]:
+    """(hits, non-builtin bypasses) of two identical quantize_per_tensor calls on fake tensors."""
+    quantize = torch.ops.quantized_decomposed.quantize_per_tensor.default
+    before = FakeTensorMode.cache_info()
+    x = mode.from_tensor(torch.empty(2, 3))  # a conversion, not a dispatch
+    with mode:
+        outputs = [quantize(x, 0.1, -128, -128, 127, torch.int8) for _ in range(2)]
+    after = FakeTensorMode.cache_info()
+    assert [(o.shape, o.dtype) for o in outputs] == [(torch.Size([2, 3]), torch.int8)] * 2
+    bypassed = after.bypasses.get("non-builtin", 0) - before.bypasses.get("non-builtin", 0)
+    return after.hits - before.hits, bypassed
+
+
+def test_dialect_fake_kernels_are_cached_only_inside_the_context():
+    assert speedups._pure_dialect_fake(torch.ops.quantized_decomposed.quantize_per_tensor.default)
+    assert not speedups._pure_dialect_fake(torch.ops.aten.view.default)  # aten: torch's own rule
+    assert _quantize_twice(FakeTensorMode()) == (0, 2)  # upstream: both bypass the cache
+    assert any(speedups._pure_dialect_fake(key.key[0]) for key in FakeTensorMode.cache)  # bypass
+    with speedups.upstream_speedups(("cache-dialect-fake-kernels",)):
+        assert _quantize_twice(FakeTensorMode()) == (1, 0)  # the second is a hit
+    # no entry outlives the context (a later lowering's TOSA spec may differ)
+    assert not any(speedups._pure_dialect_fake(key.key[0]) for key in FakeTensorMode.cache)
+    assert _quantize_twice(FakeTensorMode()) == (0, 2)
 
 
 def _fingerprint(program) -> list[str]:

@@ -35,6 +35,17 @@ whole graph (~2 s) to wrap symbolic scalars (SymInt/SymFloat/SymBool values) pas
 operator takes a tensor. A graph with static shapes holds no symbolic value, so there is nothing
 to wrap: the pass is skipped when no node's value is one (the next pass retraces it anyway).
 
+cache-dialect-fake-kernels: every retrace runs each node's operator on fake tensors to compute
+its output's metadata. torch's FakeTensorMode caches that result by operator and argument
+metadata, but only for built-in (aten, prims) operators: the TOSA dialect's and the quantize /
+dequantize operators (ExecuTorch's "tosa" and torch's "quantized_decomposed" namespaces) bypass
+the cache ("non-builtin") and run their Python fake kernels again, ~93k times in the 49-step GRU
+keyword net's lowering (~30 s). Their fake kernels compute the output from the arguments alone
+(and the lowering's TOSA spec, one per lowering), so they are let into the cache when they are
+neither views nor mutating nor data-dependent; torch's own checks on the arguments and the
+output (fake tensors only, no aliasing) still apply. Their entries are dropped when the context
+starts (torch's bypass entries) and ends, so no entry outlives the TOSA spec it was computed under.
+
 Each speedup is installed only inside the context and restored after it; tests/lower pins that
 a compile's TOSA flatbuffer and Vela command stream are the same bytes with and without them.
 """
@@ -48,6 +59,7 @@ import torch
 from executorch.exir.graph_module import contains_any_call_fn_target_op, get_control_flow_submodules
 from executorch.exir.pass_base import PassResult
 from executorch.exir.passes.sym_to_tensor_pass import SymToTensorPass
+from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.export.exported_program import ExportedProgram
 from torch.fx import GraphModule
 from torch.fx import traceback as fx_traceback
@@ -181,11 +193,55 @@ def _skip_static_sym_to_tensor() -> Iterator[None]:
         SymToTensorPass.call = original  # type: ignore[method-assign]
 
 
+# operator namespaces whose fake kernels depend only on their arguments (and the TOSA spec)
+_PURE_FAKE_NAMESPACES = frozenset({"tosa", "quantized_decomposed"})
+_UNCACHEABLE_TAGS = (
+    torch.Tag.data_dependent_output,
+    torch.Tag.dynamic_output_shape,
+    torch.Tag.inplace_view,
+)
+
+
+def _pure_dialect_fake(func) -> bool:
+    return (
+        isinstance(func, torch._ops.OpOverload)
+        and func.namespace in _PURE_FAKE_NAMESPACES
+        and not func.is_view
+        and not func._schema.is_mutable
+        and not any(tag in func.tags for tag in _UNCACHEABLE_TAGS)
+    )
+
+
+@contextmanager
+def _cache_dialect_fake_kernels() -> Iterator[None]:
+    original = FakeTensorMode._validate_cache_key
+
+    def _validate_cache_key(self, func, args, kwargs):
+        if _pure_dialect_fake(func):
+            return None
+        return original(self, func, args, kwargs)
+
+    _drop_dialect_entries()  # torch keeps a "non-builtin" bypass entry per key it has seen
+    FakeTensorMode._validate_cache_key = _validate_cache_key  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        FakeTensorMode._validate_cache_key = original  # type: ignore[method-assign]
+        _drop_dialect_entries()
+
+
+def _drop_dialect_entries() -> None:
+    cache = FakeTensorMode.cache
+    for key in [key for key in cache if _pure_dialect_fake(key.key[0])]:
+        del cache[key]
+
+
 SPEEDUPS = {
     "shared-provenance": _shared_provenance,
     "skip-noop-decompositions": _skip_noop_decompositions,
     "skip-unchanged-recompile": _skip_unchanged_recompile,
     "skip-static-sym-to-tensor": _skip_static_sym_to_tensor,
+    "cache-dialect-fake-kernels": _cache_dialect_fake_kernels,
 }
 
 
