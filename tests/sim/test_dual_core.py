@@ -18,7 +18,6 @@ import pytest
 from toolkit.job import Job
 from toolkit.npu import npu_config
 from toolkit.pipeline import run_job
-from toolkit.runners.sim import SimulatorRunner
 from toolkit.sim import forget_programs, load_payload, simulate
 from toolkit.sim.commands import operation_registers
 from toolkit.sim.errors import UnsupportedError
@@ -27,7 +26,7 @@ from toolkit.sim.plan import plan_for
 from toolkit.sim.vela_estimate import vela_estimates
 
 from .conftest import FIXTURE_MODELS
-from .test_model_bitexact import _assert_delegate_exact
+from .test_model_bitexact import _assert_delegate_exact, _assert_reference_samples_exact
 
 U65_512 = "ethos-u65-512"
 NETS = [
@@ -71,13 +70,7 @@ def test_dual_core_nets_run_bit_exact(dual_core_job, model, shape):
     assert set(result.variants) == {"fused", "unfused"}
     for variant, vr in result.variants.items():
         assert vr.program.npu.accelerator == U65_512
-        runner = SimulatorRunner()  # no fallback: a refusal fails the test
-        for i, (sample, expected) in enumerate(zip(vr.reference.inputs, vr.reference.outputs)):
-            run = runner.run(vr.program, list(sample))
-            for g, w in zip(run.outputs, expected):
-                assert g.dtype == w.dtype and np.array_equal(g, w), (
-                    f"{model} {variant} sample {i}: {np.count_nonzero(g != w)}/{w.size} differ"
-                )
+        _assert_reference_samples_exact(vr, f"{model} {variant}")
         for d in vr.program.delegates:
             payload = load_payload(d.payload)
             streams = _second_core_streams(payload.command_stream)
