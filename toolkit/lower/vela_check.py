@@ -257,14 +257,9 @@ def _named(problem: VelaProblem, tosa: Path, graph: _Graph, npu: NpuConfig) -> V
     """The problem with the TOSA tensor Vela scheduled the operation for (one more Vela run with
     its optimiser database, made only when there is a problem to name)."""
     assert problem.offset is not None
-    from ..errors import ToolError
-    from ..sim.vela_estimate import vela_estimates
+    from ..sim.vela_estimate import scheduled_operation
 
-    try:
-        ops = vela_estimates(tosa, npu.accelerator, npu.system_config, npu.memory_mode)
-    except ToolError:
-        return problem
-    owner = next((op for op in ops if op.offset >= problem.offset), None)
+    owner = scheduled_operation(tosa, npu, problem.offset)
     if owner is None:
         return problem
     behind = graph.behind(owner.name)

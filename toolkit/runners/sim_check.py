@@ -11,7 +11,6 @@ NPU operation whose output differs from the TOSA tensor Vela scheduled it to pro
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -37,27 +36,12 @@ def _payload(delegate: Delegate):
     return load_payload(source)
 
 
-@lru_cache(maxsize=64)
-def _vela_operations(
-    tosa_path: str, accelerator: str, system_config: str | None, memory_mode: str | None
-):
-    from ..sim.vela_estimate import vela_estimates
-
-    return vela_estimates(tosa_path, accelerator, system_config, memory_mode)
-
-
 def scheduled_operation(delegate: Delegate, npu, offset: int) -> str:
     """' (Vela's Conv2D for TOSA tensor "name")' for the command at `offset`, or '' when Vela's
     database is not available (a .tflite program has no TOSA graph)."""
-    if delegate.tosa_path is None:
-        return ""
-    try:
-        ops = _vela_operations(
-            str(delegate.tosa_path), npu.accelerator, npu.system_config, npu.memory_mode
-        )
-    except ToolError:
-        return ""
-    owner = next((op for op in ops if op.offset >= offset), None)
+    from ..sim.vela_estimate import scheduled_operation as owner_of
+
+    owner = None if delegate.tosa_path is None else owner_of(delegate.tosa_path, npu, offset)
     return "" if owner is None else f" (Vela's {owner.operator} for TOSA tensor '{owner.name}')"
 
 
@@ -120,6 +104,7 @@ def tosa_intermediates(delegate: Delegate, inputs: list[np.ndarray]) -> dict[str
 def first_difference(delegate: Delegate, npu, inputs: list[np.ndarray]) -> str:
     """Where the simulator's run of this delegate first departs from the TOSA reference model."""
     from ..sim import op_outputs
+    from ..sim.vela_estimate import scheduled_operations
 
     program = _payload(delegate)
     sim_inputs = [
@@ -130,9 +115,8 @@ def first_difference(delegate: Delegate, npu, inputs: list[np.ndarray]) -> str:
         for record, ofm in op_outputs(program, sim_inputs, npu.accelerator)
     }
     reference = tosa_intermediates(delegate, inputs)
-    ops = _vela_operations(
-        str(delegate.tosa_path), npu.accelerator, npu.system_config, npu.memory_mode
-    )
+    assert delegate.tosa_path is not None, "a .tflite program has no TOSA graph to compare with"
+    ops = scheduled_operations(delegate.tosa_path, npu)
     compared = 0
     for op in ops:
         want = reference.get(op.name)

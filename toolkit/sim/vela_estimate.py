@@ -12,6 +12,7 @@ import contextlib
 import io
 import tempfile
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from ..errors import ToolError
@@ -132,6 +133,28 @@ def vela_estimates(
                 last.fused + (row[idx["operator"]],),
             )
     return tuple(sorted(estimates, key=lambda e: e.offset))
+
+
+@lru_cache(maxsize=64)
+def _cached_estimates(
+    tosa_path: str, accelerator: str, system_config: str | None, memory_mode: str | None
+) -> tuple[VelaOpEstimate, ...]:
+    return vela_estimates(tosa_path, accelerator, system_config, memory_mode)
+
+
+def scheduled_operations(tosa_path: str | Path, npu) -> tuple[VelaOpEstimate, ...]:
+    """vela_estimates for the delegate's NpuConfig, one Vela run per TOSA file and config."""
+    return _cached_estimates(str(tosa_path), npu.accelerator, npu.system_config, npu.memory_mode)
+
+
+def scheduled_operation(tosa_path: str | Path, npu, offset: int) -> VelaOpEstimate | None:
+    """The operation Vela scheduled the command at `offset` for (the first whose last NPU_OP
+    is at or after it), or None when Vela cannot say."""
+    try:
+        ops = scheduled_operations(tosa_path, npu)
+    except ToolError:
+        return None
+    return next((op for op in ops if op.offset >= offset), None)
 
 
 def compare_cycles(
