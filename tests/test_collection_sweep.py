@@ -36,10 +36,11 @@ U65_NETS = (
 # (net, variant or None for both) -> a known bug the net trips, marked xfail(strict=False) until
 # fixed (the STRIDE_C mean, ConvTranspose2d quantization and IFM_UPSCALE bugs this listed are).
 KNOWN_BUGS: dict[tuple[str, str | None], str] = {
-    ("keyword_transformer_block", None): "the first of Vela's transposes for the attention's "
-    "qkv permute (pool.average at command-stream offset 0x1070, TOSA tensor "
-    "tosa_transpose_default) differs from the TOSA reference in 1011 of 1536 values, fused and "
-    "unfused; not yet known whether Vela's stream or the simulator is at fault",
+    ("keyword_transformer_block", None): "the attention's q @ k^T, a MATMUL reading slices "
+    "of the qkv transpose, differs from the TOSA reference (the first comparable operation "
+    "after it, elementwise.mul for tosa_rescale_default_6, in 255 of 512 values), fused and "
+    "unfused; a MATMUL on inputs and slices of a transpose feeding an ADD are bit-exact; not "
+    "yet known whether Vela's stream or the simulator is at fault",
 }
 # net -> what the one-line refusal must name, for nets the simulator refuses up front
 REFUSALS: dict[str, str] = {}

@@ -127,3 +127,23 @@ def test_a_delegates_error_keeps_its_one_line(program):
     with pytest.raises(UserError) as caught:
         execute(program.program, list(program.reference.inputs[0]), refuse)
     assert str(caught.value) == "the program store is damaged: delegate0.bin is truncated"
+
+
+def test_first_difference_reads_a_strided_ofm_in_the_tensors_order(fixture_model):
+    """Vela's transpose writes its OFM (2, 3, 256) with strides (256, 512, 1): the TOSA tensor
+    is that memory in address order, not the OFM's (H, W, C) order (1015 of 1536 values)."""
+    from toolkit.runners.sim_check import first_difference
+
+    vr = fixture_model("HeadsPermute", "1,16,96").variants["fused"]
+    (delegate,) = vr.program.delegates
+    strided = [
+        op
+        for op in operations(load_payload(delegate.payload))
+        if dict(op.registers).get("OFM_STRIDE_X") == 512
+    ]
+    assert strided, "Vela no longer writes the transpose with strides"
+    quant = vr.program.input_quant[0]
+    x = np.asarray(vr.reference.inputs[0][0], dtype=np.float64)
+    sample = [np.clip(np.round(x / quant.scale) + quant.zero_point, -128, 127).astype(np.int8)]
+    message = first_difference(delegate, vr.program.npu, sample)
+    assert message.startswith("no NPU operation's output differs among the ")

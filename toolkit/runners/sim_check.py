@@ -104,6 +104,8 @@ def tosa_intermediates(delegate: Delegate, inputs: list[np.ndarray]) -> dict[str
 def first_difference(delegate: Delegate, npu, inputs: list[np.ndarray]) -> str:
     """Where the simulator's run of this delegate first departs from the TOSA reference model."""
     from ..sim import op_outputs
+    from ..sim.layouts import ofm_map
+    from ..sim.registers import Registers
     from ..sim.vela_estimate import scheduled_operations
 
     program = _payload(delegate)
@@ -125,7 +127,8 @@ def first_difference(delegate: Delegate, npu, inputs: list[np.ndarray]) -> str:
             continue
         compared += 1
         record, ofm = got
-        differ = int(np.count_nonzero(ofm.reshape(-1).astype(np.int64) != want))
+        stored = ofm_map(Registers(dict(record.registers))).in_memory_order(ofm)
+        differ = int(np.count_nonzero(stored.astype(np.int64) != want))
         if differ:
             return (
                 f"first differing NPU operation: {record.kind} at command-stream offset "

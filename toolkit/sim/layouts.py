@@ -93,6 +93,20 @@ class FeatureMap(NamedTuple):
         for p in self.pieces:
             p.view(mem, self.dtype)[...] = values[p.ys, p.xs, p.cs].reshape(p.shape)
 
+    def in_memory_order(self, values: np.ndarray) -> np.ndarray:
+        """values (H, W, C) by the address each is stored at: the order of the TOSA tensor
+        the map holds when its strides are not (W*C, C, 1), as in Vela's transposes."""
+        if self.brick:
+            return values.reshape(-1)
+        addresses = np.empty(self.shape, np.int64)
+        for p in self.pieces:
+            index = np.indices(p.shape).reshape(len(p.shape), -1)
+            at = p.offset + (index * np.array(p.strides)[:, None]).sum(0)
+            addresses[p.ys, p.xs, p.cs] = at.reshape(
+                p.ys.stop - p.ys.start, p.xs.stop - p.xs.start, -1
+            )
+        return values.reshape(-1)[np.argsort(addresses.reshape(-1), kind="stable")]
+
 
 def _tiles(bases, height0: int, height1: int, width0: int, h: int, w: int) -> list:
     """(rows, columns, base) of the up to four tiles, in feature-map coordinates."""
