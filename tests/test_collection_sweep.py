@@ -36,11 +36,9 @@ U65_NETS = (
 # (net, variant or None for both) -> a known bug the net trips, marked xfail(strict=False) until
 # fixed (the STRIDE_C mean, ConvTranspose2d quantization and IFM_UPSCALE bugs this listed are).
 KNOWN_BUGS: dict[tuple[str, str | None], str] = {
-    ("keyword_transformer_block", None): "the attention's q @ k^T, a MATMUL reading slices "
-    "of the qkv transpose, differs from the TOSA reference (the first comparable operation "
-    "after it, elementwise.mul for tosa_rescale_default_6, in 255 of 512 values), fused and "
-    "unfused; a MATMUL on inputs and slices of a transpose feeding an ADD are bit-exact; not "
-    "yet known whether Vela's stream or the simulator is at fault",
+    ("keyword_transformer_block", None): "Vela 5.1.0 miscompiles the attention's q @ k, a "
+    "batched MATMUL whose first operand is a SLICE: each head's elementwise MUL reads head 0's "
+    "queries (IFM_BASE0 0 where head 1 is at 256; docs/upstream-gaps.md), fused and unfused",
 }
 # net -> what the one-line refusal must name, for nets the simulator refuses up front
 REFUSALS: dict[str, str] = {}
