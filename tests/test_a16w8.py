@@ -187,7 +187,7 @@ ZOO_A16W8 = {
     "model",
     [
         "zoo:resnet8",  # ~30 s, both variants at once
-        # ~70-90 s on a shared 2-core machine: over the default suite's budget
+        # 50-90 s on the shared 2-core machine: with it the default suite would grow ~70 s
         pytest.param("zoo:mobilenet_v1_025", marks=pytest.mark.slow),
     ],
 )
