@@ -7,6 +7,7 @@ activations span a range int8 cannot hold.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -166,3 +167,131 @@ def test_a16w8_holds_a_range_int8_cannot():
     (decision,) = fused["a16w8"].program.decisions
     assert (decision.fused, decision.upper_bound_from) == (True, "calibration")
     assert decision.upper_bound > 8
+
+
+# the zoo's CNNs a16w8 on ethos-u55-128, bit for bit: 16-bit feature maps through conv, depthwise,
+# residual ADD, average pool and the NCHW transposes, with the 40-bit accumulators Vela selects
+ZOO_A16W8 = {
+    "zoo:resnet8": {"ADD": 3, "AVG_POOL2D": 1, "CLAMP": 7, "CONV2D": 10, "TRANSPOSE": 1},
+    "zoo:mobilenet_v1_025": {
+        "AVG_POOL2D": 1,
+        "CLAMP": 27,
+        "CONV2D": 15,
+        "DEPTHWISE_CONV2D": 13,
+        "TRANSPOSE": 1,
+    },
+}
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        "zoo:resnet8",  # ~30 s, both variants at once
+        # 50-90 s on the shared 2-core machine: with it the default suite would grow ~70 s
+        pytest.param("zoo:mobilenet_v1_025", marks=pytest.mark.slow),
+    ],
+)
+def test_a16w8_zoo_nets_run_bit_exact_on_the_simulator(tmp_path, model):
+    job = Job(
+        model=model,
+        out_dir=tmp_path,
+        npu="ethos-u55-128",
+        quant="a16w8",
+        calibration_samples=2,
+        eval_samples=2,
+        parallel_variants=True,
+    )
+    result = run_job(job, runner=SimulatorRunner())
+    report = report_dict(result)
+    for name in ("fused", "unfused"):
+        vr = result.variants[name]
+        assert vr.vela_problems == ()
+        (delegate,) = vr.program.delegates
+        assert vr.program.cpu_ops == ()
+        assert [q.dtype for q in delegate.inputs + delegate.outputs] == ["int16", "int16"]
+        ops = report["variants"][name]["tosa_ops"]
+        assert {op: ops.get(op, 0) for op in ZOO_A16W8[model]} == ZOO_A16W8[model]
+        assert vr.run is not None and len(vr.reference.inputs) == 2
+        assert (vr.run.outputs_match_reference, vr.run.max_diff_lsb) == (True, 0.0)
+
+
+class SharedResidual(nn.Module):
+    """A conv output that feeds both a residual ADD and the next conv, as between MobileNetV2's
+    inverted residuals: Vela 5.1 cannot place its 16x8 Conv2D (int8 compiles)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(8, 8, 3, padding=1)
+        self.expand = nn.Conv2d(8, 16, 1)
+        self.project = nn.Conv2d(16, 8, 1)
+
+    def forward(self, x):
+        y = self.stem(x)
+        return y + self.project(torch.relu(self.expand(y)))
+
+
+def test_a16w8_conv_vela_cannot_place_is_refused_in_one_line():
+    inputs = (torch.randn(1, 8, 8, 8, generator=torch.Generator().manual_seed(0)),)
+    with pytest.raises(UserError) as refused:
+        toolkit.compile(SharedResidual(), example_inputs=inputs, quant="a16w8", eval_samples=1)
+    message = str(refused.value)
+    assert "\n" not in message
+    assert message.startswith("--quant a16w8: Vela could not place a 16x8 Conv2D of this model")
+    assert message.endswith("--quant int8 compiles it")
+    vr = toolkit.compile(SharedResidual(), example_inputs=inputs, eval_samples=1).variants["fused"]
+    assert vr.program.delegates[0].tosa_ops["ADD"] == 1
+
+
+class DeepConv(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(64, 64, 3, padding=1)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+def _conv_cycles(quant: str):
+    """(our cycles, Vela's estimate) of the one Conv2D, and our records of it."""
+    from toolkit.npu import npu_config
+    from toolkit.sim import cycles as cycle_model
+    from toolkit.sim import load_payload, simulate
+    from toolkit.sim.vela_estimate import compare_cycles, vela_estimates
+
+    accelerator = "ethos-u55-128"
+    inputs = (torch.randn(1, 64, 16, 16, generator=torch.Generator().manual_seed(0)),)
+    vr = toolkit.compile(
+        DeepConv(), example_inputs=inputs, quant=quant, io_layout="nhwc", eval_samples=1
+    ).variants["fused"]
+    (delegate,) = vr.program.delegates
+    program = load_payload(delegate.payload)
+    sim = simulate(program, [np.zeros(t.shape, t.dtype) for t in program.inputs], accelerator)
+    npu = npu_config(accelerator)
+    memory = cycle_model.memory_system(accelerator, npu.system_config, npu.memory_mode)
+    estimates = vela_estimates(delegate.tosa_path, accelerator)
+    (row,) = compare_cycles(sim.operations, estimates, accelerator, memory)
+    assert row.operator == "Conv2D"
+    return row, [r for r in sim.operations if r.kind == "conv"]
+
+
+def test_a16w8_conv_cycles_agree_with_vela_at_half_the_mac_rate():
+    """16x8 runs at half the 8x8 MAC rate on Ethos-U55: the IFM block is 16 channels deep, not
+    32, so a 64-channel IFM takes 4 passes instead of 2 (Vela's npu_performance.py; its C++ core
+    agrees), and the output stage works from 40-bit accumulators (0.75 vs 0.5 cycles/element on
+    U55-128). A 3x3 conv, 64 -> 64 channels, 16x16, NHWC (no transposes), ethos-u55-128: ours
+    150,080 vs Vela's 151,166 (0.99x) a16w8; int8 ~77,000 NPU cycles plus weight DMA.
+
+    The 7.9x measured on zoo:conv2d_relu a16w8 (ours 91,800 vs Vela 11,664 for the program) is not
+    the 16-bit model: its conv is 4,488 vs 5,200 and int8 shows the same gap (46,448 vs 6,304,
+    7.4x). Both come from the NCHW interface's transposes, which Vela estimates from their memory
+    traffic alone (1,920 cycles a16w8) while ours prices the 1x1 average pools they run as
+    (83,344 a16w8): vela_estimate.py's Transpose note."""
+    (row16, convs16), (row8, convs8) = _conv_cycles("a16w8"), _conv_cycles("int8")
+    assert all(r.ifm_elem_size == 2 and r.acc_40bit for r in convs16)
+    assert all(r.ifm_elem_size == 1 and not r.acc_40bit for r in convs8)
+    assert abs(row16.ratio - 1.0) <= 0.05, (row16.ours, row16.vela)
+    compute16 = sum(r.compute_cycles for r in convs16)
+    compute8 = sum(r.compute_cycles for r in convs8)
+    assert 1.8 <= compute16 / compute8 <= 2.1, (compute16, compute8)
+    # int8's conv is split in three with weight DMA between them, which Vela partly hides
+    assert "weight DMA" in row8.note

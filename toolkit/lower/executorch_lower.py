@@ -18,7 +18,7 @@ from executorch.exir.lowered_backend_module import get_lowered_submodules
 
 from ..artifacts import CpuOp, QuantizedModel, RewriteRecord, TensorQuant, TensorSpec
 from ..console_capture import capture_fds
-from ..errors import ToolError
+from ..errors import ToolError, UserError
 from ..graph_info import node_source
 from ..npu import NpuConfig
 from ..quantize.quantizer import compile_spec
@@ -227,7 +227,7 @@ def _lower(
             pte = edge.to_executorch().buffer
     except (Exception, SystemExit) as exc:  # many types, all meaning lowering failed; Vela's
         # argument parser exits instead of raising
-        if isinstance(exc, ToolError):
+        if isinstance(exc, (ToolError, UserError)):  # a UserError: Vela's 16x8 refusal
             raise
         raise ToolError(f"ExecuTorch lowering failed: {type(exc).__name__}: {exc}") from exc
     (work_dir / "lowering.log").write_text(log.text)

@@ -9,16 +9,47 @@ is how a run is matched to its delegate afterwards.
 
 from __future__ import annotations
 
+import re
 import shutil
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..console_capture import capture_fds
-from ..errors import ToolError
+from ..errors import ToolError, UserError
 
 REPORT_FLAGS = ("--verbose-performance",)
 VELA_STEM = "out"  # vela_compile writes the TOSA graph as out.tosa
+# Vela 5.1's C++ core when it cannot place an operator it has no CPU fallback for
+_UNPLACED = re.compile(r"^Non-passthrough operation \((\w+)\) could not run on NPU$")
+
+
+def _is_16x8(tosa_flatbuffer: bytes) -> bool:
+    """Whether the TOSA graph holds a 16x8 convolution (an INT48 accumulator: --quant a16w8)."""
+    from tosa.DType import DType
+    from tosa.TosaGraph import TosaGraph
+
+    graph = TosaGraph.GetRootAsTosaGraph(tosa_flatbuffer, 0)
+    for r in range(graph.RegionsLength()):
+        region = graph.Regions(r)
+        for b in range(region.BlocksLength()):
+            block = region.Blocks(b)
+            if any(block.Tensors(t).Type() == DType.INT48 for t in range(block.TensorsLength())):
+                return True
+    return False
+
+
+def _unplaced_16x8(error: BaseException, tosa_flatbuffer: bytes) -> UserError | None:
+    """The one-line refusal for a 16x8 operator Vela cannot place, or None."""
+    match = _UNPLACED.match(str(error)) if isinstance(error, RuntimeError) else None
+    if match is None or not _is_16x8(bytes(tosa_flatbuffer)):
+        return None
+    return UserError(
+        f"--quant a16w8: Vela could not place a 16x8 {match.group(1)} of this model on the NPU "
+        f'("{error}"), and it has no CPU fallback; seen with Vela 5.1 where a convolution\'s '
+        "int16 output feeds both a residual ADD and another convolution (MobileNetV2-style "
+        "inverted residuals) and for ConvTranspose2d; --quant int8 compiles it"
+    )
 
 
 @dataclass(frozen=True)
@@ -55,6 +86,9 @@ def recorded_vela_runs(root: Path):
                 error = exc
         (folder / "vela.log").write_text(log.text)
         if error is not None:
+            refusal = _unplaced_16x8(error, tosa_flatbuffer)
+            if refusal is not None:
+                raise refusal from error
             tail = " | ".join(log.text.strip().splitlines()[-3:])
             raise ToolError(f"Vela failed ({type(error).__name__}: {error}): {tail}") from error
         runs.append(VelaRun(folder, result.processed_bytes))
