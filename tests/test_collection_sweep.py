@@ -44,8 +44,8 @@ KNOWN_BUGS: dict[tuple[str, str | None], str] = {
 REFUSALS: dict[str, str] = {}
 
 # --quant a16w8 (int16 activations, int8 weights), on ethos-u55-128, fused and unfused: one net
-# of each kind and two the compile refuses (all 26 were run once: the 19 others are bit-exact too,
-# the 5 more in A16W8_REFUSALS refused; this subset keeps CI's slow run in its time).
+# of each kind and two the compile refuses (all 26 were run once: 19 bit-exact, the 7 in
+# A16W8_REFUSALS refused; this subset keeps CI's slow run in its time).
 A16W8_NETS = (
     "shufflenet_v2_x0_5",
     "leaky_conv_net",
