@@ -184,18 +184,19 @@ ZOO_A16W8 = {
 
 
 @pytest.mark.parametrize(
-    "model",
+    "model, npu",
     [
-        "zoo:resnet8",  # ~30 s, both variants at once
+        ("zoo:resnet8", "ethos-u55-128"),  # ~30 s, both variants at once
         # 50-90 s on the shared 2-core machine: with it the default suite would grow ~70 s
-        pytest.param("zoo:mobilenet_v1_025", marks=pytest.mark.slow),
+        pytest.param("zoo:mobilenet_v1_025", "ethos-u55-128", marks=pytest.mark.slow),
+        pytest.param("zoo:resnet8", "ethos-u65-256", marks=pytest.mark.slow),
     ],
 )
-def test_a16w8_zoo_nets_run_bit_exact_on_the_simulator(tmp_path, model):
+def test_a16w8_zoo_nets_run_bit_exact_on_the_simulator(tmp_path, model, npu):
     job = Job(
         model=model,
         out_dir=tmp_path,
-        npu="ethos-u55-128",
+        npu=npu,
         quant="a16w8",
         calibration_samples=2,
         eval_samples=2,
