@@ -10,11 +10,11 @@ simulator's outputs are checked against the reference model's bit for bit, per d
 end through the runners.
 
 cold: the first inference of a freshly loaded program (load_payload of its bytes) in a fresh
-      state: the simulator's per-program state (its plan, decoded weights and scales) is
-      forgotten first (toolkit.sim.forget_programs); what the simulator keeps on disk next to
-      the compiled program (toolkit.sim.derived_store, written by a first run before timing,
-      as a deploy's first run in an earlier process would) is read back. Imports and the Vela memory-system figures
-      of the cycle model are per process, not per program, and are not counted. The TOSA reference
+      state: the simulator's per-program state (its plan, decoded weights and scales, cycle
+      figures) is forgotten first (toolkit.sim.forget_programs), so a cold run plans, decodes
+      and times the program as a deploy's first inference does. Imports and the Vela
+      memory-system figures of the cycle model are per process, not per program, and are not
+      counted. The TOSA reference
       model keeps nothing between runs, so each of its runs is a cold run.
 warm: per inference after that, the median of --repeat runs.
 Cold figures are the median of --cold-repeat (21) fresh starts, the two engines taking turns. Times
@@ -34,7 +34,7 @@ with ai-edge-litert 2.3.0, ad01's FULLY_CONNECTED outputs differ by 1 LSB where 
 meets a tie: checked by hand on layer 2's one differing output, LiteRT gives acc * M / 2^36
 rounded once (56), Vela's stream in TFL mode (the simulator) rounds twice, high multiply then
 divide (57), as TFLite's double-rounding MultiplyByQuantizedMultiplier does.
-Usage: python scripts/bench_sim.py [--accelerator ethos-u55-128] [--repeat 9] [--out DIR] [--no-store]
+Usage: python scripts/bench_sim.py [--accelerator ethos-u55-128] [--repeat 9] [--out DIR]
                                    [--no-tflite] [--collection] [NAME | collection:NAME ...]
 """
 
@@ -181,9 +181,7 @@ def _benched(parser, names: list[str], collection: bool) -> dict[str, tuple[str,
     return benched
 
 
-def bench_net(
-    spec: str, shape: str | None, accelerator: str, timer: Timer, out_dir: Path, keep: bool
-):
+def bench_net(spec: str, shape: str | None, accelerator: str, timer: Timer, out_dir: Path):
     model = load_model(spec, shape)
     program = compile_variant(
         model,
@@ -194,13 +192,11 @@ def bench_net(
     )
     inputs = [x.numpy() for x in model.example_inputs]
     calls = _delegate_calls(program, inputs)
-    # what the simulator derives is kept next to the program (--no-store: derived at every start)
-    store = program.out_dir if keep else None
     exact = all(
         np.array_equal(s.reshape(-1), r.reshape(-1))
         for d, arrays in calls
         for s, r in zip(
-            simulate(load_payload(d.payload), arrays, accelerator, store=store).outputs,
+            simulate(load_payload(d.payload), arrays, accelerator).outputs,
             run_tosa_delegate(d, arrays),
         )
     )
@@ -214,7 +210,7 @@ def bench_net(
 
     def run_sim():
         for d, arrays in calls:
-            simulate(load_payload(d.payload), arrays, accelerator, store=store)
+            simulate(load_payload(d.payload), arrays, accelerator)
 
     def run_ref():
         for d, arrays in calls:
@@ -230,7 +226,7 @@ def _nothing() -> None:
     """The reference model's fresh start: it keeps nothing between runs."""
 
 
-def bench_tflite(stem: str, accelerator: str, timer: Timer, out_dir: Path, tflite, keep: bool):
+def bench_tflite(stem: str, accelerator: str, timer: Timer, out_dir: Path, tflite):
     path = FIXTURES / f"{stem}.tflite"
     program = compile_tflite(path, npu_config(accelerator), out_dir / stem)
     (delegate,) = program.delegates
@@ -238,10 +234,7 @@ def bench_tflite(stem: str, accelerator: str, timer: Timer, out_dir: Path, tflit
     x = np.random.default_rng(0).integers(-128, 128, spec.shape, dtype=np.int8)
 
     def run_sim():
-        store = program.out_dir if keep else None
-        return simulate(load_payload(delegate.vela_npz_path), [x], accelerator, store=store).outputs
-
-    run_sim()  # as a deploy's first run: what the simulator derives is kept with the program
+        return simulate(load_payload(delegate.vela_npz_path), [x], accelerator).outputs
 
     if tflite is None:
         return (timer.cold((forget_programs, run_sim))[0], timer.warm(run_sim)), None, None
@@ -283,12 +276,6 @@ def main() -> int:
         help="also every net of the collection (tests/collection/nets.toml), at its input shape",
     )
     parser.add_argument("--accelerator", default="ethos-u55-128")
-    parser.add_argument(
-        "--no-store",
-        action="store_true",
-        help="no derived store (sim_<key>.bin): a cold start decodes and times the program again, "
-        "what the store saves is the difference",
-    )
     parser.add_argument("--repeat", type=int, default=9, help="warm runs (median)")
     parser.add_argument(
         "--cold-repeat",
@@ -334,16 +321,12 @@ def main() -> int:
         out_dir = args.out or Path(tmp)
         for label, (spec, shape) in benched.items():
             folder = out_dir.joinpath(*label.split(":"))
-            sim, ref, exact = bench_net(
-                spec, shape, args.accelerator, timer, folder, not args.no_store
-            )
+            sim, ref, exact = bench_net(spec, shape, args.accelerator, timer, folder)
             tosa_ratios.append((sim[0] / ref[0], sim[1] / ref[1]))
             print(_row(label, width, sim, ref, None, exact), flush=True)
         if not args.no_tflite:
             for stem in MLPERF_TFLITE:
-                sim, ref, exact = bench_tflite(
-                    stem, args.accelerator, timer, out_dir, tflite, not args.no_store
-                )
+                sim, ref, exact = bench_tflite(stem, args.accelerator, timer, out_dir, tflite)
                 if ref is not None:
                     tflite_ratios.append((sim[0] / ref[0], sim[1] / ref[1]))
                 print(_row(f"{stem}.tflite", width, sim, None, ref, exact), flush=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import pickle
 from pathlib import Path
 
@@ -15,11 +14,11 @@ from tflite_edit import without_final_softmax
 from toolkit.lower.tflite import compile_tflite
 from toolkit.sim import conv as conv_module
 from toolkit.sim import decoded as decoded_module
-from toolkit.sim import derived_store, forget_programs, load_payload, simulate, weights
+from toolkit.sim import forget_programs, load_payload, simulate, weights
 from toolkit.sim import plan as plan_module
-from toolkit.sim.commands import Command, operation_registers
-from toolkit.sim.commands import decode as decode_commands
+from toolkit.sim.commands import Command
 from toolkit.sim.errors import PayloadError
+from toolkit.sim.families.ethos_u55 import COMMANDS
 from toolkit.sim.memory import Memory
 from toolkit.sim.native import conv as native_conv
 from toolkit.sim.registers import RegisterFile
@@ -81,9 +80,9 @@ def test_mlw_decode_is_the_codec_s_decode(values):
     assert ours[: len(values)].tolist() == [int(v) for v in values]
 
 
-def _run(npz, shape, store=None):
+def _run(npz, shape):
     x = np.random.default_rng(7).integers(-128, 128, shape, dtype=np.int8)
-    return simulate(load_payload(npz), [x], ACC, store=store)
+    return simulate(load_payload(npz), [x], ACC)
 
 
 def _counting(monkeypatch) -> list:
@@ -96,96 +95,6 @@ def _counting(monkeypatch) -> list:
 
     monkeypatch.setattr(weights, "mlw_decode", counting_decode)
     return calls
-
-
-def test_a_new_process_reads_what_the_first_derived(kws_npz, tmp_path, monkeypatch):
-    shape = EXPECTED[NAME][0]
-    forget_programs()
-    plain = _run(kws_npz, shape)
-    calls = _counting(monkeypatch)
-    forget_programs()
-    first = _run(kws_npz, shape, tmp_path)
-    (stored,) = tmp_path.glob("sim_*.bin")
-    assert len(calls) == 11
-    forget_programs()  # as a new process: only the file is left
-    again = _run(kws_npz, shape, tmp_path)
-    assert len(calls) == 11  # nothing decoded
-    for result in (first, again):
-        assert [o.tolist() for o in result.outputs] == [o.tolist() for o in plain.outputs]
-        assert result.operations == plain.operations  # cycle figures included
-        assert result.pmu == plain.pmu
-    assert derived_store.load(stored, load_payload(kws_npz).weights) is not None
-
-
-def test_a_damaged_store_is_derived_again(kws_npz, tmp_path, monkeypatch):
-    shape = EXPECTED[NAME][0]
-    forget_programs()
-    plain = _run(kws_npz, shape, tmp_path)
-    (stored,) = tmp_path.glob("sim_*.bin")
-    raw = bytearray(stored.read_bytes())
-    raw[len(raw) // 2] ^= 0x01  # one bit in the decoded weights
-    stored.write_bytes(bytes(raw))
-    weights = load_payload(kws_npz).weights
-    assert derived_store.load(stored, weights) is None
-    calls = _counting(monkeypatch)
-    forget_programs()
-    again = _run(kws_npz, shape, tmp_path)
-    assert len(calls) == 11  # not trusted: decoded again
-    assert [o.tolist() for o in again.outputs] == [o.tolist() for o in plain.outputs]
-    assert again.operations == plain.operations
-    assert derived_store.load(stored, weights) is not None  # and written again
-    stored.write_bytes(b"")  # empty: the same
-    forget_programs()
-    assert [o.tolist() for o in _run(kws_npz, shape, tmp_path).outputs] == [
-        o.tolist() for o in plain.outputs
-    ]
-    assert len(calls) == 22
-
-
-def test_the_store_is_per_program_and_accelerator(kws_npz, tmp_path):
-    program = load_payload(kws_npz)
-    key = derived_store.store_file(tmp_path, program, ACC)
-    assert derived_store.store_file(tmp_path, program, "ethos-u65-256") != key
-    changed = program._replace(weights=program.weights[:-1] + b"\x00")
-    assert derived_store.store_file(tmp_path, changed, ACC) != key
-
-
-def test_a_program_planned_before_its_store_is_known_is_not_planned_again(kws_npz, tmp_path):
-    # the simulator runner's refusal check plans a program before its first run passes the store
-    from toolkit.sim.plan import plan_for
-
-    forget_programs()
-    program = load_payload(kws_npz)
-    unstored = plan_for(program, ACC)
-    stored = plan_for(program, ACC, tmp_path)
-    assert stored.steps is unstored.steps
-    assert plan_for(load_payload(kws_npz), ACC) is stored  # later runs find the stored plan
-    _run(kws_npz, EXPECTED[NAME][0], tmp_path)
-    (path,) = tmp_path.glob("sim_*.bin")
-    kept = derived_store.load(path, program.weights)
-    assert len(kept.timing) == 1 and kept.weights and kept.scales  # the decoded streams, timed
-
-
-def test_stored_scale_streams_decode_together_as_each_alone():
-    from toolkit.sim.decoded import DecodedStreams, decode_scale_streams
-
-    rng = np.random.default_rng(5)
-    streams = []
-    for channels, rounding in ((1, 0), (7, 0), (16, 1), (3, 2), (40, 0), (5, 2)):
-        raw = rng.integers(0, 256, 10 * channels + 6, dtype=np.uint8)
-        raw[9 : 10 * channels : 10] = rng.integers(0, 64, channels)  # shifts 0-63: past 31 too
-        streams.append((raw.tobytes(), channels, rounding))
-    together = decode_scale_streams(streams) + decode_scale_streams(streams[2:3])  # and alone
-    alone = DecodedStreams()
-    acc = rng.integers(-(1 << 20), 1 << 20, (9, 40))
-    for (raw, channels, rounding), (bias, rescale, bound) in zip(streams + streams[2:3], together):
-        want_bias, want, want_bound = alone.scales(raw, channels, rounding, "test")
-        assert bias.tolist() == want_bias.tolist() and bound == want_bound
-        assert vars(rescale).keys() == vars(want).keys()
-        for name, value in vars(want).items():
-            assert np.asarray(getattr(rescale, name)).tolist() == np.asarray(value).tolist(), name
-        x = acc[:, :channels]
-        assert rescale.apply(x, 1 << 20).tolist() == want.apply(x, 1 << 20).tolist()
 
 
 def test_scale_records_decode_as_their_bytes_read_one_by_one():
@@ -203,41 +112,10 @@ def test_scale_records_decode_as_their_bytes_read_one_by_one():
     assert scale[0] == (1 << 32) - 1 and (bias.dtype, scale.dtype, shift.dtype) == (np.int64,) * 3
 
 
-_FORMAT = weights.WeightFormat(4, 1, 1, 3, 8, False, True, 8, 1, 1, 8, 8)
-
-
-@pytest.mark.parametrize("low, high, dtype", [(-128, 127, np.int8), (-255, 255, np.int16)])
-def test_stored_weights_keep_their_values_in_the_narrowest_type(tmp_path, low, high, dtype):
-    rng = np.random.default_rng(2)
-    matrix = rng.integers(low, high + 1, weights.matrix_shape(_FORMAT)).astype(np.int16)
-    matrix[0, :2] = low, high
-    single_format = _FORMAT._replace(ofm_depth=2, depthwise=True)
-    single = rng.integers(-128, 128, (1, 1, 2)).astype(np.int16)
-    derived = derived_store.Derived(
-        weights={(b"stream", _FORMAT): matrix, (b"other", single_format): single}
-    )
-    path = tmp_path / "sim_test.bin"
-    program_weights = b"abcstreamxyz"  # holds the first stream, not the second
-    derived_store.save(path, derived, program_weights)
-    _, parts = derived_store._parts(memoryview(path.read_bytes())[32:])
-    arrays = {name: derived_store._array(part) for name, part in parts.items()}
-    assert arrays["w_values"].dtype == dtype
-    assert arrays["w_starts"].tolist() == [3, -1] and arrays["w_inline"].tobytes() == b"other"
-    back = derived_store.load(path, program_weights).weights
-    assert list(back) == [(b"stream", _FORMAT), (b"other", single_format)]
-    for key, want in derived.weights.items():
-        got = back[key]
-        assert got.dtype == want.dtype and got.shape == want.shape
-        assert got.tolist() == want.tolist()
-    for _, fmt in back:  # the bool fields come back as bools, the others as ints
-        assert [type(v) for v in fmt] == [type(v) for v in _FORMAT]
-    assert derived_store.load(path, program_weights[:8]) is None  # a stream beyond the weights
-
-
 def _registers_in_turn(stream: bytes) -> list[tuple[Command, dict[str, int]]]:
     """What planning took before operation_registers: decode, then RegisterFile writes."""
     registers, operations = RegisterFile(), []
-    for cmd in decode_commands(stream):
+    for cmd in COMMANDS.decode(stream):
         if cmd.is_operation:
             operations.append((cmd, dict(registers.snapshot(cmd).values)))
         else:
@@ -249,9 +127,9 @@ def test_one_pass_register_states_are_those_of_decode_and_register_writes(kws_np
     stream = load_payload(kws_npz).command_stream
     expected = _registers_in_turn(stream)
     assert len(expected) > 30
-    assert operation_registers(stream) == expected
+    assert COMMANDS.operation_registers(stream) == expected
     skip = frozenset({"NPU_OP_KERNEL_WAIT", "NPU_OP_DMA_WAIT"})
-    skipped = operation_registers(stream, skip)
+    skipped = COMMANDS.operation_registers(stream, skip)
     assert [c for c, _ in skipped] == [c for c, _ in expected]
     assert [v for c, v in skipped if c.name not in skip] == [
         v for c, v in expected if c.name not in skip
@@ -271,12 +149,12 @@ def test_one_pass_register_states_are_those_of_decode_and_register_writes(kws_np
 def test_one_pass_decoding_refuses_what_decode_refuses(words):
     stream = np.array(words, "<u4").tobytes()
     with pytest.raises(PayloadError) as one_pass:
-        operation_registers(stream)
+        COMMANDS.operation_registers(stream)
     with pytest.raises(PayloadError) as in_turn:
-        decode_commands(stream)
+        COMMANDS.decode(stream)
     assert str(one_pass.value) == str(in_turn.value)
     with pytest.raises(PayloadError, match="not whole 32-bit words"):
-        operation_registers(stream + b"\0")
+        COMMANDS.operation_registers(stream + b"\0")
 
 
 def _format(depthwise: bool = False, ifm_bits: int = 8) -> weights.WeightFormat:
@@ -414,30 +292,3 @@ def test_a_program_file_is_read_again_only_when_it_changes(kws_npz, tmp_path):
     path.write_bytes(b"not a payload")
     with pytest.raises(PayloadError):
         load_payload(path)
-
-
-def test_the_store_is_read_whole_or_not_at_all(tmp_path):
-    """derived_store._read gives a regular file's bytes; a missing file is an OSError, which
-    load turns into None."""
-    read = derived_store._read
-    path = tmp_path / "sim_x.bin"
-    data = bytes(range(256)) * 300  # more than one page
-    path.write_bytes(data)
-    assert read(path) == data and read(str(path)) == data
-    with pytest.raises(FileNotFoundError, match="sim_missing.bin"):
-        read(tmp_path / "sim_missing.bin")
-    assert derived_store.load(tmp_path / "sim_missing.bin", b"") is None
-    assert derived_store.load(path, b"") is None  # not a store: its digest does not match
-
-
-def test_a_fifo_or_a_symlink_where_the_store_would_be_is_not_read(tmp_path):
-    """A FIFO is opened without blocking and refused (a blocking open waited forever for a
-    writer); a symlink is not followed, even to a valid store."""
-    fifo = tmp_path / "sim_fifo.bin"
-    os.mkfifo(fifo)
-    assert derived_store.load(fifo, b"") is None
-    real = tmp_path / "sim_real.bin"
-    derived_store.save(real, derived_store.Derived(), b"")
-    assert derived_store.load(real, b"") is not None
-    (tmp_path / "sim_link.bin").symlink_to(real)
-    assert derived_store.load(tmp_path / "sim_link.bin", b"") is None

@@ -19,8 +19,8 @@ from toolkit.job import Job
 from toolkit.npu import npu_config
 from toolkit.pipeline import run_job
 from toolkit.sim import forget_programs, load_payload, simulate
-from toolkit.sim.commands import operation_registers
 from toolkit.sim.errors import UnsupportedError
+from toolkit.sim.families.ethos_u55 import COMMANDS
 from toolkit.sim.native import conv as native_conv
 from toolkit.sim.plan import plan_for
 from toolkit.sim.vela_estimate import vela_estimates
@@ -59,7 +59,7 @@ def _second_core_streams(command_stream: bytes) -> list[tuple[int, int]]:
     """(PARALLEL_MODE, WEIGHT1_LENGTH) of each convolution of the stream."""
     return [
         (values.get("PARALLEL_MODE", 0), values.get("WEIGHT1_LENGTH", 0))
-        for cmd, values in operation_registers(command_stream)
+        for cmd, values in COMMANDS.operation_registers(command_stream)
         if cmd.name in CONVOLUTIONS and values is not None
     ]
 

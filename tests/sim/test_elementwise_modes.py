@@ -17,7 +17,6 @@ What ExecuTorch and Vela 5.1 emit for int8 PyTorch models (ethos-u55-128; the sa
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import io
 import math
 
@@ -215,13 +214,13 @@ def test_cycle_rates_of_the_new_modes(programs):
     npu = npu_config(ACC)
     memory = cycle_model.memory_system(ACC, npu.system_config, npu.memory_mode)
     elements = math.prod(record.ofm_shape)
-    add = cycle_model.op_timing(dataclasses.replace(record, kind="elementwise.add"), ACC, memory)
+    add = cycle_model.op_timing(record._replace(kind="elementwise.add"), ACC, memory)
     for kind in ("elementwise.abs", "elementwise.min", "elementwise.max", "elementwise.lrelu"):
-        timing = cycle_model.op_timing(dataclasses.replace(record, kind=kind), ACC, memory)
+        timing = cycle_model.op_timing(record._replace(kind=kind), ACC, memory)
         assert add.compute - timing.compute == pytest.approx((1.0 - 0.5) * elements, abs=1)
-    wide = dataclasses.replace(record, ifm_elem_size=4, kind="elementwise.max")
+    wide = record._replace(ifm_elem_size=4, kind="elementwise.max")
     assert cycle_model.op_timing(wide, ACC, memory) == cycle_model.op_timing(
-        dataclasses.replace(wide, kind="elementwise.mul"), ACC, memory
+        wide._replace(kind="elementwise.mul"), ACC, memory
     )
     for accelerator in SIMULATED:
         rates = architecture(accelerator).elementwise_cycles

@@ -18,8 +18,8 @@ from toolkit.sim import (
     load_payload,
     simulate,
 )
-from toolkit.sim.commands import decode
 from toolkit.sim.diff import diff_programs
+from toolkit.sim.families.ethos_u55 import COMMANDS
 
 ACC = "ethos-u55-128"
 
@@ -46,7 +46,7 @@ def bin_stream(conv_case):
 
 def _patch(program, name: str, value: int, nth: int = 0, param: int | None = None):
     """A copy of the program with the nth `name` command's value replaced."""
-    cmd = [c for c in decode(program.command_stream) if c.name == name][nth]
+    cmd = [c for c in COMMANDS.decode(program.command_stream) if c.name == name][nth]
     words = bytearray(program.command_stream)
     if cmd.data is None:
         struct.pack_into(
@@ -138,7 +138,7 @@ def test_region_overflow(program, conv_case):
 
 
 def test_unimplemented_elementwise_mode(program, conv_case):
-    op = next(c for c in decode(program.command_stream) if c.name == "NPU_OP_POOL")
+    op = next(c for c in COMMANDS.decode(program.command_stream) if c.name == "NPU_OP_POOL")
     words = bytearray(program.command_stream)
     struct.pack_into("<I", words, op.offset, 0x006 | (10 << 16))  # NPU_OP_ELEMENTWISE(mode 10)
     with pytest.raises(
@@ -191,7 +191,7 @@ def test_cycles_ignore_zero_points_clips_and_scales(program, conv_case):
         ("NPU_SET_ACTIVATION_MIN", 0),
         ("NPU_SET_ACTIVATION_MAX", 50),
     ):
-        for nth in range(sum(c.name == name for c in decode(program.command_stream))):
+        for nth in range(sum(c.name == name for c in COMMANDS.decode(program.command_stream))):
             changed, _ = _patch(changed, name, value, nth)
     changed, _ = _patch(changed, "NPU_SET_OFM_SCALE", 0x40000000, param=30)
     other = simulate(changed, [conv_case.input], ACC)
@@ -206,7 +206,7 @@ def test_cycles_ignore_zero_points_clips_and_scales(program, conv_case):
 
 def _blockdeps(program) -> list[int]:
     value, seen = 0, []
-    for c in decode(program.command_stream):
+    for c in COMMANDS.decode(program.command_stream):
         if c.name == "NPU_SET_BLOCKDEP":
             value = c.param
         elif c.is_operation and c.name != "NPU_OP_DMA_START" and not c.name.endswith("_WAIT"):
@@ -217,7 +217,7 @@ def _blockdeps(program) -> list[int]:
 def _without_blockdep(program):
     """The program with every NPU_SET_BLOCKDEP set to 0 (no overlap of kernels)."""
     words = bytearray(program.command_stream)
-    for c in decode(program.command_stream):
+    for c in COMMANDS.decode(program.command_stream):
         if c.name == "NPU_SET_BLOCKDEP":
             struct.pack_into(
                 "<I", words, c.offset, struct.unpack_from("<I", words, c.offset)[0] & 0xFFFF

@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 
 from toolkit.sim.errors import SimError
-from toolkit.sim.families import SIMULATED, SIMULATED_FAMILIES, accelerator, decodes, simulates
+from toolkit.sim.families import (
+    SIMULATED,
+    SIMULATED_FAMILIES,
+    accelerator,
+    commands,
+    decodes,
+    family_of_product,
+    simulates,
+)
 
 PACKAGE = Path(__file__).resolve().parents[2] / "toolkit"
 
@@ -28,6 +36,20 @@ def test_the_simulated_configurations_and_what_the_decoder_reads():
     assert not decodes("ethos-u85-256") and not simulates("ethos-u85-256")
     with pytest.raises(SimError, match=r"runs ethos-u55-32, .*ethos-u65-512, not 'ethos-u85-256'$"):
         accelerator("ethos-u85-256")
+
+
+def test_a_family_s_register_map_is_asked_for_by_configuration():
+    assert commands("ethos-u65-512") is commands("ethos-u55-32")  # one map, Vela's ethos_u55_regs
+    # word 0x0001_0005: cmd0 opcode 5 (NPU_OP_POOL), parameter 1 (average)
+    (op,) = commands("ethos-u55-128").decode((0x0001_0005).to_bytes(4, "little"))
+    assert (op.name, op.param, op.is_operation) == ("NPU_OP_POOL", 1, True)
+    assert (family_of_product(0), family_of_product(1), family_of_product(7)) == (
+        "ethos-u55",
+        "ethos-u65",
+        None,
+    )
+    with pytest.raises(SimError, match="does not know the registers of 'ethos-u85-256'$"):
+        commands("ethos-u85-256")
 
 
 def test_each_configuration_as_vela_describes_it():

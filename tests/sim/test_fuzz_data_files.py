@@ -1,11 +1,9 @@
 """Seeded fuzzing of the files the simulator reads, run in a child process (a slip would be a
-signal there): mutated Vela-compiled .tflite files loaded and run, and mutated simulator stores
-(sim_<key>.bin) re-sealed with a valid SHA-256 and run from. Each mutant runs, or ends in a
-SimError (the CLI's one line and exit 2); anything else fails the test with its traceback."""
+signal there): mutated Vela-compiled .tflite files loaded and run. Each mutant runs, or ends in
+a SimError (the CLI's one line and exit 2); anything else fails the test with its traceback."""
 
 from __future__ import annotations
 
-import hashlib
 import subprocess
 import sys
 import traceback
@@ -16,7 +14,6 @@ import numpy as np
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 ACC = "ethos-u55-128"
 TFLITE_MUTANTS = 120
-STORE_MUTANTS = 120
 
 
 def vela_compiled_kws(folder: Path) -> Path:
@@ -61,13 +58,9 @@ def _run_tflite(path: Path, x) -> None:
 
 
 def fuzz(folder: str, seed: int) -> None:
-    from toolkit.sim import derived_store, forget_programs, simulate
-    from toolkit.sim.vela_tflite import load_compiled_tflite
-
     work = Path(folder)
     source = vela_compiled_kws(work)
     data = source.read_bytes()
-    (program,) = load_compiled_tflite(source).npu_programs
     x = np.random.default_rng(seed).integers(-128, 128, (1, 49, 10, 1), np.int8)
     rng = np.random.default_rng(seed)
     counts = {"ran": 0, "refused": 0, "crashed": 0}
@@ -80,25 +73,6 @@ def fuzz(folder: str, seed: int) -> None:
         path = work / f"m{k}_vela.tflite"
         path.write_bytes(bytes(mutated))
         counts[_outcome(lambda path=path: _run_tflite(path, x))] += 1
-    store_dir = work / "store"
-    store_dir.mkdir()
-    forget_programs()
-    simulate(program, [x], ACC, store=store_dir)
-    (store,) = store_dir.glob("sim_*.bin")
-    body = store.read_bytes()[32:]
-    for _ in range(STORE_MUTANTS):
-        mutated = bytearray(body)
-        for _ in range(int(rng.integers(1, 4))):
-            mutated[int(rng.integers(0, len(body)))] = int(rng.integers(0, 256))
-        store.write_bytes(hashlib.sha256(bytes(mutated)).digest() + bytes(mutated))
-        loaded = derived_store.load(store, program.weights)  # None, or checked data
-        assert loaded is None or isinstance(loaded, derived_store.Derived)
-
-        def from_store() -> None:
-            forget_programs()
-            simulate(program, [x], ACC, store=store_dir)
-
-        counts[_outcome(from_store)] += 1
     print(counts["ran"], counts["refused"], counts["crashed"])
 
 
@@ -106,11 +80,11 @@ if __name__ == "fuzz":
     fuzz(sys.argv[1], int(sys.argv[2]))
 
 
-def test_mutated_tflite_files_and_resealed_stores_run_or_are_refused(tmp_path):
+def test_mutated_tflite_files_run_or_are_refused(tmp_path):
     from .test_native_trust_boundary import run_fuzz_child  # here: the child runs no package
 
     done = run_fuzz_child(__file__, tmp_path, 5)
     assert done.returncode == 0, done.stderr[-3000:]
     ran, refused, crashed = (int(v) for v in done.stdout.split()[-3:])
     assert crashed == 0, done.stderr[-3000:]
-    assert ran + refused == TFLITE_MUTANTS + STORE_MUTANTS and ran > 0 and refused > 0
+    assert ran + refused == TFLITE_MUTANTS and ran > 0 and refused > 0

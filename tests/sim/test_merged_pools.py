@@ -289,7 +289,7 @@ def test_a_vela_program_s_merged_runs_keep_every_record_and_output(cases, monkey
     in_turn, none = run()
     assert (count, none, len(merged.operations)) == (35, 0, 40)
     for a, b in zip(merged.operations, in_turn.operations, strict=True):
-        assert vars(a) == vars(b)
+        assert a._asdict() == b._asdict()
     assert merged.pmu == in_turn.pmu
     assert [o.tolist() for o in merged.outputs] == [o.tolist() for o in in_turn.outputs]
     assert np.array_equal(merged.outputs[0].reshape(-1), case.expected.reshape(-1))

@@ -3,8 +3,6 @@ the TOSA reference under --runner auto, and checks its first run against the TOS
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 import numpy as np
 import pytest
 
@@ -20,10 +18,10 @@ MODEL = ("MeanOnly", "1,3,16,16")
 
 
 @pytest.fixture
-def program(fixture_model, monkeypatch):
-    monkeypatch.setattr(plan, "_CACHE", OrderedDict())  # patched plans stay in this test
-    vr = fixture_model(*MODEL).variants["fused"]
-    return vr
+def program(fixture_model):
+    plan.forget_programs()  # patched plans stay in this test
+    yield fixture_model(*MODEL).variants["fused"]
+    plan.forget_programs()
 
 
 def _corrupt_convs(monkeypatch):

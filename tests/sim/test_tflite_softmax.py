@@ -20,10 +20,11 @@ from ethosu.vela.tflite.Model import Model
 
 from toolkit.lower.tflite import compile_tflite
 from toolkit.sim import RegionError, UnsupportedError, load_payload, simulate
-from toolkit.sim.commands import Command, decode
+from toolkit.sim.commands import Command
 from toolkit.sim.dma import prepare_dma
 from toolkit.sim.elementwise import prepare_elementwise
 from toolkit.sim.families import accelerator
+from toolkit.sim.families.ethos_u55 import COMMANDS
 from toolkit.sim.memory import INTERNAL, LUT_BYTES, Memory, shram_bytes
 from toolkit.sim.outstage import NATURAL, TFL
 from toolkit.sim.registers import RegisterFile
@@ -184,7 +185,7 @@ def _as_vela_3x(payload, zero_point: int):
     Vela 3.x's softmax programs its int32 steps (Vela 5.1 writes 0 there)."""
     words = np.frombuffer(payload.command_stream, "<u4").copy()
     zp_set = cmd0.NPU_SET_OFM_ZERO_POINT.value
-    at = [c.offset // 4 for c in decode(payload.command_stream)]
+    at = [c.offset // 4 for c in COMMANDS.decode(payload.command_stream)]
     hits = [i for i in at if words[i] == zp_set]  # cmd0, parameter 0
     words[hits] = zp_set | (zero_point & 0xFFFF) << 16
     return payload._replace(command_stream=words.tobytes()), len(hits)

@@ -48,16 +48,16 @@ def run(args: argparse.Namespace) -> int:
     for r in rows:
         if r.a is None:
             assert r.b is not None  # diff_programs: each row has an operation on one side at least
-            print(f"  +B  #{r.b.index:<4} {r.b.kind:<18} @{r.b.offset:#07x}  only in B")
+            print(f"  +B  #{r.b.number:<4} {r.b.kind:<18} @{r.b.offset:#07x}  only in B")
         elif r.b is None:
-            print(f"  -A  #{r.a.index:<4} {r.a.kind:<18} @{r.a.offset:#07x}  only in A")
+            print(f"  -A  #{r.a.number:<4} {r.a.kind:<18} @{r.a.offset:#07x}  only in A")
         elif r.changed:
             regs = ", ".join(f"{n} {_fmt(va)}->{_fmt(vb)}" for n, va, vb in r.changed)
             print(
-                f"  ~   #{r.a.index:<4} {r.a.kind:<18} @{r.a.offset:#07x}/{r.b.offset:#07x}  {regs}"
+                f"  ~   #{r.a.number:<4} {r.a.kind:<18} @{r.a.offset:#07x}/{r.b.offset:#07x}  {regs}"
             )
         else:
-            print(f"  =   #{r.a.index:<4} {r.a.kind:<18} @{r.a.offset:#07x}/{r.b.offset:#07x}")
+            print(f"  =   #{r.a.number:<4} {r.a.kind:<18} @{r.a.offset:#07x}/{r.b.offset:#07x}")
     print(
         f"{len(rows)} operations: {same} same, {changed} differ in registers, "
         f"{only_a} only in A, {only_b} only in B"

@@ -19,7 +19,7 @@ from ..errors import UserError
 from ..npu import NpuConfig
 
 # the simulator package is also the command-stream decoder (payloads, registers, Vela .tflite)
-from ..sim.commands import decode
+from ..sim.families import commands
 from ..sim.vela_tflite import TfliteGraph, load_compiled_tflite
 from .npu_ops import kernel_operation_count
 
@@ -57,7 +57,8 @@ def load_compiled_program(
         shutil.copyfile(path, copy)
     delegates = []
     for i, npu_program in enumerate(graph.npu_programs):
-        counts = Counter(c.name for c in decode(npu_program.command_stream) if c.is_operation)
+        decoded = commands(npu.accelerator).decode(npu_program.command_stream)
+        counts = Counter(c.name for c in decoded if c.is_operation)
         ops = dict(sorted(counts.items()))
         delegates.append(
             Delegate(i, None, copy, b"", npu_ops=kernel_operation_count(ops), command_ops=ops)

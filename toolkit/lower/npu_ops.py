@@ -8,8 +8,7 @@ from pathlib import Path
 from ..npu import NpuConfig
 
 # the simulator package is also the command-stream decoder (payloads, registers, Vela .tflite)
-from ..sim.commands import decode
-from ..sim.families import decodes
+from ..sim.families import commands, decodes
 from ..sim.payload import load_payload
 
 KERNEL_OPERATIONS = ("NPU_OP_CONV", "NPU_OP_DEPTHWISE", "NPU_OP_POOL", "NPU_OP_ELEMENTWISE")
@@ -22,8 +21,8 @@ def command_stream_operations(payload: bytes | Path, npu: NpuConfig) -> dict[str
     """
     if not decodes(npu.accelerator):
         return {}
-    commands = decode(load_payload(payload).command_stream)
-    return dict(sorted(Counter(c.name for c in commands if c.is_operation).items()))
+    decoded = commands(npu.accelerator).decode(load_payload(payload).command_stream)
+    return dict(sorted(Counter(c.name for c in decoded if c.is_operation).items()))
 
 
 def kernel_operation_count(operations: dict[str, int]) -> int:

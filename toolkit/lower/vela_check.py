@@ -23,8 +23,7 @@ from tosa.TosaGraph import TosaGraph
 
 from ..artifacts import Program
 from ..npu import NpuConfig
-from ..sim.commands import operation_registers
-from ..sim.families import decodes
+from ..sim.families import commands, decodes
 from ..sim.kernel import NO_UPSCALE, kernel_from
 from ..sim.payload import load_payload
 from ..sim.registers import Registers
@@ -211,7 +210,7 @@ def check_delegate(
         return ()
     stream = program.command_stream
     problems = []
-    for command, values in operation_registers(stream):
+    for command, values in commands(npu.accelerator).operation_registers(stream):
         if command.name not in _WINDOWED or values is None:
             continue
         reads = padded_windows(Registers(values, command))

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
@@ -64,8 +63,7 @@ class SimulatorRunner:
         """Why the simulator cannot run this program (one line), or None; planned once."""
         key = self._program_key(program)
         if key not in self._checked:
-            store = _store_folder(program)
-            reasons = (sim_check.refusal(d, program.npu, store) for d in program.delegates)
+            reasons = (sim_check.refusal(d, program.npu) for d in program.delegates)
             self._checked[key] = next((r for r in reasons if r), None)
         return self._checked[key]
 
@@ -101,7 +99,6 @@ class SimulatorRunner:
         disagreements = []
         check = first_run and self.self_check and program.graph_module is not None
         npu = program.npu
-        store = _store_folder(program)
 
         def run_program(
             payload, arrays: list[np.ndarray], delegate: Delegate | None = None
@@ -113,7 +110,6 @@ class SimulatorRunner:
                 npu.system_config,
                 npu.memory_mode,
                 npu.config_ini,
-                store=store,
             )
             per_delegate.append(result)
             if check and delegate is not None and delegate.tosa_path is not None:
@@ -177,9 +173,3 @@ class SimulatorRunner:
                 "every delegate equals the TOSA reference model on the first sample"
             )
         return RunResult(self.name, outputs, cycles, details)
-
-
-def _store_folder(program: Program) -> Path | None:
-    """Where what the simulator derives from the program is kept for later processes: its
-    folder (toolkit.sim.derived_store)."""
-    return program.out_dir if program.out_dir is not None and program.out_dir.is_dir() else None

@@ -45,9 +45,8 @@ def scheduled_operation(delegate: Delegate, npu, offset: int) -> str:
     return "" if owner is None else f" (Vela's {owner.operator} for TOSA tensor '{owner.name}')"
 
 
-def refusal(delegate: Delegate, npu, store: Path | None = None) -> str | None:
-    """One line naming what the simulator cannot execute in this delegate, or None. store: the
-    program's folder, whose derived store may show it ran before (then it is not planned)."""
+def refusal(delegate: Delegate, npu) -> str | None:
+    """One line naming what the simulator cannot execute in this delegate, or None."""
     from ..sim import UnsupportedError
     from ..sim.plan import plan_for
 
@@ -62,7 +61,7 @@ def refusal(delegate: Delegate, npu, store: Path | None = None) -> str | None:
                 f"of the TOSA graph's {len(wanted)} outputs (a program Vela compiled wrongly)"
             )
     try:
-        plan_for(program, npu.accelerator, store)  # planned once, reused by the run
+        plan_for(program, npu.accelerator)  # planned once, reused by the run
     except UnsupportedError as exc:
         offset = getattr(exc, "offset", None)
         where = "" if offset is None else scheduled_operation(delegate, npu, offset)

@@ -28,7 +28,7 @@ base + ((slope * (v & 127) + 64) >> 7), TOSA's int16 TABLE followed by its RESCA
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -44,8 +44,7 @@ CLIP_RANGES = {2: (0, 255), 3: (-128, 127), 5: (-32768, 32767)}  # 0: the OFM ty
 LUT_ENTRIES = 256
 
 
-@dataclass(frozen=True)
-class Lut:
+class Lut(NamedTuple):
     """256 entries at a SHRAM address, indexed by the clipped value minus `index_base`."""
 
     offset: int
@@ -61,15 +60,15 @@ class Lut:
         return table[values - self.index_base]
 
 
-@dataclass(frozen=True)
-class InterpolatedLut:
+class InterpolatedLut(NamedTuple):
     """A 16-bit OFM's table: 512 entries (base, slope) at a SHRAM address (module docstring)."""
 
     offset: int
     dtype: np.dtype  # the OFM's: int16
 
-    ENTRIES = 512
-    nbytes = ENTRIES * 4
+    @property
+    def nbytes(self) -> int:
+        return 512 * 4  # 512 entries of 32 bits
 
     def lookup(self, values: np.ndarray, mem: Memory) -> np.ndarray:
         table = mem.internal[self.offset : self.offset + self.nbytes].view("<u4")

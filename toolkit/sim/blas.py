@@ -21,9 +21,8 @@ def _blas_libraries() -> tuple:
 
 @contextmanager
 def one_blas_thread():
-    """A context in which numpy's BLAS uses one thread. Through the libraries' own get/set
-    calls: threadpoolctl's limit() re-reads every library's state, 44 us a run, a sixth of a
-    small network's inference."""
+    """A context in which numpy's BLAS uses one thread, through the libraries' own get/set
+    calls (threadpoolctl's limit() re-reads every library's state at each run)."""
     libraries = _blas_libraries()
     before = [lib.get_num_threads() for lib in libraries]
     for lib in libraries:

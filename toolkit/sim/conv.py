@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import NamedTuple
 
 import numpy as np
@@ -17,7 +16,7 @@ from .layouts import FeatureMap, ifm_map, ofm_map
 from .memory import Memory
 from .native.batch import Row
 from .native.conv import NativeConv, conv_kernel
-from .records import Step, feature_map_fields, make_record
+from .records import OpRecord, Step, feature_map_fields
 from .registers import Registers
 from .weights import WeightFormat, exact_in_float32, ublock_depths
 
@@ -207,7 +206,7 @@ def prepare_conv(
         stream_bytes += [w_len, s_len]
     run = ConvRun(engine, decoded, tuple(streams))
     macs = ofm.height * ofm.width * ofm.depth * k.elements * (1 if depthwise else ifm_depth)
-    record = make_record(
+    record = OpRecord(
         kind="depthwise" if depthwise else "conv",
         offset=op.offset,
         macs=int(macs),
@@ -221,6 +220,7 @@ def prepare_conv(
         **feature_map_fields(regs, ifm, ofm),
         acc_40bit=regs.get("ACC_FORMAT", 0) == 1,
         part_kernel_first=fmt.part_kernel_first,
+        registers=regs.values,
     )
     return Step(record, run, blas=isinstance(engine, NumpyConv))
 
@@ -275,7 +275,7 @@ class ConvRun:
         checks = [slot.check() for c in self.streams for slot in (c.weights, c.scales)]
         if made is None or None in checks:
             return None
-        return dataclasses.replace(made, checks=tuple(c for c in checks if c))  # () checks nothing
+        return made._replace(checks=tuple(c for c in checks if c))  # () checks nothing
 
 
 def _interleaved(parts: list, depthwise: bool) -> tuple:

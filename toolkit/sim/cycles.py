@@ -17,8 +17,8 @@ from __future__ import annotations
 import contextlib
 import io
 import math
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from ..npu import ARM_VELA_INI, vela_ini_path
 from .families import accelerator as architecture
@@ -31,8 +31,7 @@ _ADD_SUB = frozenset({"elementwise.add", "elementwise.sub"})
 SCALE_RECORD_BYTES = 10  # bias, scale and shift per OFM channel
 
 
-@dataclass(frozen=True)
-class MemoryPort:
+class MemoryPort(NamedTuple):
     name: str  # "Sram", "OffChipFlash", "Dram"
     bytes_per_cycle: float
     read_latency: int
@@ -40,8 +39,7 @@ class MemoryPort:
     burst: int  # longest burst, bytes
 
 
-@dataclass(frozen=True)
-class MemorySystem:
+class MemorySystem(NamedTuple):
     regions: dict  # region -> MemoryPort
 
     def port(self, region: int) -> MemoryPort:
@@ -101,8 +99,7 @@ def _ceil(a: int, b: int) -> int:
     return -(-a // b)
 
 
-@dataclass(frozen=True)
-class _Geometry:
+class _Geometry(NamedTuple):
     """An operation's OFM block, u-block and IFM block."""
 
     block: tuple[int, int, int]  # OFM block clipped to the OFM
@@ -361,8 +358,7 @@ def _elementwise_cycles(
     return compute, max(compute, *per_port.values())
 
 
-@dataclass(frozen=True)
-class OpTiming:
+class OpTiming(NamedTuple):
     compute: int  # the NPU's own work (MAC array, output stage, block pipeline); 0 for a DMA
     total: int  # the longest of compute and each memory's access cycles
 

@@ -4,8 +4,7 @@ An operation reads its streams from memory as it runs (Vela DMAs them into scrat
 into a buffer that the next operation's stream reuses), so they are looked up by content: the
 first run of a program decodes each stream, later runs find it here. Each operation keeps the
 last stream it read (StreamSlot): a run compares the bytes with it, or in a region that no
-operation writes and no input is placed in takes it as it is. What a program's store
-(derived_store.py) kept from an earlier process is put in first.
+operation writes and no input is placed in takes it as it is.
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from . import outstage
-from .derived_store import Derived
 from .memory import Memory
 from .native.batch import memory_slot
 from .weights import WeightFormat, decode_matrix, decode_scales
@@ -31,15 +29,6 @@ class DecodedStreams:
     def slot(self, region: int, base: int, length: int) -> StreamSlot:
         """Where one operation reads a stream."""
         return StreamSlot(self, region, base, length)
-
-    def add(self, stored: Derived) -> None:
-        """Take what a program's store kept (decoded in an earlier process)."""
-        for key, matrix in stored.weights.items():
-            self._weights.setdefault(key, matrix)
-        whole = [key for key in stored.scales if len(key[0]) >= 10 * key[1] > 0]
-        self._scales.update(zip(whole, decode_scale_streams(whole)))
-        for raw, channels, rounding in stored.scales:  # any other fails as it did when run
-            self.scales(raw, channels, rounding, "stored scale stream")
 
     def weights(self, stream: bytes, fmt: WeightFormat) -> np.ndarray:
         """weights.decode_matrix of the stream (int16, as the kernels read it)."""
@@ -57,41 +46,10 @@ class DecodedStreams:
             decoded = self._scales[key] = _decode_scale_stream(raw, channels, rounding, where)
         return decoded
 
-    @property
-    def size(self) -> int:
-        """How many streams are decoded (grows as operations first run)."""
-        return len(self._weights) + len(self._scales)
-
-    def export(self, into: Derived) -> None:
-        into.weights = dict(self._weights)
-        into.scales = list(self._scales)
-
 
 def _decode_scale_stream(raw: bytes, channels: int, rounding: int, where: str) -> tuple:
     bias, scale, shift = decode_scales(np.frombuffer(raw, dtype=np.uint8), channels, where)
     return bias, outstage.Rescale(scale, shift, rounding), int(np.abs(bias).max(initial=0))
-
-
-def decode_scale_streams(streams: list[tuple[bytes, int, int]]) -> list[tuple]:
-    """DecodedStreams.scales of each (raw, channels, rounding), each raw holding its channels'
-    10-byte records, decoded together."""
-    if not streams:
-        return []
-    if len(streams) == 1:  # Rescale makes fewer numpy calls for one than outstage.rescales
-        return [_decode_scale_stream(*streams[0], "stored scale stream")]
-    records = b"".join(raw[: 10 * channels] for raw, channels, _ in streams)
-    counts = np.array([channels for _, channels, _ in streams])
-    ends = np.cumsum(counts)
-    bias, scale, shift = decode_scales(
-        np.frombuffer(records, np.uint8), int(ends[-1]), "stored scale streams"
-    )
-    starts = ends - counts  # np.diff's 5 us were a tenth of this for a small program
-    bounds = np.maximum.reduceat(np.abs(bias), starts).tolist()
-    rescales = outstage.rescales(scale, shift, [r for _, _, r in streams], ends)
-    return [
-        (bias[a:b], rescale, int(bound))
-        for a, b, rescale, bound in zip(starts.tolist(), ends.tolist(), rescales, bounds)
-    ]
 
 
 class StreamSlot:

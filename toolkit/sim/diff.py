@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from difflib import SequenceMatcher
+from typing import NamedTuple
 
-from .commands import SYNC_OPERATIONS, operation_registers
+from .commands import SYNC_OPERATIONS
+from .families import commands
 from .payload import NpuProgram
 
 # Registers that hold a byte address (Vela's cmd1_with_address for tensors, weights, scales and
@@ -18,9 +19,8 @@ ADDRESS_REGISTERS = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class ProgramOp:
-    index: int
+class ProgramOp(NamedTuple):
+    number: int  # the operation's place in its program
     name: str  # NPU_OP_CONV, ...
     param: int
     offset: int
@@ -31,8 +31,7 @@ class ProgramOp:
         return f"{self.name.removeprefix('NPU_OP_')}({self.param})"
 
 
-@dataclass(frozen=True)
-class OpDiff:
+class OpDiff(NamedTuple):
     a: ProgramOp | None  # None: only in B
     b: ProgramOp | None  # None: only in A
     changed: tuple[tuple[str, int | None, int | None], ...]  # register, value in A, value in B
@@ -46,7 +45,9 @@ def operations(program: NpuProgram) -> tuple[ProgramOp, ...]:
     """Every NPU operation with the registers it runs with (waits and STOP excluded)."""
     ops: list[ProgramOp] = []
     skip = SYNC_OPERATIONS | {"NPU_OP_STOP"}
-    for cmd, values in operation_registers(program.command_stream, skip):
+    # the driver header names the NPU the stream is for (as DriverConfig reads it: U55 if none)
+    accelerator = program.config.accelerator if program.config else "ethos-u55-128"
+    for cmd, values in commands(accelerator).operation_registers(program.command_stream, skip):
         if values is not None:
             registers = tuple(sorted(values.items()))
             ops.append(ProgramOp(len(ops), cmd.name, cmd.param, cmd.offset, registers))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from .errors import UnsupportedError, at
 from .memory import INTERNAL, Memory
 from .native.copy import copy_kernel
-from .records import Step, make_record
+from .records import OpRecord, Step
 from .registers import Registers
 
 _INTERNAL_BIT = 1 << 8
@@ -48,11 +48,12 @@ def prepare_dma(regs: Registers, memory: Memory) -> Step:
 
     native = copy_kernel((src_region, src, (1,)), (dst_region, dst, (1,)), (length,), 1)
 
-    record = make_record(
+    record = OpRecord(
         kind="dma",
         offset=op.offset,
         macs=0,
         bytes_read=((src_region, length),),
         bytes_written=((dst_region, length),),
+        registers=regs.values,
     )
     return Step(record, run if native is None else native)

@@ -51,7 +51,7 @@ from .families.ethos_u55 import elementwise_mode
 from .layouts import FeatureMap, ifm_map, ofm_map
 from .memory import Memory
 from .native.elementwise import elementwise_kernel
-from .records import Step, feature_map_fields, make_record
+from .records import OpRecord, Step, feature_map_fields
 from .registers import Registers, signed16
 
 MODES = {
@@ -251,7 +251,7 @@ def prepare_elementwise(regs: Registers, memory: Memory) -> Step:
         if ifm2 is None
         else ((ifm2.region, ifm2.height * ifm2.width * ifm2.depth * ifm2.elem_size),)
     )
-    record = make_record(
+    record = OpRecord(
         kind=f"elementwise.{mode}",
         offset=op.offset,
         macs=0,
@@ -259,5 +259,6 @@ def prepare_elementwise(regs: Registers, memory: Memory) -> Step:
         bytes_written=((ofm.region, oh * ow * oc * ofm.elem_size),),
         **feature_map_fields(regs, ifm, ofm),
         operand_scale_32bit=mode in ("add", "sub") and (regs.get("IFM_PRECISION") >> 8) & 3 != 0,
+        registers=regs.values,
     )
     return Step(record, run if native is None else native)

@@ -24,19 +24,17 @@ two hidden under the longer.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
 from . import cycles as cycle_model
-from .commands import decode
+from .families import commands
 from .memory import INTERNAL
 from .records import OpRecord
 from .traffic import Transfer, beat_bytes, op_transfers
 
 
-@dataclass(frozen=True)
-class TimingAdapter:
+class TimingAdapter(NamedTuple):
     """One AXI port's timing adapter (the Corstone-300 FVP's `TA` component)."""
 
     max_reads: int  # 0: unlimited
@@ -63,8 +61,7 @@ MLEK_U55_HIGH_END = {
 }
 
 
-@dataclass(frozen=True)
-class AxiPort:
+class AxiPort(NamedTuple):
     beat: int  # bytes
     burst_beats: int  # longest transaction
     adapter: TimingAdapter
@@ -84,8 +81,7 @@ class AxiPort:
         return max(t.beats, words / ta.words_per_cycle(), outstanding)
 
 
-@dataclass(frozen=True)
-class FvpMemory:
+class FvpMemory(NamedTuple):
     ports: dict  # "axi0"/"axi1" -> AxiPort
     region_port: dict  # region -> "axi0"/"axi1"; key "command_stream" too
     compute_memory: cycle_model.MemorySystem  # the ini's, which the compute figures assume
@@ -131,7 +127,7 @@ def fvp_memory(
     )
 
 
-class PmuPrediction(NamedTuple):  # a tuple: a first run reads one from the store
+class PmuPrediction(NamedTuple):
     active: int
     idle: int
     axi0_read: int
@@ -174,7 +170,7 @@ def predict_pmu(
     dma_ends: list[float] = []
     kernel_ends: list[float] = []
     drain = 0.0  # the previous kernel's
-    for cmd in decode(command_stream):
+    for cmd in commands(accelerator).decode(command_stream):
         if cmd.name == "NPU_OP_DMA_WAIT":
             if len(dma_ends) > cmd.param:
                 cp = max(cp, dma_ends[len(dma_ends) - cmd.param - 1])

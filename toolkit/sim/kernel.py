@@ -16,7 +16,7 @@ from .registers import Registers
 NO_UPSCALE, NEAREST, TRANSPOSE = 0, 1, 2  # IFM_UPSCALE modes
 
 
-class Kernel(NamedTuple):  # a tuple, as layouts.FeatureMap says why
+class Kernel(NamedTuple):
     height: int
     width: int
     stride_y: int

@@ -44,9 +44,7 @@ class Piece(NamedTuple):
 
 class FeatureMap(NamedTuple):
     """A feature map as an operation's registers describe it, with its element type and the
-    pieces of memory it is stored in (ifm_map and ofm_map make it). A tuple, as Piece, Kernel and
-    WeightFormat are: planning makes several for every operation, and a frozen dataclass's
-    __init__ (an object.__setattr__ per field) cost a third of planning."""
+    pieces of memory it is stored in (ifm_map and ofm_map make it)."""
 
     region: int
     bases: tuple[int, int, int, int]

@@ -50,8 +50,7 @@ class Rescale:
         self.has_right = bool(right.any())
 
     def _scalar(self, scale: int, shift: int) -> None:
-        """The constants of one scale and shift, as numpy int64 scalars (numpy's calls on
-        0-d arrays cost ten times more)."""
+        """The constants of one scale and shift, as numpy int64 scalars."""
         right = max(shift - _HIGH_MUL_SHIFT, 0) if self.rounding == TFL else 0
         shift -= right
         self.scale, self.shift, self.right = np.int64(scale), np.int64(shift), np.int64(right)
@@ -84,29 +83,6 @@ class Rescale:
         return out
 
 
-def rescales(scale: np.ndarray, shift: np.ndarray, rounding: list[int], ends: np.ndarray):
-    """The Rescale of each run of channels (the k-th ends at ends[k], with rounding[k]), as
-    Rescale(scale[run], shift[run], rounding[k]) makes it, with numpy calls per program rather
-    than per operation (a program's first run in a process builds them all)."""
-    counts = np.diff(ends, prepend=0)
-    starts = ends - counts
-    scale, shift = scale.astype(np.int64), shift.astype(np.int64)
-    tfl = np.repeat(np.array(rounding) == TFL, counts)
-    shifts = np.where(tfl, np.minimum(shift, _HIGH_MUL_SHIFT), shift)
-    right = np.where(tfl, np.maximum(shift - _HIGH_MUL_SHIFT, 0), 0)
-    half, right_half = _half(shifts), _half(right)
-    scale_max = np.maximum.reduceat(np.abs(scale), starts).tolist()
-    has_right = np.logical_or.reduceat(right != 0, starts).tolist()
-    out = []
-    for k, (a, b) in enumerate(zip(starts.tolist(), ends.tolist())):
-        r = object.__new__(Rescale)
-        r.rounding, r.scale, r.shift, r.right = rounding[k], scale[a:b], shifts[a:b], right[a:b]
-        r.half, r.right_half = half[a:b], right_half[a:b]
-        r.scale_max, r.has_right = int(scale_max[k]), bool(has_right[k])
-        out.append(r)
-    return out
-
-
 def _half(shift: np.ndarray) -> np.ndarray:
     return np.where(shift > 0, np.left_shift(1, np.maximum(shift - 1, 0)), 0)
 
@@ -115,8 +91,8 @@ _LIMITS = {np.dtype(t): (int(np.iinfo(t).min), int(np.iinfo(t).max)) for t in "b
 
 
 def limits(dtype: np.dtype) -> tuple[int, int]:
-    """(min, max) of an integer dtype: np.iinfo, without its 5 us per call (planning asks
-    twice per operation)."""
+    """(min, max) of an integer dtype, as np.iinfo gives them (looked up: planning asks twice
+    per operation)."""
     found = _LIMITS.get(dtype)
     if found is None:
         info = np.iinfo(dtype)

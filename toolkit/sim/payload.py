@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .errors import PayloadError
-from .families.ethos_u55 import PRODUCTS
+from .families import family_of_product
 
 _BLOCK_HEADER = struct.Struct("<16sIB11s")
 _IO_RECORD = struct.Struct("<9i")
@@ -34,9 +34,8 @@ _DTYPES: dict[int, np.dtype] = {1: np.dtype(np.int8), 2: np.dtype(np.int16), 4: 
 
 
 class IOTensor(NamedTuple):
-    """One delegate input or output as Vela placed it, with its size and squeezed shape (a
-    tuple made once: a first inference reads them, and each property or frozen dataclass field
-    cost more than the rest of placing it). Made by IOTensor.of."""
+    """One delegate input or output as Vela placed it, with its size and squeezed shape. Made
+    by IOTensor.of."""
 
     shape: tuple[int, ...]  # 6-D, as Vela writes it
     elem_size: int
@@ -66,16 +65,16 @@ class DriverConfig(NamedTuple):
 
     macs_per_cc_log2: int
     shram_kb: int
-    product: int  # 0: Ethos-U55, 1: Ethos-U65 (families/ethos_u55.PRODUCTS)
+    product: int  # 0: Ethos-U55, 1: Ethos-U65 (families.family_of_product)
 
     @property
     def accelerator(self) -> str:
-        return f"{PRODUCTS.get(self.product, 'ethos-u55')}-{1 << self.macs_per_cc_log2}"
+        family = family_of_product(self.product) or "ethos-u55"
+        return f"{family}-{1 << self.macs_per_cc_log2}"
 
 
 class NpuProgram(NamedTuple):
-    """A compiled program as the simulator runs it (a tuple: a frozen dataclass's init cost a
-    small program's first inference more than its parse)."""
+    """A compiled program as the simulator runs it."""
 
     command_stream: bytes  # register commands only, offset 0 = first command
     weights: bytes  # region 0
@@ -104,7 +103,7 @@ def load_payload(data: bytes | bytearray | str | Path) -> NpuProgram:
 @lru_cache(maxsize=32)
 def _loaded_file(path: str, mtime_ns: int, size: int, inode: int) -> NpuProgram:
     """The program in a file, read and parsed once while the file stays the same (a .tflite
-    program's runs each load its .npz: reading and hashing it cost more than a small run)."""
+    program's runs each load its .npz: an evaluation over a data set loads it per input)."""
     try:
         raw = Path(path).read_bytes()
     except OSError as exc:
@@ -214,12 +213,10 @@ _NPZ_MEMBERS = frozenset(
 
 @lru_cache(maxsize=32)
 def load_npz(raw: bytes, source: str) -> NpuProgram:
-    """A Vela .npz's program, parsed once per content: a .tflite program's runs each load it,
-    and unpacking the archive cost more than simulating a small network."""
+    """A Vela .npz's program, parsed once per content (a .tflite program's runs each load it)."""
     try:
         with np.load(io.BytesIO(raw), allow_pickle=False) as npz:
-            # only the members a program needs: reading each costs a zip lookup and a header
-            # parse, and Vela's .npz holds a third more (quantization, variables)
+            # only the members a program needs (Vela's .npz holds quantization and variables too)
             data = {k: npz[k] for k in npz.files if k in _NPZ_MEMBERS}
     except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
         raise PayloadError(f"{source}: not a readable Vela .npz ({exc})") from None

@@ -6,49 +6,37 @@ alone; only memory contents change between runs, so a run replays the planned st
 
 from __future__ import annotations
 
-import dataclasses
-from collections import OrderedDict
 from dataclasses import dataclass, field
-from functools import cached_property
-from pathlib import Path
+from functools import cached_property, lru_cache
 
 import numpy as np
 
-from . import derived_store
-from .commands import SYNC_OPERATIONS, Command, operation_registers
+from .commands import SYNC_OPERATIONS, Command
 from .conv import prepare_conv
 from .decoded import DecodedStreams
 from .dma import prepare_dma
 from .elementwise import prepare_elementwise
 from .errors import PayloadError, UnsupportedError, at
 from .families import accelerator as architecture
+from .families import commands
 from .memory import Memory, shram_bytes
 from .native.batch import batched
 from .payload import NpuProgram, forget_payloads
 from .pool import forget_tables, prepare_pool
-from .records import Step, with_fields
+from .records import Step
 from .registers import Registers
 from .run_frame import RunFrame
 from .weights import forget_formats
 
-_CACHE: OrderedDict[tuple[int, str], tuple[NpuProgram, Plan]] = OrderedDict()
-_CACHE_SIZE = 32
 
-
-@dataclass(eq=False)  # not frozen: a frozen init's setattr per field cost a cold run 2 us
+@dataclass(eq=False)
 class Plan:
     program: NpuProgram
     accelerator: str
     decoded: DecodedStreams
     extent: dict[int, int]  # per region, the bytes the program uses (Memory.extent)
-    operation_count: int
     steps: tuple[Step, ...]  # convolutions hold the plan's DecodedStreams: decoded on first use
     timed: dict = field(default_factory=dict)  # simulator.MemorySystem -> its Timing
-    store: str | None = None  # derived_store file kept next to the compiled program
-    # what the store holds (timing keyed by memory system and ini content), and its size as
-    # (decoded streams, timing entries) when it was last read or written
-    stored: derived_store.Derived = field(default_factory=derived_store.Derived)
-    saved: list = field(default_factory=lambda: [0, 0])
 
     # the runs of the second run on (native.batch.batched of the steps' runs), made after the
     # first: a convolution's streams are fixed only once it has read them
@@ -82,17 +70,6 @@ class Plan:
         """Whether a run makes BLAS products (numpy convolutions, where no native kernel runs)."""
         return any(step.blas for step in self.steps)
 
-    def save_if_new(self) -> None:
-        """Write what this process derived to the store, when it holds something new."""
-        if self.store is None:
-            return
-        size = [self.decoded.size, len(self.stored.timing)]
-        if size == self.saved:
-            return
-        self.decoded.export(self.stored)
-        derived_store.save(self.store, self.stored, self.program.weights)
-        self.saved[:] = size
-
 
 def new_memory(program: NpuProgram, accelerator: str, plan: Plan | None = None) -> Memory:
     """Memory for one run outside a plan's frame: the sizes the plan uses (without a plan, the
@@ -102,51 +79,18 @@ def new_memory(program: NpuProgram, accelerator: str, plan: Plan | None = None) 
     return RunFrame(program, accelerator, None, frozenset()).memory()
 
 
-def plan_for(program: NpuProgram, accelerator: str, store_folder: Path | None = None) -> Plan:
-    """The program's plan; with store_folder (the compiled program's folder), what an earlier
-    process derived from the program is read from there, and what this one derives is kept."""
-    # by the program object (kept alive in the entry, so its id is not reused): hashing the
-    # program's fields at each lookup cost more than the rest of a small run's bookkeeping
-    key = (id(program), accelerator)
-    entry = _CACHE.get(key)
-    if entry is not None and entry[0] is program:
-        plan: Plan | None = entry[1]
-        _CACHE.move_to_end(key)
-    else:
-        plan = None
-    if store_folder is not None and (plan is None or plan.store is None):
-        plan = _with_store(plan, program, accelerator, store_folder)
-    elif plan is None:
-        plan = _build(program, accelerator)
-    if entry is None or entry[1] is not plan:
-        _CACHE[key] = (program, plan)
-        _CACHE.move_to_end(key)
-        if len(_CACHE) > _CACHE_SIZE:
-            _CACHE.popitem(last=False)
-    return plan
+@lru_cache(maxsize=32)
+def plan_for(program: NpuProgram, accelerator: str) -> Plan:
+    """The program's plan, made on its first run in this process and kept for the next ones."""
+    return _build(program, accelerator)
 
 
 def forget_programs() -> None:
     """Drop every planned program and what it decoded (a fresh start, for benchmarks)."""
-    _CACHE.clear()
+    plan_for.cache_clear()
     forget_payloads()
     forget_formats()
     forget_tables()
-
-
-def _with_store(plan: Plan | None, program: NpuProgram, accelerator: str, folder: Path) -> Plan:
-    """The program's plan (planned now, unless given), reading and keeping what it derives in
-    folder's store for the program."""
-    store = derived_store.store_file(folder, program, accelerator)
-    stored = derived_store.load(store, program.weights)
-    if plan is None:
-        plan = _build(program, accelerator)
-    # timed afresh: figures computed before the store was known go into it too
-    if stored is None:
-        return dataclasses.replace(plan, timed={}, store=store)
-    plan.decoded.add(stored)  # the steps hold this DecodedStreams
-    saved = [plan.decoded.size, len(stored.timing)]
-    return dataclasses.replace(plan, timed={}, store=store, stored=stored, saved=saved)
 
 
 def _bounds(program: NpuProgram, accelerator: str) -> Memory:
@@ -167,15 +111,15 @@ _ONE_BYTE = bytes(1)
 
 
 def _sized(size: int) -> np.ndarray:
-    """A read-only array of size zero bytes, all the same byte (np.broadcast_to's 10 us a call
-    were a twentieth of planning a small program)."""
+    """A read-only array of size zero bytes, all the same byte: a region's size for the bounds
+    checks, with nothing allocated."""
     return np.ndarray((size,), np.uint8, buffer=_ONE_BYTE, strides=(0,))
 
 
 def _build(program: NpuProgram, accelerator: str) -> Plan:
     memory = _bounds(program, accelerator)
     decoded = DecodedStreams()
-    operations = _operations(program)
+    operations = _operations(program, accelerator)
     steps: list[Step] = []
     i = 0
     alone_until = 0  # operations before this are in a run that could not merge: planned alone
@@ -186,7 +130,6 @@ def _build(program: NpuProgram, accelerator: str) -> Plan:
         except UnsupportedError as exc:
             exc.offset = cmd.offset
             raise
-        step = step._replace(record=with_fields(step.record, registers=values))
         steps.append(step)
         i += 1
         if step.byte_map is not None and i >= alone_until:
@@ -202,7 +145,7 @@ def _build(program: NpuProgram, accelerator: str) -> Plan:
     for tensor in (*program.inputs, *program.outputs):
         memory.reach(tensor.region, tensor.offset + tensor.nbytes)
     decoded.constant_regions = _constant_regions(program, memory, steps)
-    return Plan(program, accelerator, decoded, dict(memory.extent), len(steps), tuple(steps))
+    return Plan(program, accelerator, decoded, dict(memory.extent), tuple(steps))
 
 
 def _constant_regions(program: NpuProgram, memory: Memory, steps: list[Step]) -> frozenset[int]:
@@ -214,11 +157,12 @@ def _constant_regions(program: NpuProgram, memory: Memory, steps: list[Step]) ->
     return frozenset(r for r, buffer in memory.regions.items() if id(buffer) not in changing)
 
 
-def _operations(program: NpuProgram) -> list[tuple[Command, dict[str, int]]]:
+def _operations(program: NpuProgram, accelerator: str) -> list[tuple[Command, dict[str, int]]]:
     """(command, register values) of every operation that does something, up to NPU_OP_STOP
     (no Registers for each: a merged run's members are never prepared on their own)."""
     operations: list[tuple[Command, dict[str, int]]] = []
-    for cmd, values in operation_registers(program.command_stream, SYNC_OPERATIONS):
+    stream = program.command_stream
+    for cmd, values in commands(accelerator).operation_registers(stream, SYNC_OPERATIONS):
         if cmd.name == "NPU_OP_STOP":
             return operations
         if values is not None:
@@ -260,7 +204,7 @@ def _merge_run(steps: list[Step], operations: list, start: int, memory: Memory) 
     steps[-1] = Step(first.record, run, first.byte_map)
     record = first.record
     steps.extend(
-        Step(with_fields(record, offset=cmd.offset, registers=values), _merged)
+        Step(record._replace(offset=cmd.offset, registers=values), _merged)
         for cmd, values in operations[start:end]
     )
     return end - start, end

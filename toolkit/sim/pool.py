@@ -9,8 +9,8 @@ then applies as on any pool."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from .layouts import FeatureMap, ifm_map, ofm_map
 from .memory import Memory
 from .native.copy import NativeCopy, copy_kernel
 from .native.pool import pool_kernel
-from .records import Step, feature_map_fields, make_record
+from .records import OpRecord, Step, feature_map_fields
 from .registers import Registers
 
 MODES = {0: "max", 1: "average", 2: "reduce_sum"}
@@ -53,8 +53,7 @@ def _byte_table(
     return _SAME if table.dtype == dtype and np.array_equal(table, raw.view(dtype)) else table
 
 
-@dataclass(frozen=True)
-class ByteMap:
+class ByteMap(NamedTuple):
     """A 1x1 unpadded pool of 8-bit IFM values, no LUT: the OFM is table[IFM byte] over the
     IFM's first `depth` channels (table _SAME: a copy)."""
 
@@ -65,8 +64,8 @@ class ByteMap:
 
     def copy_run(self, memory: Memory) -> NativeCopy | None:
         """This operation alone as a native strided copy (copy.c reads everything before it
-        writes, as the pool does), where merged_run gives one: a copy's typed rows cost a
-        transpose a tenth of the pool kernel's output stage per element."""
+        writes, as the pool does), where merged_run gives one: a transpose needs no output
+        stage, only a copy."""
         run = self.merged_run(1, 1, 1, memory)
         return run if isinstance(run, NativeCopy) else None
 
@@ -150,7 +149,7 @@ def _each_byte_once(shape: tuple, strides: tuple, elem_size: int) -> bool:
     """Whether no two elements of a strided array share a byte, shown from its strides alone:
     with its axes in order of stride, each stride reaches past every byte that the axes before
     it cover (as digits of a number). True covers Vela's interleaved transposes; False may
-    still be so (then _disjoint lists the bytes, which cost a third of planning such a run)."""
+    still be so (then _disjoint lists the bytes)."""
     covered = elem_size  # bytes from the array's start that the axes taken so far reach
     for stride, n in sorted((s, n) for s, n in zip(strides, shape) if n > 1):
         if stride < covered:
@@ -297,7 +296,7 @@ def prepare_pool(regs: Registers, memory: Memory) -> Step:  # noqa: C901 - one p
         ofm.write(mem, finish(acc, mem))
 
     byte_map = None if table is None else ByteMap(ifm, ofm, table, depth)
-    record = make_record(
+    record = OpRecord(
         kind=f"pool.{mode}",
         offset=op.offset,
         macs=int(oh * ow * depth * k.elements),
@@ -306,5 +305,6 @@ def prepare_pool(regs: Registers, memory: Memory) -> Step:  # noqa: C901 - one p
         kernel=(k.height, k.width, k.stride_y, k.stride_x, k.dilation_y, k.dilation_x),
         **feature_map_fields(regs, ifm, ofm),
         acc_40bit=regs.get("ACC_FORMAT", 0) == 1,
+        registers=regs.values,
     )
     return Step(record, run if native is None else native, byte_map)

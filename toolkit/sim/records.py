@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
@@ -13,8 +12,10 @@ if TYPE_CHECKING:
     from .registers import Registers
 
 
-@dataclass(frozen=True)
-class OpRecord:
+_NO_REGISTERS: Mapping[str, int] = MappingProxyType({})
+
+
+class OpRecord(NamedTuple):
     # "conv", "depthwise", "pool.max|average|reduce_sum", "dma",
     # "elementwise.add|sub|mul|min|max|lrelu|abs|clz|shr|shl"
     kind: str
@@ -38,7 +39,7 @@ class OpRecord:
     cycles: int = 0  # total: the longest of compute and each memory's access cycles
     compute_cycles: int = 0  # the NPU's compute alone (Vela's "NPU cycles")
     # every register the op ran with (name without NPU_SET_ -> value)
-    registers: Mapping[str, int] = field(default_factory=dict)
+    registers: Mapping[str, int] = _NO_REGISTERS
 
     @property
     def ifm_depth(self) -> int:
@@ -53,35 +54,6 @@ class OpRecord:
 
     def written_to(self, region: int) -> int:
         return sum(b for r, b in self.bytes_written if r == region)
-
-
-_FIELDS = dataclasses.fields(OpRecord)
-_NAMES = frozenset(f.name for f in _FIELDS)
-_REQUIRED = frozenset(
-    f.name for f in _FIELDS if f.default is dataclasses.MISSING and f.name != "registers"
-)
-_DEFAULTS = {f.name: f.default for f in _FIELDS if f.default is not dataclasses.MISSING}
-
-
-def make_record(**fields) -> OpRecord:
-    """OpRecord(**fields), as planning makes one for every operation, without the frozen
-    dataclass's __init__ (an object.__setattr__ for each of its 22 fields: a tenth of planning).
-    Its registers start empty: the plan sets them."""
-    if not _REQUIRED <= fields.keys() <= _NAMES:
-        missing, unknown = sorted(_REQUIRED - fields.keys()), sorted(fields.keys() - _NAMES)
-        raise TypeError(f"OpRecord fields missing {missing}, unknown {unknown}")
-    record = object.__new__(OpRecord)
-    record.__dict__.update(_DEFAULTS, registers={}, **fields)
-    return record
-
-
-def with_fields(record: OpRecord, **changes) -> OpRecord:
-    """A copy of record with these fields changed, as make_record skips __init__ (a
-    dataclasses.replace of the 22 fields cost an eighth of planning and 3 ms of a MobileNet's
-    first run)."""
-    copy = object.__new__(OpRecord)
-    copy.__dict__.update(record.__dict__, **changes)
-    return copy
 
 
 class Step(NamedTuple):

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import NamedTuple
 
 from .commands import PARAM, Command, register_name
 from .errors import UnsupportedError
@@ -14,11 +14,10 @@ def signed16(value: int) -> int:
     return value - 0x10000 if value & 0x8000 else value
 
 
-@dataclass(frozen=True)
-class Registers:
+class Registers(NamedTuple):
     """The register values an operation runs with (frozen snapshot at its NPU_OP command)."""
 
-    values: Mapping[str, int] = field(default_factory=dict)  # name without NPU_SET_ -> value
+    values: Mapping[str, int] = MappingProxyType({})  # name without NPU_SET_ -> value
     op: Command | None = None
 
     @property

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from contextlib import nullcontext
 from functools import lru_cache
-from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
@@ -14,73 +12,61 @@ import numpy as np
 from ..npu import ARM_VELA_INI, npu_config, vela_ini_path
 from . import cycles as cycle_model
 from .blas import one_blas_thread
-from .derived_store import timing_key
 from .errors import SimError
 from .families import accelerator as architecture
 from .fvp_timing import PmuPrediction, fvp_memory, predict_pmu
 from .layouts import ofm_map
 from .payload import NpuProgram
 from .plan import Plan, plan_for
-from .records import OpRecord, with_fields
+from .records import OpRecord
 from .registers import Registers
 
 
-class Timing:
-    """Our cycle model's figures for a plan's operations under one memory system: per operation
-    (cycles, compute cycles), their compute summed, and the PMU prediction. The records with
-    them are made when first asked for (a plan read from an image plans its steps then)."""
+class Timing(NamedTuple):
+    """Our cycle model's figures for a plan's operations under one memory system."""
 
-    def __init__(
-        self,
-        plan: Plan,
-        cycles: list[int],
-        compute: list[int],
-        pmu: PmuPrediction,
-        records: tuple[OpRecord, ...] | None = None,
-    ):
-        self._plan: Plan | None = plan if records is None else None
-        self._figures = (cycles, compute)
-        self._records = records
-        self.pmu, self.npu_cycles = pmu, sum(compute)
-
-    @property
-    def records(self) -> tuple[OpRecord, ...]:
-        if self._records is None:
-            assert self._plan is not None
-            cycles, compute = self._figures
-            self._records = tuple(
-                with_fields(s.record, cycles=c, compute_cycles=cc)
-                for s, c, cc in zip(self._plan.steps, cycles, compute)
-            )
-            self._plan = None
-        return self._records
-
-    def __getstate__(self) -> dict:
-        """Pickled with its records, without the plan (which holds native state)."""
-        state = dict(self.__dict__, _records=self.records)
-        del state["_plan"]
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state, _plan=None)
+    records: tuple[OpRecord, ...]  # each operation's, with its cycles
+    npu_cycles: int  # the operations' compute cycles, summed
+    pmu: PmuPrediction
 
 
 class SimResult(NamedTuple):
-    """One run's outputs and figures (a tuple, immutable: a frozen dataclass's field by field
-    init was a microsecond of a small program's first inference)."""
+    """One run's outputs, and the cycle model's figures for its program: computed when first
+    asked for, once per program and memory system (they depend on the command stream only,
+    never on the data)."""
 
     outputs: list[np.ndarray]
-    npu_cycles: int  # our cycle model's compute cycles, summed over the operations
-    total_cycles: int  # the FVP PMU's NPU TOTAL as predicted (pmu.total)
     accelerator: str
-    pmu: PmuPrediction  # what the FVP's PMU would count (fvp_timing): cycles and AXI beats
-    operation_count: int
-    timing: Timing  # the records behind the figures
+    plan: Plan
+    memory_system: tuple[str, str, str]  # system config, memory mode, ini file
+
+    @property
+    def timing(self) -> Timing:
+        return _timed(self.plan, self.accelerator, self.memory_system)
 
     @property
     def operations(self) -> tuple[OpRecord, ...]:
         """Each NPU operation's record, with our cycle model's figures."""
         return self.timing.records
+
+    @property
+    def operation_count(self) -> int:
+        return len(self.plan.steps)
+
+    @property
+    def npu_cycles(self) -> int:
+        """Our cycle model's compute cycles, summed over the operations."""
+        return self.timing.npu_cycles
+
+    @property
+    def pmu(self) -> PmuPrediction:
+        """What the FVP's PMU would count (fvp_timing): cycles and AXI beats."""
+        return self.timing.pmu
+
+    @property
+    def total_cycles(self) -> int:
+        """The FVP PMU's NPU TOTAL as predicted."""
+        return self.timing.pmu.total
 
 
 def check_simulated_accelerator(program: NpuProgram, accelerator: str) -> None:
@@ -92,56 +78,30 @@ def check_simulated_accelerator(program: NpuProgram, accelerator: str) -> None:
         )
 
 
-class MemorySystem(NamedTuple):
-    """Vela's memory system a run's cycle figures are for: its names, its ini file and the key
-    of its figures in a program's derived store (the ini file by its content)."""
-
-    system_config: str
-    memory_mode: str
-    ini: str
-    stored_key: int
-
-
 @lru_cache(maxsize=16)
 def memory_system(
     accelerator: str, system_config: str | None, memory_mode: str | None, config_ini: str
-) -> MemorySystem:
-    """The memory system (defaults: ExecuTorch's for the NPU family), once per process."""
+) -> tuple[str, str, str]:
+    """(system config, memory mode, ini file) of Vela's memory system a run's cycle figures are
+    for; defaults: ExecuTorch's for the NPU family."""
     npu = npu_config(accelerator, system_config, memory_mode)
-    ini = str(vela_ini_path(config_ini))
-    ini_digest = hashlib.sha256(Path(ini).read_bytes()).hexdigest()
-    stored_key = timing_key(npu.system_config, npu.memory_mode, ini_digest)
-    return MemorySystem(npu.system_config, npu.memory_mode, ini, stored_key)
+    return npu.system_config, npu.memory_mode, str(vela_ini_path(config_ini))
 
 
-def _timed(plan: Plan, program: NpuProgram, accelerator: str, system: MemorySystem) -> Timing:
-    """The plan's cycle figures, computed once per memory system (or read from its store)."""
+def _timed(plan: Plan, accelerator: str, system: tuple[str, str, str]) -> Timing:
+    """The plan's cycle figures, computed once per memory system."""
     timed = plan.timed.get(system)
-    if timed is not None:
-        return timed
-    stored = plan.stored.timing.get(system.stored_key) if plan.store else None
-    if stored is not None and len(stored[0]) == plan.operation_count:
-        timed = plan.timed[system] = Timing(
-            plan, stored[0], stored[1], PmuPrediction._make(stored[2])
+    if timed is None:
+        ports = cycle_model.memory_system(accelerator, *system)
+        timings = [cycle_model.op_timing(s.record, accelerator, ports) for s in plan.steps]
+        records = tuple(
+            s.record._replace(cycles=t.total, compute_cycles=t.compute)
+            for s, t in zip(plan.steps, timings)
         )
-        return timed
-    system_config, memory_mode, ini, _ = system
-    ports = cycle_model.memory_system(accelerator, system_config, memory_mode, ini)
-    timings = [cycle_model.op_timing(s.record, accelerator, ports) for s in plan.steps]
-    cycles, compute = [t.total for t in timings], [t.compute for t in timings]
-    records = tuple(
-        with_fields(s.record, cycles=c, compute_cycles=cc)
-        for s, c, cc in zip(plan.steps, cycles, compute)
-    )
-    pmu = predict_pmu(
-        program.command_stream,
-        records,
-        fvp_memory(accelerator, system_config, memory_mode, ini),
-        accelerator,
-    )
-    if plan.store:
-        plan.stored.timing[system.stored_key] = (cycles, compute, tuple(pmu))
-    timed = plan.timed[system] = Timing(plan, cycles, compute, pmu, records)
+        pmu = predict_pmu(
+            plan.program.command_stream, records, fvp_memory(accelerator, *system), accelerator
+        )
+        timed = plan.timed[system] = Timing(records, sum(t.compute for t in timings), pmu)
     return timed
 
 
@@ -152,33 +112,20 @@ def simulate(
     system_config: str | None = None,
     memory_mode: str | None = None,
     config_ini: str = ARM_VELA_INI,
-    store: Path | None = None,
 ) -> SimResult:
     """Run the program; system config and memory mode (Vela's, for the cycle model, read from
-    config_ini) default to ExecuTorch's defaults for the NPU family. store: the compiled
-    program's folder, where what the simulator derives from the program is kept for the first
-    run in another process (derived_store.py)."""
+    config_ini) default to ExecuTorch's defaults for the NPU family."""
     check_simulated_accelerator(program, accelerator)
     system = memory_system(accelerator, system_config, memory_mode, config_ini)
-    plan = plan_for(program, accelerator, store)
+    plan = plan_for(program, accelerator)
     frame = plan.frame
     memory = frame.memory()
     frame.place_inputs(memory, inputs)
     with one_blas_thread() if plan.blas else nullcontext():
         plan.execute(memory)
-    timing = _timed(plan, program, accelerator, system)
-    plan.save_if_new()
     outputs = frame.read_outputs(memory)
     frame.release(memory)
-    return SimResult(
-        outputs,
-        timing.npu_cycles,
-        timing.pmu.total,
-        accelerator,
-        timing.pmu,
-        plan.operation_count,
-        timing,
-    )
+    return SimResult(outputs, accelerator, plan, system)
 
 
 def op_outputs(
@@ -210,4 +157,4 @@ def predict_pmu_counts(
     the command stream only, never on the data (tests/sim check that)."""
     check_simulated_accelerator(program, accelerator)
     system = memory_system(accelerator, system_config, memory_mode, config_ini)
-    return _timed(plan_for(program, accelerator), program, accelerator, system).pmu
+    return _timed(plan_for(program, accelerator), accelerator, system).pmu

@@ -16,7 +16,7 @@ lengths enter: no data, zero point or scale can change a count.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .families import accelerator as architecture
 from .memory import INTERNAL
@@ -31,8 +31,7 @@ def _ceil(a: int, b: int) -> int:
     return -(-a // b)
 
 
-@dataclass(frozen=True)
-class Transfer:
+class Transfer(NamedTuple):
     """Bytes moved on one region in one direction, and the AXI beats that takes."""
 
     region: int

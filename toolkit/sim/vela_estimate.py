@@ -11,9 +11,9 @@ from __future__ import annotations
 import contextlib
 import io
 import tempfile
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 from ..errors import ToolError
 from ..npu import npu_config
@@ -28,8 +28,7 @@ _LUT_OPS = frozenset({"Sigmoid", "Tanh", "LUT"})
 _RELU_OPS = frozenset({"Relu", "Relu0To1", "Relu6", "ReluN1To1"})
 
 
-@dataclass(frozen=True)
-class VelaOpEstimate:
+class VelaOpEstimate(NamedTuple):
     offset: int  # command-stream offset of the operation's last NPU_OP command
     operator: str  # TOSA operator Vela scheduled ("Conv2D", "Transpose", ...)
     name: str
@@ -47,8 +46,7 @@ class VelaOpEstimate:
         return relu if fused in _RELU_OPS else 0.0
 
 
-@dataclass(frozen=True)
-class CycleComparison:
+class CycleComparison(NamedTuple):
     offset: int
     operator: str
     ours: int

@@ -15,8 +15,8 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 from ethosu.vela.tflite.BuiltinOperator import BuiltinOperator
@@ -39,8 +39,7 @@ _BUILTIN_NAMES = {v: k for k, v in vars(BuiltinOperator).items() if not k.starts
 HOST_OPS = ("QUANTIZE", "DEQUANTIZE", "RESHAPE", "SQUEEZE")
 
 
-@dataclass(frozen=True)
-class GraphTensor:
+class GraphTensor(NamedTuple):
     name: str
     shape: tuple[int, ...]
     dtype: np.dtype
@@ -48,16 +47,14 @@ class GraphTensor:
     zero_point: int
 
 
-@dataclass(frozen=True)
-class GraphOp:
+class GraphOp(NamedTuple):
     op: str  # "ethos-u" for an NPU operator, else the TFLite builtin name
     inputs: tuple[int, ...]  # tensor indices (for ethos-u: the IFMs only)
     outputs: tuple[int, ...]
     program: NpuProgram | None = None
 
 
-@dataclass(frozen=True)
-class TfliteGraph:
+class TfliteGraph(NamedTuple):
     """The operators of a compiled .tflite's main subgraph, in execution order."""
 
     tensors: tuple[GraphTensor, ...]

@@ -20,7 +20,7 @@ from .mlw_decoder import mlw_decode
 SUBKERNEL_MAX = 8
 
 
-class WeightFormat(NamedTuple):  # a tuple, as layouts.FeatureMap says why
+class WeightFormat(NamedTuple):
     """Everything the stream order depends on."""
 
     ofm_depth: int

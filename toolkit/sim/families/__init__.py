@@ -6,9 +6,14 @@ execution, timing and traffic read. Nothing outside a family module tests a fami
 
     simulates("ethos-u55-128")       -> True: the simulator runs it
     decodes("ethos-u65-512")         -> True: the command-stream decoder knows its register map
+    commands("ethos-u65-512")        -> its CommandSet: decode a stream, its operations' registers
     accelerator("ethos-u65-256")     -> its Accelerator (SimError if it is not simulated)
+    family_of_product(1)             -> "ethos-u65": the family a driver config word names
     SIMULATED                        -> every configuration the simulator runs
     SIMULATED_FAMILIES               -> "Ethos-U55/U65", for messages
+
+A family module provides ACCELERATORS (name -> Accelerator), COMMANDS (its CommandSet, or None
+while its register map is not filled) and PRODUCTS (driver product id -> family).
 
 Ethos-U55 and Ethos-U65 share a register map and a home (ethos_u55.py); Ethos-U85's (ethos_u85.py)
 holds no configuration yet: Vela 5.1 ships its register map only inside the C++ core.
@@ -17,22 +22,34 @@ holds no configuration yet: Vela 5.1 ships its register map only inside the C++ 
 from __future__ import annotations
 
 from ...npu import accelerator_family
+from ..commands import CommandSet
 from ..errors import SimError
 from . import ethos_u55, ethos_u85
 from .accelerator import Accelerator
 
-_CONFIGURATIONS: dict[str, Accelerator] = {**ethos_u55.ACCELERATORS, **ethos_u85.ACCELERATORS}
+_HOMES = (ethos_u55, ethos_u85)
+_CONFIGURATIONS: dict[str, Accelerator] = {
+    name: a for home in _HOMES for name, a in home.ACCELERATORS.items()
+}
 SIMULATED: tuple[str, ...] = tuple(_CONFIGURATIONS)
 _FAMILIES = tuple(dict.fromkeys(a.family for a in _CONFIGURATIONS.values()))
 SIMULATED_FAMILIES = "Ethos-" + "/".join(f.removeprefix("ethos-").upper() for f in _FAMILIES)
-_DECODED_FAMILIES = frozenset(ethos_u55.PRODUCTS.values())
+_PRODUCTS = {product: family for home in _HOMES for product, family in home.PRODUCTS.items()}
+_COMMANDS = {
+    family: home.COMMANDS
+    for home in _HOMES
+    if home.COMMANDS is not None
+    for family in home.PRODUCTS.values()
+}
 
 __all__ = [
     "SIMULATED",
     "SIMULATED_FAMILIES",
     "Accelerator",
     "accelerator",
+    "commands",
     "decodes",
+    "family_of_product",
     "simulates",
 ]
 
@@ -44,7 +61,22 @@ def simulates(name: str) -> bool:
 
 def decodes(name: str) -> bool:
     """Whether the command-stream decoder (op counts, register diffs) reads this NPU's streams."""
-    return accelerator_family(name) in _DECODED_FAMILIES
+    return accelerator_family(name) in _COMMANDS
+
+
+def commands(name: str) -> CommandSet:
+    """The register map of an NPU configuration's family."""
+    try:
+        return _COMMANDS[accelerator_family(name)]
+    except KeyError:
+        raise SimError(
+            f"the command-stream decoder does not know the registers of '{name}'"
+        ) from None
+
+
+def family_of_product(product: int) -> str | None:
+    """The family whose product id a driver config word (COP1) carries; None if unknown."""
+    return _PRODUCTS.get(product)
 
 
 def accelerator(name: str) -> Accelerator:

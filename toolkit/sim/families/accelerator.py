@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 IFM_UBLOCK_DEPTH = 8  # every Ethos-U55/U65 configuration
 
 
-@dataclass(frozen=True)
-class Accelerator:
+class Accelerator(NamedTuple):
     name: str  # "ethos-u55-128"
     family: str  # "ethos-u55", "ethos-u65"
     ublock: tuple[int, int, int]  # OFM u-block (h, w, c)

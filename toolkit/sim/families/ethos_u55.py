@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from ethosu.vela.ethos_u55_regs.ethos_u55_regs import cmd0, cmd1, elementwise_mode
 
+from ..commands import CommandSet
 from .accelerator import Accelerator
 
-__all__ = ["ACCELERATORS", "PRODUCTS", "cmd0", "cmd1", "elementwise_mode"]
+__all__ = ["ACCELERATORS", "COMMANDS", "PRODUCTS", "elementwise_mode"]
 
 PRODUCTS = {0: "ethos-u55", 1: "ethos-u65"}  # DriverConfig.product -> family
+COMMANDS = CommandSet(cmd0, cmd1)
 
 ACCELERATORS = {
     a.name: a

@@ -6,6 +6,9 @@ U85 programs on the TOSA reference model."""
 
 from __future__ import annotations
 
+from ..commands import CommandSet
 from .accelerator import Accelerator
 
+PRODUCTS: dict[int, str] = {}  # DriverConfig.product -> family
+COMMANDS: CommandSet | None = None  # the register map, once filled
 ACCELERATORS: dict[str, Accelerator] = {}

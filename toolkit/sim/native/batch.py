@@ -3,15 +3,16 @@
 After a program's first run, every native operation is a Row: its description, and for a
 convolution the weights and scales of that run, behind check rows that compare the streams'
 bytes in memory with them where operations write that memory (Vela DMAs streams into scratch).
-A stretch of rows is one call, with the addresses of the run's memory regions: a Python call per
-operation cost more than a small operation's work. A check that fails stops the call; the
+A stretch of rows is one call, with the addresses of the run's memory regions (a Python call per
+operation takes longer than a small operation's work; an evaluation over a data set runs them
+thousands of times). A check that fails stops the call; the
 operations from there on run another way (their planned steps, which decode what they find).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -39,8 +40,7 @@ def slot_regions(slots: Iterable[int]) -> tuple[tuple[int, int], ...]:
     return tuple((s, INTERNAL if s == _SHRAM_SLOT else s) for s in sorted(set(slots)) if s >= 0)
 
 
-@dataclass(frozen=True)
-class Row:
+class Row(NamedTuple):
     """One operation as run_batch runs it: its kernel (KERNEL_IDS), its description, the memory
     slots of its IFM, IFM2, OFM and LUT (-1: none; a copy's source is its IFM, its destination
     its OFM), and the arrays a convolution reads (weights, bias, scale, shift, right shift) or a

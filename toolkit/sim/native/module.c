@@ -1,7 +1,7 @@
 /* The simulator's native kernels as a Python module. Each kernel takes the address of its
  * description (an int64 array packed by toolkit/sim/native) and int64 arguments (addresses of
  * memory regions and decoded streams): one call per NPU operation, so the call itself must be
- * cheap (a ctypes call of nine arguments cost 3 us, more than a small operation's work). The
+ * cheap (a ctypes call takes longer than a small operation's work). The
  * kernels hold no Python object; the GIL is released while they run. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
