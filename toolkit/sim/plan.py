@@ -36,7 +36,7 @@ class Plan:
     decoded: DecodedStreams
     extent: dict[int, int]  # per region, the bytes the program uses (Memory.extent)
     steps: tuple[Step, ...]  # convolutions hold the plan's DecodedStreams: decoded on first use
-    timed: dict = field(default_factory=dict)  # simulator.MemorySystem -> its Timing
+    timed: dict = field(default_factory=dict)  # simulator.VelaSystem -> its Timing
 
     # the runs of the second run on (native.batch.batched of the steps' runs), made after the
     # first: a convolution's streams are fixed only once it has read them

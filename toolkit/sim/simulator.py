@@ -38,11 +38,11 @@ class SimResult(NamedTuple):
     outputs: list[np.ndarray]
     accelerator: str
     plan: Plan
-    memory_system: tuple[str, str, str]  # system config, memory mode, ini file
+    system: VelaSystem
 
     @property
     def timing(self) -> Timing:
-        return _timed(self.plan, self.accelerator, self.memory_system)
+        return _timed(self.plan, self.accelerator, self.system)
 
     @property
     def operations(self) -> tuple[OpRecord, ...]:
@@ -78,17 +78,24 @@ def check_simulated_accelerator(program: NpuProgram, accelerator: str) -> None:
         )
 
 
+class VelaSystem(NamedTuple):
+    """The Vela system config and memory mode a run's cycle figures are for, and their ini."""
+
+    system_config: str
+    memory_mode: str
+    ini: str
+
+
 @lru_cache(maxsize=16)
-def memory_system(
+def vela_system(
     accelerator: str, system_config: str | None, memory_mode: str | None, config_ini: str
-) -> tuple[str, str, str]:
-    """(system config, memory mode, ini file) of Vela's memory system a run's cycle figures are
-    for; defaults: ExecuTorch's for the NPU family."""
+) -> VelaSystem:
+    """The names given, or ExecuTorch's defaults for the NPU family."""
     npu = npu_config(accelerator, system_config, memory_mode)
-    return npu.system_config, npu.memory_mode, str(vela_ini_path(config_ini))
+    return VelaSystem(npu.system_config, npu.memory_mode, str(vela_ini_path(config_ini)))
 
 
-def _timed(plan: Plan, accelerator: str, system: tuple[str, str, str]) -> Timing:
+def _timed(plan: Plan, accelerator: str, system: VelaSystem) -> Timing:
     """The plan's cycle figures, computed once per memory system."""
     timed = plan.timed.get(system)
     if timed is None:
@@ -116,7 +123,7 @@ def simulate(
     """Run the program; system config and memory mode (Vela's, for the cycle model, read from
     config_ini) default to ExecuTorch's defaults for the NPU family."""
     check_simulated_accelerator(program, accelerator)
-    system = memory_system(accelerator, system_config, memory_mode, config_ini)
+    system = vela_system(accelerator, system_config, memory_mode, config_ini)
     plan = plan_for(program, accelerator)
     frame = plan.frame
     memory = frame.memory()
@@ -156,5 +163,5 @@ def predict_pmu_counts(
     """The cycle model's FVP PMU prediction without running the program: its figures depend on
     the command stream only, never on the data (tests/sim check that)."""
     check_simulated_accelerator(program, accelerator)
-    system = memory_system(accelerator, system_config, memory_mode, config_ini)
+    system = vela_system(accelerator, system_config, memory_mode, config_ini)
     return _timed(plan_for(program, accelerator), accelerator, system).pmu
