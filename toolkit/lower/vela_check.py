@@ -426,7 +426,8 @@ def _owner(run: list[_Column], matmuls: tuple[_Matmul, ...]) -> _Matmul | None:
         and not len(run) % (m.b_shape[2] * (m.batches if first.rows == 1 else 1))
     ]
     exact = [m for m in fitting if m.a_shape[2] == first.depth]
-    return (exact or fitting or [None])[0]
+    candidates = exact or fitting
+    return candidates[0] if candidates else None
 
 
 def _same_rows(index: int, chunk: list[_Column], matmul: _Matmul) -> VelaProblem | None:
