@@ -39,6 +39,7 @@ from .tosa_graph import OP_NAMES
 
 _WINDOWED = ("NPU_OP_CONV", "NPU_OP_DEPTHWISE", "NPU_OP_POOL")
 _MUL, _REDUCE_SUM = 0, 2  # NPU_OP_ELEMENTWISE and NPU_OP_POOL parameters
+_BROADCAST_W = 2  # IFM2_BROADCAST: bit 0 H, bit 1 W, bit 2 C
 _KIND = {"NPU_OP_CONV": "conv", "NPU_OP_DEPTHWISE": "depthwise", "NPU_OP_POOL": "pool"}
 
 
@@ -371,9 +372,12 @@ def _columns(operations) -> list[list[_Column]]:
 
 
 def _is_column(mul, m: dict, pool, p: dict) -> bool:
+    """A MUL whose second operand (B's column) is broadcast along A's rows (IFM2_BROADCAST's W
+    bit), then a REDUCE_SUM of its product."""
     return (
         mul.name == "NPU_OP_ELEMENTWISE"
         and mul.param == _MUL
+        and m.get("IFM2_BROADCAST", 0) & _BROADCAST_W
         and pool.name == "NPU_OP_POOL"
         and pool.param == _REDUCE_SUM
         and (p.get("IFM_REGION"), p.get("IFM_BASE0")) == (m.get("OFM_REGION"), m.get("OFM_BASE0"))
