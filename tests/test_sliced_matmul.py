@@ -19,6 +19,7 @@ from torch import nn
 
 from toolkit.artifacts import LoadedModel
 from toolkit.cli import main
+from toolkit.lower import vela_check
 from toolkit.lower.build_variant import compile_variant
 from toolkit.lower.tosa_graph import read_tosa
 from toolkit.lower.vela_check import program_problems
@@ -27,7 +28,7 @@ from toolkit.quantize.calibration import random_calibration
 from toolkit.rewrites import DEFAULT_REWRITES
 from toolkit.runners.sim import SimulatorRunner
 from toolkit.runners.tosa_ref import TosaReferenceRunner
-from toolkit.sim.commands import decode
+from toolkit.sim.commands import Command, decode
 from toolkit.sim.payload import load_payload
 
 TOKENS, HEADS, HEAD_DIM = 16, 2, 16
@@ -229,3 +230,46 @@ def test_a_channel_slice_is_read_whole_and_the_rewrite_avoids_it(channel_split):
             np.count_nonzero(sim.run(channel_split["without"], sample).outputs[0] != wanted) > 200
         )
         assert np.array_equal(sim.run(channel_split["default"], sample).outputs[0], wanted)
+
+
+def _column_pair(offset: int, a_base: int, b_base: int, out: int, broadcast: int = 2):
+    """A MATMUL column as Vela emits it one batch at a time: MUL of A's 16x16 rows (IFM height 1)
+    by B's column, then the REDUCE_SUM of its int32 product into one output column."""
+    mul = {
+        "IFM_REGION": 1,
+        "IFM_BASE0": a_base,
+        "IFM_HEIGHT0_M1": 0,
+        "IFM_WIDTH0_M1": 15,
+        "IFM_DEPTH_M1": 15,
+        "IFM2_BASE0": b_base,
+        "IFM2_BROADCAST": broadcast,
+        "OFM_REGION": 1,
+        "OFM_BASE0": 4096,
+    }
+    pool = {"IFM_REGION": 1, "IFM_BASE0": 4096, "OFM_REGION": 1, "OFM_BASE0": out}
+    return [
+        (Command(offset, "NPU_OP_ELEMENTWISE", 0), mul),
+        (Command(offset + 0x80, "NPU_OP_POOL", 2), pool),
+    ]
+
+
+def _two_heads(a_bases: tuple[int, int], broadcast: int = 2):
+    operations = []
+    for head, a_base in enumerate(a_bases):
+        for column in range(16):
+            offset = 0x1000 * (head + 1) + 0x100 * column
+            b_base, out = 1536 + 256 * head + 16 * column, 2048 + 256 * head + column
+            operations += _column_pair(offset, a_base, b_base, out, broadcast)
+    return operations
+
+
+def test_the_check_compares_the_batches_first_operands_and_knows_a_matmul_column():
+    """Registers only, no compile: the reduced case's shape, 2 heads one at a time."""
+    matmul = vela_check._Matmul("mm", "a", "b", (2, 16, 16), (2, 16, 16), "")
+    (problem,) = vela_check._matmul_problems(0, _two_heads((0, 0)), (matmul,))
+    assert (problem.offset, problem.operation) == (0x2000, "elementwise MUL")
+    assert problem.reads.endswith("for batch 1 of 2, as batch 0's MUL at 0x1000 does")
+    # head 1's MULs reading head 1's rows is what the MATMUL asks
+    assert vela_check._matmul_problems(0, _two_heads((0, 256)), (matmul,)) == []
+    # without B's column broadcast along A's rows, MUL + REDUCE_SUM is no MATMUL column
+    assert vela_check._matmul_problems(0, _two_heads((0, 0), broadcast=0), (matmul,)) == []
