@@ -258,7 +258,8 @@ def check_delegate(
     index: int, payload: bytes, tosa: Path | None, npu: NpuConfig
 ) -> tuple[VelaProblem, ...]:
     """The operations of one delegate's command stream that no operation of its TOSA graph asks
-    for; () for an NPU the decoder does not know or a graph that pads past its kernels."""
+    for; () for an NPU the decoder does not know. Windows in padding are not judged in a graph
+    that pads past its kernels itself."""
     if not decodes(npu.accelerator) or tosa is None:
         return ()
     program, graph = load_payload(payload), _read_graph(tosa)
