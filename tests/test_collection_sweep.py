@@ -32,14 +32,12 @@ U65_NETS = (
     "leaky_conv_net",
     "mean_head_net",
     "token_mlp_kws",
+    "keyword_transformer_block",
 )
 # (net, variant or None for both) -> a known bug the net trips, marked xfail(strict=False) until
-# fixed (the STRIDE_C mean, ConvTranspose2d quantization and IFM_UPSCALE bugs this listed are).
-KNOWN_BUGS: dict[tuple[str, str | None], str] = {
-    ("keyword_transformer_block", None): "Vela 5.1.0 miscompiles the attention's q @ k, a "
-    "batched MATMUL whose first operand is a SLICE: each head's elementwise MUL reads head 0's "
-    "queries (IFM_BASE0 0 where head 1 is at 256; docs/upstream-gaps.md), fused and unfused",
-}
+# fixed (the STRIDE_C mean, ConvTranspose2d quantization and IFM_UPSCALE bugs this listed are;
+# so is Vela's batched MATMUL on a slice, the keyword transformer block's: copy-sliced-matmul-input).
+KNOWN_BUGS: dict[tuple[str, str | None], str] = {}
 # net -> what the one-line refusal must name, for nets the simulator refuses up front
 REFUSALS: dict[str, str] = {}
 

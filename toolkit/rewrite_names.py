@@ -23,6 +23,7 @@ class RewriteInfo:
 FOLD_PAD = "fold-pad-into-conv"
 BATCHED_CONV = "batched-1x1-conv-as-image"
 INVERSE_PERMUTES = "cancel-inverse-permutes"
+SLICED_MATMUL = "copy-sliced-matmul-input"
 REWRITES = (
     RewriteInfo(
         "global-pool-stride",
@@ -67,6 +68,13 @@ REWRITES = (
         True,
         "a transpose that undoes the one before it is dropped (Vela 5.1.0 merges such a pair "
         "and drops the first one's delegate output)",
+    ),
+    RewriteInfo(
+        SLICED_MATMUL,
+        "lowering",
+        True,
+        "a batched matmul's first operand, when a slice (an attention's q), copied into its own "
+        "tensor (Vela 5.1.0 otherwise reads batch 0's rows for every batch)",
     ),
 )
 DEFAULT_REWRITES = tuple(r.name for r in REWRITES if r.default)

@@ -141,19 +141,22 @@ def job_from_args(args, variants) -> Job:
 
 def wrong_program_line(result: JobResult) -> str:
     """The closing line of a job with a program Vela compiled wrongly, and what avoids it."""
-    from ..rewrite_names import BATCHED_CONV
+    from ..rewrite_names import BATCHED_CONV, INVERSE_PERMUTES, SLICED_MATMUL
     from ..rewrites import resolve_rewrites
 
     wrong = {name: v.vela_problems for name, v in result.variants.items() if v.vela_problems}
     kinds = {problem.operation for problems in wrong.values() for problem in problems}
-    if "outputs" in kinds:
-        avoid = "no etk rewrite avoids a dropped output yet (docs/upstream-gaps.md)"
+    # the rewrite that avoids each known kind (vela_check.VelaProblem.operation); the others are
+    # windows wholly in padding
+    avoids = {"outputs": INVERSE_PERMUTES, "elementwise MUL": SLICED_MATMUL}
+    needed = dict.fromkeys(avoids.get(kind, BATCHED_CONV) for kind in sorted(kinds))
+    missing = [r for r in needed if r not in resolve_rewrites(result.job.rewrites)]
+    if missing:
+        avoid = f"the rewrite {', '.join(missing)} (in --rewrites default) avoids the known case"
+    else:
+        avoid = "no etk rewrite avoids it yet (docs/upstream-gaps.md)"
         if len(wrong) < len(result.variants):
             avoid += f"; {', '.join(n for n in result.variants if n not in wrong)} is not affected"
-    elif BATCHED_CONV in resolve_rewrites(result.job.rewrites):
-        avoid = "no etk rewrite avoids it yet (docs/upstream-gaps.md)"
-    else:
-        avoid = f"the rewrite {BATCHED_CONV} (in --rewrites default) avoids the known case"
     return (
         f"etk: Vela compiled {', '.join(wrong)} into a program that computes wrong results "
         f"on the NPU (WARNING above); {avoid}"

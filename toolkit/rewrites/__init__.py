@@ -16,7 +16,14 @@ from torch.fx import GraphModule
 
 from ..artifacts import RewriteRecord
 from ..errors import UserError
-from ..rewrite_names import BATCHED_CONV, DEFAULT_REWRITES, FOLD_PAD, INVERSE_PERMUTES, REWRITES
+from ..rewrite_names import (
+    BATCHED_CONV,
+    DEFAULT_REWRITES,
+    FOLD_PAD,
+    INVERSE_PERMUTES,
+    REWRITES,
+    SLICED_MATMUL,
+)
 
 Rewrite = Callable[[GraphModule], list[RewriteRecord]]
 
@@ -42,11 +49,13 @@ def _lowering_registry() -> dict[str, LoweringRewrite]:
     from .batched_conv import batched_conv_rewrite
     from .fold_pad import fold_pad_rewrite
     from .inverse_permutes import inverse_permutes_rewrite
+    from .sliced_matmul import sliced_matmul_rewrite
 
     return {
         FOLD_PAD: fold_pad_rewrite,
         BATCHED_CONV: batched_conv_rewrite,
         INVERSE_PERMUTES: inverse_permutes_rewrite,
+        SLICED_MATMUL: sliced_matmul_rewrite,
     }
 
 
