@@ -31,7 +31,7 @@ class VariantComparison:
     layer_deltas: tuple[LayerDelta, ...]  # layers whose estimate differs, same operation in both
     estimator_effect: bool  # estimates differ although the NPU executes the same operations
     notes: tuple[str, ...]
-    # register -> number of aligned NPU operations whose value differs (Ethos-U55/U65 only)
+    # register -> number of aligned NPU operations whose value differs (NPUs families.decodes)
     register_differences: dict[str, int] = field(default_factory=dict)
 
 

@@ -17,7 +17,7 @@ KERNEL_OPERATIONS = ("NPU_OP_CONV", "NPU_OP_DEPTHWISE", "NPU_OP_POOL", "NPU_OP_E
 def command_stream_operations(payload: bytes | Path, npu: NpuConfig) -> dict[str, int]:
     """NPU_OP_* command counts of a vela_bin_stream, or of Vela's raw .npz at a path.
 
-    Empty for an NPU whose register map the decoder does not know (families: Ethos-U85).
+    Empty for an NPU whose register map the decoder does not know (families.decodes).
     """
     if not decodes(npu.accelerator):
         return {}
