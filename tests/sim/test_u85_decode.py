@@ -53,10 +53,10 @@ class Listed(NamedTuple):
     payload: int | None
 
 
-def vela_listing(tosa: Path, flags: tuple[str, ...], out: Path) -> tuple[list[Listed], bytes]:
-    """Vela's disassembly of the stream it compiles from `tosa` with `flags`, and that stream
-    (the command words of the _vela.npz it wrote). Vela prints from C++, so it runs in a child."""
-    args = [*flags, "--verbose-register-command-stream", f"--output-dir={out}", str(tosa)]
+def vela_listing(model: Path, flags: tuple[str, ...], out: Path) -> list[Listed]:
+    """Vela's disassembly of the stream it compiles from `model` (TOSA or .tflite) with `flags`
+    into `out`. Vela prints from C++, so it runs in a child."""
+    args = [*flags, "--verbose-register-command-stream", f"--output-dir={out}", str(model)]
     run = subprocess.run(
         [sys.executable, "-c", "import sys; from ethosu.vela.vela import main; sys.exit(main())"]
         + args,
@@ -68,7 +68,7 @@ def vela_listing(tosa: Path, flags: tuple[str, ...], out: Path) -> tuple[list[Li
     listed, words = [], None
     for line in run.stdout.splitlines():
         if (match := _WORDS.match(line)) is not None:
-            assert words is None, "one delegate, one listing"
+            assert words is None, "one NPU program, one listing"
             words = int(match[1])
         elif (match := _LISTING.match(line)) is not None:
             offset, payload, param, code, name, param_again = match.groups()
@@ -82,9 +82,28 @@ def vela_listing(tosa: Path, flags: tuple[str, ...], out: Path) -> tuple[list[Li
                     None if payload is None else int(payload, 16),
                 )
             )
-    stream = load_payload(out / f"{tosa.stem}_vela.npz").command_stream
-    assert words is not None and words * 4 == len(stream)
-    return listed, stream
+    last = listed[-1]
+    assert words == last.offset // 4 + (1 if last.payload is None else 2)
+    return listed
+
+
+def assert_decoded_as_listed(stream: bytes, accelerator: str, listed: list[Listed]) -> None:
+    """Our decoding of `stream` is Vela's listing, command by command and operation by
+    operation (the registers each runs with)."""
+    table = {c.name: (0, c.value) for c in cmd0} | {c.name: (1, c.value) for c in cmd1}
+    decoded = commands(accelerator).decode(stream)
+    assert [(c.offset, c.name, c.param, c.data) for c in decoded] == [
+        (v.offset, v.name, v.param, v.payload) for v in listed
+    ]
+    # the opcode and payload mode of each name are Vela's (low half of the word)
+    for line in listed:
+        mode, opcode = table[line.name]
+        assert line.code == mode << 14 | opcode, line
+    skip = SYNC_OPERATIONS | {"NPU_OP_STOP"}
+    ours_ops = commands(accelerator).operation_registers(stream, skip)
+    assert [(c.offset, c.name, c.param, v) for c, v in ours_ops] == [
+        (line.offset, line.name, line.param, v) for line, v in replayed(listed, skip)
+    ]
 
 
 def replayed(listed: list[Listed], skip: frozenset[str]) -> list[tuple[Listed, dict | None]]:
@@ -105,30 +124,19 @@ def replayed(listed: list[Listed], skip: frozenset[str]) -> list[tuple[Listed, d
 def compare_with_vela(program: Program, out: Path) -> Counter[str]:
     """Assert every delegate decodes as Vela lists it; the commands compared, by name."""
     accelerator = program.npu.accelerator
-    table = {c.name: (0, c.value) for c in cmd0} | {c.name: (1, c.value) for c in cmd1}
     compared: Counter[str] = Counter()
     for delegate in program.delegates:
         assert delegate.tosa_path is not None
-        listed, stream = vela_listing(
-            delegate.tosa_path, program.vela_flags, out / f"d{delegate.index}"
-        )
+        folder = out / f"d{delegate.index}"
+        listed = vela_listing(delegate.tosa_path, program.vela_flags, folder)
         ours = load_payload(delegate.payload)
-        assert ours.command_stream == stream, "Vela listed another stream than the program's"
+        # Vela listed the program's own stream: it compiles the same TOSA file to the same bytes
+        assert (
+            ours.command_stream
+            == load_payload(folder / f"{delegate.tosa_path.stem}_vela.npz").command_stream
+        )
         assert ours.config is not None and ours.config.accelerator == accelerator
-        decoded = commands(accelerator).decode(ours.command_stream)
-        assert [(c.offset, c.name, c.param, c.data) for c in decoded] == [
-            (v.offset, v.name, v.param, v.payload) for v in listed
-        ]
-        # the opcode and payload mode of each name are Vela's (low half of the word)
-        for line in listed:
-            mode, opcode = table[line.name]
-            assert line.code == mode << 14 | opcode, line
-        skip = SYNC_OPERATIONS | {"NPU_OP_STOP"}
-        ours_ops = commands(accelerator).operation_registers(ours.command_stream, skip)
-        vela_ops = replayed(listed, skip)
-        assert [(c.offset, c.name, c.param, v) for c, v in ours_ops] == [
-            (line.offset, line.name, line.param, v) for line, v in vela_ops
-        ]
+        assert_decoded_as_listed(ours.command_stream, accelerator, listed)
         compared.update(line.name for line in listed)
     return compared
 
@@ -238,6 +246,28 @@ def test_etk_diff_reads_two_u85_programs(u85_programs, capsys):
     assert capsys.readouterr().out.splitlines()[-1] == (
         "23 operations: 3 same, 20 differ in registers, 0 only in A, 0 only in B"
     )
+
+
+def test_a_vela_compiled_u85_tflite_is_read_as_u85(tmp_path):
+    """A .tflite Vela compiled for ethos-u85-256 names its NPU by product id 2: etk reads it as
+    U85 (it used to fall back to U55's map and stop on cmd0 302, WEIGHT_FORMAT)."""
+    from toolkit.lower.compiled_tflite import load_compiled_program
+    from toolkit.npu import npu_config
+    from toolkit.sim.vela_tflite import load_compiled_tflite
+
+    source = Path(__file__).parents[1] / "fixtures" / "kws_ref_model.tflite"
+    npu = npu_config("ethos-u85-256")
+    listed = vela_listing(source, npu.vela_flags, tmp_path / "vela")
+    compiled = tmp_path / "vela" / "kws_ref_model_vela.tflite"
+    (stream,) = [p.command_stream for p in load_compiled_tflite(compiled).npu_programs]
+    assert_decoded_as_listed(stream, "ethos-u85-256", listed)
+    program = load_compiled_program(compiled, npu_config("ethos-u55-128"), tmp_path / "out")
+    assert program.npu.accelerator == "ethos-u85-256"
+    (delegate,) = program.delegates
+    assert delegate.command_ops == dict(
+        sorted(Counter(v.name for v in listed if v.name.startswith("NPU_OP_")).items())
+    )
+    assert delegate.command_ops["NPU_OP_ELEMENTWISE"] == 25
 
 
 # --- hand-made words ---------------------------------------------------------------------------
