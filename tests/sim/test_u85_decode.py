@@ -16,6 +16,7 @@ import re
 import struct
 import subprocess
 import sys
+import tomllib
 from collections import Counter
 from pathlib import Path
 from typing import NamedTuple
@@ -24,7 +25,7 @@ import pytest
 
 from toolkit.artifacts import Program
 from toolkit.job import Job
-from toolkit.lower.npu_ops import command_stream_operations
+from toolkit.lower.npu_ops import KERNEL_OPERATIONS, command_stream_operations
 from toolkit.lower.vela_check import program_problems
 from toolkit.pipeline import run_job
 from toolkit.sim.commands import PARAM, SYNC_OPERATIONS, register_name
@@ -152,7 +153,15 @@ CASES = (
     pytest.param("zoo:resnet8", "ethos-u85-128", marks=pytest.mark.slow),
     pytest.param("zoo:mobilenet_v1_025", "ethos-u85-512", marks=pytest.mark.slow),
     pytest.param("zoo:mobilenet_v1_025", "ethos-u85-2048", marks=pytest.mark.slow),
+    # nets of the collection (tests/collection) with U85's NPU_OP_RESIZE (nearest and bilinear
+    # upsampling), a transposed convolution and a transformer block (MATMUL, softmax)
+    pytest.param("upsample_net", "ethos-u85-256", marks=pytest.mark.slow),
+    pytest.param("tiny_unet", "ethos-u85-256", marks=pytest.mark.slow),
+    pytest.param("conv_transpose_decoder", "ethos-u85-256", marks=pytest.mark.slow),
+    pytest.param("keyword_transformer_block", "ethos-u85-256", marks=pytest.mark.slow),
 )
+COLLECTION = Path(__file__).parents[1] / "collection"
+NETS = tomllib.loads((COLLECTION / "nets.toml").read_text())
 
 
 @pytest.fixture(scope="module")
@@ -163,8 +172,14 @@ def u85_programs(tmp_path_factory):
     def build(model: str, accelerator: str) -> dict[str, Program]:
         if (model, accelerator) not in cache:
             out = tmp_path_factory.mktemp(f"{model.replace(':', '_')}-{accelerator}")
+            spec, shape = (model, None) if model.startswith("zoo:") else NETS[model]
             job = Job(
-                model=model, target="corstone-320", npu=accelerator, eval_samples=1, out_dir=out
+                model=spec if shape is None else str(COLLECTION / spec),
+                input_shape=shape,
+                target="corstone-320",
+                npu=accelerator,
+                eval_samples=1,
+                out_dir=out,
             )
             result = run_job(job)
             cache[(model, accelerator)] = {n: v.program for n, v in result.variants.items()}
@@ -178,7 +193,10 @@ def test_u85_streams_decode_as_vela_disassembles_them(u85_programs, tmp_path, mo
     compared: Counter[str] = Counter()
     for variant, program in u85_programs(model, accelerator).items():
         assert program.npu.accelerator == accelerator
-        compared += compare_with_vela(program, tmp_path / variant)
+        listed = compare_with_vela(program, tmp_path / variant)
+        # the reported NPU operations are the stream's computing ones, RESIZE included
+        assert program.npu_ops == sum(listed[name] for name in KERNEL_OPERATIONS)
+        compared += listed
         # the register checks find nothing wrong in these programs (none pads past its kernel)
         assert program_problems(program) == ()
     # what was compared: convolutions and their weight streams, one per core

@@ -11,7 +11,14 @@ from ..npu import NpuConfig
 from ..sim.families import commands, decodes
 from ..sim.payload import load_payload
 
-KERNEL_OPERATIONS = ("NPU_OP_CONV", "NPU_OP_DEPTHWISE", "NPU_OP_POOL", "NPU_OP_ELEMENTWISE")
+# the operations that compute (Ethos-U85 adds NPU_OP_RESIZE); not DMA, waits, PMU or STOP
+KERNEL_OPERATIONS = (
+    "NPU_OP_CONV",
+    "NPU_OP_DEPTHWISE",
+    "NPU_OP_POOL",
+    "NPU_OP_ELEMENTWISE",
+    "NPU_OP_RESIZE",
+)
 
 
 def command_stream_operations(payload: bytes | Path, npu: NpuConfig) -> dict[str, int]:
