@@ -266,6 +266,39 @@ def test_etk_diff_reads_two_u85_programs(u85_programs, capsys):
     )
 
 
+def test_vela_s_batched_pointwise_bug_is_named_on_u85_too(tmp_path):
+    """Vela 5.1.0's wrong stream for a batched 1x1 convolution reading a CLAMP it fused (16
+    tokens, test_batched_conv.py on U55) is emitted for Ethos-U85 as well: the padded-window
+    check names it there, and the rewrite batched-1x1-conv-as-image avoids it there too."""
+    import torch
+    from torch import nn
+
+    from toolkit.artifacts import LoadedModel
+    from toolkit.lower.build_variant import compile_variant
+    from toolkit.quantize.calibration import random_calibration
+    from toolkit.rewrites import DEFAULT_REWRITES
+    from toolkit.targets import load_target
+
+    torch.manual_seed(3)
+    mlp = nn.Sequential(nn.Linear(32, 48), nn.ReLU(), nn.Linear(48, 6)).eval()
+    example = (torch.randn(1, 16, 32, generator=torch.Generator().manual_seed(0)),)
+    loaded = LoadedModel("test:token_mlp", "token_mlp", mlp, example, "token_mlp")
+    calibration = random_calibration(example, 4, 0)
+    npu = load_target("corstone-320").npu()
+    assert npu.accelerator == "ethos-u85-256"
+    programs = {
+        name: compile_variant(loaded, calibration, "unfused", npu, tmp_path / name, rewrites=r)
+        for name, r in (("default", DEFAULT_REWRITES), ("none", ()))
+    }
+    (problem,) = program_problems(programs["none"])
+    assert (problem.delegate, problem.offset, problem.operation) == (0, 0x124, "conv")
+    assert problem.reads.startswith(
+        "reads an IFM of 4x1 with IFM_PAD_BOTTOM 12 for a 1x1 kernel into an OFM of 16x1"
+    )
+    assert problem.tensor == "tosa_clamp_default"  # named by Vela's U85 optimiser database
+    assert program_problems(programs["default"]) == ()
+
+
 def test_a_vela_compiled_u85_tflite_is_read_as_u85(tmp_path):
     """A .tflite Vela compiled for ethos-u85-256 names its NPU by product id 2: etk reads it as
     U85 (it used to fall back to U55's map and stop on cmd0 302, WEIGHT_FORMAT)."""
