@@ -266,6 +266,28 @@ def test_etk_diff_reads_two_u85_programs(u85_programs, capsys):
     )
 
 
+def test_u85_unfused_conv_relu_issues_its_convolution_twice(u85_programs):
+    """Vela 5.1.0 on ethos-u85-256: the unfused Conv2D (sub-operations Transpose, Clamp) is
+    issued twice, two NPU_OP_CONV with no register written between them; the fused one once.
+    The report's note names the kind that differs."""
+    from toolkit.evaluation.variants import compare_variants
+
+    programs = u85_programs("zoo:conv2d_relu", "ethos-u85-256")
+    fused, unfused = programs["fused"], programs["unfused"]
+    assert compare_variants(fused, unfused).notes[0] == (
+        "The variants differ in NPU operations: fused 2, unfused 3 (CONV 1 vs 2)."
+    )
+    ops = [
+        (c.offset, c.name, v)
+        for c, v in commands("ethos-u85-256").operation_registers(
+            load_payload(unfused.delegates[0].payload).command_stream
+        )
+        if c.name == "NPU_OP_CONV"
+    ]
+    (first, a, registers_a), (second, b, registers_b) = ops
+    assert second == first + 4 and registers_a == registers_b
+
+
 def test_vela_s_batched_pointwise_bug_is_named_on_u85_too(tmp_path):
     """Vela 5.1.0's wrong stream for a batched 1x1 convolution reading a CLAMP it fused (16
     tokens, test_batched_conv.py on U55) is emitted for Ethos-U85 as well: the padded-window
