@@ -214,7 +214,8 @@ def test_u85_operation_counts_and_fused_unfused_register_differences(u85_program
 
     programs = u85_programs("zoo:ds_cnn", "ethos-u85-256")
     fused, unfused = programs["fused"], programs["unfused"]
-    # Vela's 11 scheduled operations: the 10x4 first convolution is three NPU_OP_CONV
+    # Vela's 11 scheduled operations (the 10x4 convolution, 4 depthwise and 4 pointwise ones,
+    # the average pool, the classifier): the 10x4 convolution runs as two NPU_OP_CONV stripes
     ops = {
         "NPU_OP_CONV": 7,
         "NPU_OP_DEPTHWISE": 4,
