@@ -7,6 +7,7 @@ import struct
 from ethosu.vela.ethos_u55_regs.ethos_u55_regs import cmd0, cmd1
 
 from toolkit.sim.diff import ADDRESS_REGISTERS, diff_programs
+from toolkit.sim.families import ethos_u85
 from toolkit.sim.payload import NpuProgram
 
 
@@ -59,11 +60,15 @@ def test_blockdep_difference_is_shown_and_addresses_are_hidden():
     )
 
 
-def test_address_registers_are_the_u55_address_registers():
+def test_address_registers_are_the_u55_and_u85_address_registers():
     # every cmd1 register Vela writes with an address (register_command_stream_generator's
-    # cmd1_with_address, less the strides), by its Ethos-U55 register name
-    assert ADDRESS_REGISTERS <= {c.name.removeprefix("NPU_SET_") for c in cmd1}
+    # cmd1_with_address, less the strides), by its Ethos-U55 register name, and the three that
+    # Ethos-U85 adds (its third and fourth weight streams, the gather DMA's index table)
+    u85 = {c.name.removeprefix("NPU_SET_") for c in ethos_u85.cmd1}
+    assert ADDRESS_REGISTERS <= {c.name.removeprefix("NPU_SET_") for c in cmd1} | u85
     assert sorted(ADDRESS_REGISTERS) == sorted(
         [f"{fm}_BASE{i}" for fm in ("IFM", "IFM2", "OFM") for i in range(4)]
         + ["WEIGHT_BASE", "WEIGHT1_BASE", "SCALE_BASE", "SCALE1_BASE", "DMA0_SRC", "DMA0_DST"]
+        + ["WEIGHT2_BASE", "WEIGHT3_BASE", "DMA0_IDX"]
     )
+    assert {"WEIGHT2_BASE", "WEIGHT3_BASE", "DMA0_IDX"} <= u85

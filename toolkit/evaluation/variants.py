@@ -31,7 +31,7 @@ class VariantComparison:
     layer_deltas: tuple[LayerDelta, ...]  # layers whose estimate differs, same operation in both
     estimator_effect: bool  # estimates differ although the NPU executes the same operations
     notes: tuple[str, ...]
-    # register -> number of aligned NPU operations whose value differs (Ethos-U55/U65 only)
+    # register -> number of aligned NPU operations whose value differs (NPUs families.decodes)
     register_differences: dict[str, int] = field(default_factory=dict)
 
 
@@ -64,6 +64,21 @@ def register_differences(fused: Program, unfused: Program) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
+def _kinds_differing(fused: Program, unfused: Program) -> str:
+    """The NPU_OP_* counts that differ (the same total can hide a CONV traded for a POOL)."""
+    counts = [Counter[str](), Counter[str]()]
+    for count, program in zip(counts, (fused, unfused)):
+        for delegate in program.delegates:
+            count.update(delegate.command_ops)
+    kinds = sorted(k for k in set(counts[0]) | set(counts[1]) if counts[0][k] != counts[1][k])
+    if not kinds:
+        return ""
+    shown = ", ".join(
+        f"{k.removeprefix('NPU_OP_')} {counts[0][k]} vs {counts[1][k]}" for k in kinds
+    )
+    return f" ({shown})"
+
+
 def compare_variants(fused: Program, unfused: Program) -> VariantComparison:
     same_ops = fused.npu_ops == unfused.npu_ops and [d.command_ops for d in fused.delegates] == [
         d.command_ops for d in unfused.delegates
@@ -89,7 +104,7 @@ def compare_variants(fused: Program, unfused: Program) -> VariantComparison:
     elif not same_ops:
         notes.append(
             f"The variants differ in NPU operations: fused {fused.npu_ops}, "
-            f"unfused {unfused.npu_ops}."
+            f"unfused {unfused.npu_ops}{_kinds_differing(fused, unfused)}."
         )
     if len(fused.delegates) != len(unfused.delegates):
         notes.append(f"Delegates: fused {len(fused.delegates)}, unfused {len(unfused.delegates)}.")

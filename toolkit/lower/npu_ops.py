@@ -11,13 +11,20 @@ from ..npu import NpuConfig
 from ..sim.families import commands, decodes
 from ..sim.payload import load_payload
 
-KERNEL_OPERATIONS = ("NPU_OP_CONV", "NPU_OP_DEPTHWISE", "NPU_OP_POOL", "NPU_OP_ELEMENTWISE")
+# the operations that compute (Ethos-U85 adds NPU_OP_RESIZE); not DMA, waits, PMU or STOP
+KERNEL_OPERATIONS = (
+    "NPU_OP_CONV",
+    "NPU_OP_DEPTHWISE",
+    "NPU_OP_POOL",
+    "NPU_OP_ELEMENTWISE",
+    "NPU_OP_RESIZE",
+)
 
 
 def command_stream_operations(payload: bytes | Path, npu: NpuConfig) -> dict[str, int]:
     """NPU_OP_* command counts of a vela_bin_stream, or of Vela's raw .npz at a path.
 
-    Empty for an NPU whose register map the decoder does not know (families: Ethos-U85).
+    Empty for an NPU whose register map the decoder does not know (families.decodes).
     """
     if not decodes(npu.accelerator):
         return {}

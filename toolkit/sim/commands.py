@@ -54,7 +54,11 @@ class CommandSet:
             for code, name in self.cmd0.items()
             if not name.startswith("NPU_OP_")
         }
-        self._set1 = {c: (register_name(n), register_name(n) + PARAM) for c, n in self.cmd1.items()}
+        self._set1 = {
+            code: (register_name(name), register_name(name) + PARAM)
+            for code, name in self.cmd1.items()
+            if not name.startswith("NPU_OP_")
+        }
 
     def decode(self, stream: bytes) -> tuple[Command, ...]:
         words = _words(stream)
@@ -86,7 +90,8 @@ class CommandSet:
     ) -> list[tuple[Command, dict[str, int] | None]]:
         """Each NPU_OP_* command of the stream with the register values set before it (a fresh
         dict each), as registers.RegisterFile keeps them; None for the operations named in
-        skip. decode and RegisterFile.write in one pass, with decode's errors."""
+        skip. decode and RegisterFile.write in one pass, with decode's errors. An operation with a
+        payload word (a cmd1 NPU_OP_*) is listed as one, not written as a register."""
         words = _words(stream)
         operations: list[tuple[Command, dict[str, int] | None]] = []
         values: dict[str, int] = {}
@@ -106,13 +111,18 @@ class CommandSet:
                     operations.append((Command(i * 4, name, word >> 16), state))
                 i += 1
             elif mode == 1:
-                names = self._set1.get(code)
-                if names is None:
+                name = self.cmd1.get(code)
+                if name is None:
                     raise _unknown(code, "cmd1", word, i)
                 if i + 1 >= end:
-                    raise _truncated(self.cmd1[code], i)
-                values[names[0]] = words[i + 1]
-                values[names[1]] = word >> 16
+                    raise _truncated(name, i)
+                names = self._set1.get(code)
+                if names is not None:
+                    values[names[0]] = words[i + 1]
+                    values[names[1]] = word >> 16
+                else:  # an operation with a payload word (Ethos-U85's NPU_OP_BRANCH)
+                    state = None if name in skip else dict(values)
+                    operations.append((Command(i * 4, name, word >> 16, words[i + 1]), state))
                 i += 2
             else:
                 raise _bad_mode(mode, word, i)

@@ -12,10 +12,12 @@ from .payload import NpuProgram
 # Registers that hold a byte address (Vela's cmd1_with_address for tensors, weights, scales and
 # DMA): where data lives rather than what the operation does. Not BLOCKDEP (how far the kernel
 # may overlap the previous one, Vela's calc_blockdep), strides, lengths or regions: those change
-# what runs or how long it takes.
+# what runs or how long it takes. The names mean the same on every family that has them;
+# Ethos-U85 adds two more weight streams and the gather/scatter DMA's index table.
 ADDRESS_REGISTERS = frozenset(
     [f"{fm}_BASE{i}" for fm in ("IFM", "OFM", "IFM2") for i in range(4)]
     + ["WEIGHT_BASE", "WEIGHT1_BASE", "SCALE_BASE", "SCALE1_BASE", "DMA0_SRC", "DMA0_DST"]
+    + ["WEIGHT2_BASE", "WEIGHT3_BASE", "DMA0_IDX"]
 )
 
 

@@ -64,8 +64,8 @@ class DriverConfig(NamedTuple):
     """The COP1 config action: what hardware the stream was compiled for."""
 
     macs_per_cc_log2: int
-    shram_kb: int
-    product: int  # 0: Ethos-U55, 1: Ethos-U65 (families.family_of_product)
+    shram_kb: int  # U55/U65; Ethos-U85's config word holds AXI port and core counts there
+    product: int  # 0: Ethos-U55, 1: Ethos-U65, 2: Ethos-U85 (families.family_of_product)
 
     @property
     def accelerator(self) -> str:

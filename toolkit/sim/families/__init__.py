@@ -5,18 +5,19 @@ the decoder and planner use), and per configuration an `Accelerator`, the figure
 execution, timing and traffic read. Nothing outside a family module tests a family's name:
 
     simulates("ethos-u55-128")       -> True: the simulator runs it
-    decodes("ethos-u65-512")         -> True: the command-stream decoder knows its register map
+    decodes("ethos-u85-256")         -> True: the command-stream decoder knows its register map
     commands("ethos-u65-512")        -> its CommandSet: decode a stream, its operations' registers
     accelerator("ethos-u65-256")     -> its Accelerator (SimError if it is not simulated)
-    family_of_product(1)             -> "ethos-u65": the family a driver config word names
+    family_of_product(2)             -> "ethos-u85": the family a driver config word names
     SIMULATED                        -> every configuration the simulator runs
     SIMULATED_FAMILIES               -> "Ethos-U55/U65", for messages
 
 A family module provides ACCELERATORS (name -> Accelerator), COMMANDS (its CommandSet, or None
 while its register map is not filled) and PRODUCTS (driver product id -> family).
 
-Ethos-U55 and Ethos-U65 share a register map and a home (ethos_u55.py); Ethos-U85's (ethos_u85.py)
-holds no configuration yet: Vela 5.1 ships its register map only inside the C++ core.
+Ethos-U55 and Ethos-U65 share a register map and a home (ethos_u55.py). Ethos-U85's home
+(ethos_u85.py) holds its own register map (transcribed from Vela 5.1's C++ core, which has no
+Python one) and no configuration: U85 streams are decoded, not simulated.
 """
 
 from __future__ import annotations
