@@ -139,8 +139,8 @@ def _fingerprint(program) -> list[str]:
     return [hashlib.sha256(p).hexdigest() for p in parts]
 
 
-def _compile_both_ways(spec, variant, tmp_path, monkeypatch):
-    model = load_model(spec)
+def _compile_both_ways(spec, variant, tmp_path, monkeypatch, input_shape=None):
+    model = load_model(spec, input_shape)
     calibration = random_calibration(model.example_inputs, 4, 0)
     npu = load_target("corstone-300").npu(None, None, None)
     runs: list[list[bool]] = []
@@ -176,3 +176,206 @@ def test_compile_is_the_same_bytes_with_and_without_the_speedups(tmp_path, monke
 def test_zoo_compiles_are_the_same_bytes_with_and_without(spec, variant, tmp_path, monkeypatch):
     fast, slow, _ = _compile_both_ways(spec, variant, tmp_path, monkeypatch)
     assert _fingerprint(fast) == _fingerprint(slow)
+
+
+GRU_KEYWORD = "tests/collection/held_out_kinds.py:gru_keyword_49"  # scripts/bench_compile.py
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", ["fused", "unfused"])
+def test_gru_compiles_are_the_same_bytes_with_and_without(variant, tmp_path, monkeypatch):
+    fast, slow, _ = _compile_both_ways(GRU_KEYWORD, variant, tmp_path, monkeypatch, "1,49,10")
+    assert _fingerprint(fast) == _fingerprint(slow)
+
+
+def test_fast_pass_pytree_maps_as_torch_pytree_does():
+    from collections import namedtuple
+
+    from executorch.exir import pass_base
+    from torch.fx.immutable_collections import immutable_list
+    from torch.utils import _pytree as pytree
+
+    from toolkit.lower import retrace_speedups
+
+    Pair = namedtuple("Pair", "a b")
+    tree = (1, [2.0, None, {"z": 3, "a": (4,)}], immutable_list([5, 6]), Pair(7, [8]), "s")
+    with speedups.upstream_speedups(("fast-pass-pytree",)):
+        fast = pass_base.pytree
+        assert isinstance(fast, retrace_speedups._FastPytree)
+        for func in (lambda x: x, lambda x: (x, type(x).__name__)):
+            expected = pytree.tree_map(func, tree)
+            mapped = fast.tree_map(func, tree)
+            assert mapped == expected
+            assert pytree.tree_structure(mapped) == pytree.tree_structure(expected)  # types too
+        only = fast.tree_map_only(int, lambda x: -x, tree)
+        assert only == pytree.tree_map_only(int, lambda x: -x, tree)
+        assert type(only[2]) is immutable_list and type(only[3]) is Pair
+        assert list(only[1][2]) == ["z", "a"]  # key order kept
+    assert pass_base.pytree is pytree
+
+
+def _retraced_twice(names):
+    """Two retraces of the same graph by an ExportPass; (first, second) output values of add."""
+    from executorch.exir.pass_base import ExportPass
+
+    class Net(torch.nn.Module):
+        def forward(self, x):
+            return torch.ops.aten.add.Tensor(x, 1.0).relu()
+
+    module = torch.export.export(Net(), (torch.ones(2, 3),)).graph_module
+    with speedups.upstream_speedups(names):
+        first = ExportPass()(module).graph_module
+        second = ExportPass()(first).graph_module
+
+    def add_value(graph_module):
+        node = next(n for n in graph_module.graph.nodes if n.target is torch.ops.aten.add.Tensor)
+        return node.meta["val"]
+
+    return add_value(first), add_value(second)
+
+
+def test_fake_results_are_reused_only_for_the_same_arguments():
+    first, second = _retraced_twice(("reuse-fake-results",))
+    assert second is first  # the same placeholder value in: the same fake output reused
+    assert (second.shape, second.dtype) == (torch.Size([2, 3]), torch.float32)
+    first, second = _retraced_twice(())
+    assert second is not first  # upstream runs the fake kernel again
+
+
+def test_fake_result_keys_tell_scalar_types_and_refuse_unknown_arguments():
+    from toolkit.lower import retrace_speedups as rs
+
+    held: list = []
+    keys = {rs._key(value, held) for value in (1, 1.0, True, -0.0, 0.0)}
+    assert len(keys) == 5  # 1 == 1.0 == True, -0.0 == 0.0 in Python: not here
+    x = torch.ones(2)
+    tensor = ("tensor", id(x), torch.float32, (2,))
+    assert rs._key((x, [x]), held) == (tuple, (tensor, (list, (tensor,))))
+    assert held[-1] is x  # kept alive while the key is in use
+    with pytest.raises(rs._NotReusable):
+        rs._key(object(), [])
+    assert not rs._reusable_op(torch.ops.aten.view.default)  # a view: its output aliases
+    assert not rs._reusable_op(torch.ops.aten.add_.Tensor)  # mutates
+    assert rs._reusable_op(torch.ops.aten.add.Tensor)
+
+
+def test_scalar_to_tensor_is_skipped_only_without_scalars_for_tensors():
+    from executorch.exir.pass_base import ExportPass
+    from executorch.exir.passes.scalar_to_tensor_pass import ScalarToTensorPass
+
+    from toolkit.lower import retrace_speedups as rs
+
+    class Net(torch.nn.Module):
+        def __init__(self, other):
+            super().__init__()
+            self.other = other
+
+        def forward(self, x):
+            return torch.ops.aten.add.Tensor(x, self.other)
+
+    x = torch.ones(3)
+    with speedups.upstream_speedups(("skip-unneeded-retraces",)):
+        with_scalar = ExportPass()(torch.export.export(Net(2.0), (x,)).graph_module).graph_module
+        without = ExportPass()(torch.export.export(Net(x), (x,)).graph_module).graph_module
+        add = next(n for n in with_scalar.graph.nodes if n.target is torch.ops.aten.add.Tensor)
+        assert rs._coerces_scalar(add, None)  # add.Tensor(x, 2.0): other is a Tensor
+        skipped = ScalarToTensorPass()(without)
+        assert skipped.graph_module is without and not skipped.modified  # as upstream reports
+        coerced = ScalarToTensorPass()(with_scalar)
+        assert coerced.modified and coerced.graph_module is not with_scalar  # upstream's retrace
+    assert "call" in ScalarToTensorPass.__dict__  # its own call() is back
+    assert ScalarToTensorPass()(without).graph_module is not without
+
+
+def _export_pass_output(transpose: bool):
+    from executorch.exir.pass_base import ExportPass
+
+    class Net(torch.nn.Module):
+        def forward(self, x):
+            return (x.t() if transpose else x) + 1
+
+    module = torch.export.export(Net(), (torch.ones(2, 2),)).graph_module
+    return ExportPass()(module).graph_module  # a retrace's output (recorded in the context)
+
+
+def test_unneeded_retrace_is_skipped_only_when_the_pass_would_rewrite_nothing():
+    from executorch.exir.passes.normalize_transpose_pass import NormalizeTransposePass
+
+    with speedups.upstream_speedups(("skip-unneeded-retraces",)):
+        plain = _export_pass_output(transpose=False)
+        assert NormalizeTransposePass()(plain).graph_module is plain  # nothing to normalize
+        with_t = _export_pass_output(transpose=True)
+        result = NormalizeTransposePass()(with_t).graph_module
+        assert result is not with_t
+        targets = {n.target for n in result.graph.nodes}
+        assert torch.ops.aten.t_copy.default in targets and torch.ops.aten.t.default not in targets
+        # changed in place since its retrace: a retrace would rename or recompute, so it runs
+        edited = _export_pass_output(transpose=False)
+        add = next(n for n in edited.graph.nodes if n.target is torch.ops.aten.add.Tensor)
+        add.args = (add.args[0], 2)
+        assert NormalizeTransposePass()(edited).graph_module is not edited
+    assert "call" not in NormalizeTransposePass.__dict__  # upstream's (ExportPass's) is back
+    plain = _export_pass_output(transpose=False)
+    assert NormalizeTransposePass()(plain).graph_module is not plain
+
+
+def test_each_skipped_pass_has_a_rewrite_test_and_keeps_exportpass_call():
+    from executorch.exir.pass_base import ExportPass
+
+    from toolkit.lower import retrace_speedups as rs
+
+    for cls in rs._REWRITES:  # a pass with its own call() is skippable only when it says so
+        assert cls.call is ExportPass.call or cls in rs._REPORTED_UNCHANGED, cls
+    slice_copy = torch.ops.aten.slice_copy.Tensor
+
+    class Targeted:
+        target_ops = (slice_copy,)
+
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    unit = graph.call_function(slice_copy, (x, 0, 0, 4, 1))
+    strided = graph.call_function(slice_copy, (x, 0, 0, 4, 2))
+    assert not rs._decomposes_strided_slice(unit, Targeted())
+    assert rs._decomposes_strided_slice(strided, Targeted())
+
+
+def test_compiled_forward_is_reused_for_the_same_source_only():
+    class Net(torch.nn.Module):
+        def forward(self, x):
+            return torch.relu(x) + 1
+
+    graph = torch.fx.symbolic_trace(Net()).graph
+    x = torch.tensor([-2.0, 3.0])
+    with speedups.upstream_speedups(("reuse-compiled-forward",)):
+        a = torch.fx.GraphModule(torch.nn.Module(), graph)
+        b = torch.fx.GraphModule(torch.nn.Module(), graph)
+        assert type(b).forward.__code__ is type(a).forward.__code__
+        assert b(x).tolist() == [1.0, 4.0]
+        add = next(n for n in graph.nodes if n.target is operator.add)
+        add.args = (add.args[0], 5)
+        c = torch.fx.GraphModule(torch.nn.Module(), graph)  # another source: compiled anew
+        assert type(c).forward.__code__ is not type(a).forward.__code__
+        assert c(x).tolist() == [5.0, 8.0]
+    d = torch.fx.GraphModule(torch.nn.Module(), graph)
+    e = torch.fx.GraphModule(torch.nn.Module(), graph)
+    assert type(d).forward.__code__ is not type(e).forward.__code__  # upstream compiles each
+
+
+def test_the_upstream_functions_copied_with_a_change_are_the_ones_read():
+    """reuse-fake-results and reuse-compiled-forward replace two upstream functions with copies
+    (one call each made reusable): an ExecuTorch or torch upgrade that changes them must be read
+    again (torch 2.13.0, ExecuTorch 1.5.1)."""
+    import hashlib
+    import inspect
+
+    from executorch.exir import pass_base
+    from torch.fx import graph_module
+
+    digests = {
+        f.__qualname__: hashlib.sha256(inspect.getsource(f).encode()).hexdigest()[:16]
+        for f in (pass_base._ExportPassBase._fx, graph_module._exec_with_source)
+    }
+    assert digests == {
+        "_ExportPassBase._fx": "d21aacbb5c107fba",
+        "_exec_with_source": "3a1510761d07726e",
+    }

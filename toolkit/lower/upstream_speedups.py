@@ -46,6 +46,9 @@ neither views nor mutating nor data-dependent; torch's own checks on the argumen
 output (fake tensors only, no aliasing) still apply. Their entries are dropped when the context
 starts (torch's bypass entries) and ends, so no entry outlives the TOSA spec it was computed under.
 
+fast-pass-pytree, reuse-fake-results, skip-unneeded-retraces, reuse-compiled-forward: in
+lower/retrace_speedups.py (ExportPass's retrace and the graph modules it builds).
+
 Each speedup is installed only inside the context and restored after it; tests/lower pins that
 a compile's TOSA flatbuffer and Vela command stream are the same bytes with and without them.
 """
@@ -64,6 +67,13 @@ from torch.export.exported_program import ExportedProgram
 from torch.fx import GraphModule
 from torch.fx import traceback as fx_traceback
 from torch.fx.experimental import _config as fx_experimental_config
+
+from .retrace_speedups import (
+    fast_pass_pytree,
+    reuse_compiled_forward,
+    reuse_fake_results,
+    skip_unneeded_retraces,
+)
 
 
 def _node_source_init_sharing(original):
@@ -242,6 +252,10 @@ SPEEDUPS = {
     "skip-unchanged-recompile": _skip_unchanged_recompile,
     "skip-static-sym-to-tensor": _skip_static_sym_to_tensor,
     "cache-dialect-fake-kernels": _cache_dialect_fake_kernels,
+    "fast-pass-pytree": fast_pass_pytree,
+    "reuse-fake-results": reuse_fake_results,
+    "skip-unneeded-retraces": skip_unneeded_retraces,
+    "reuse-compiled-forward": reuse_compiled_forward,
 }
 
 

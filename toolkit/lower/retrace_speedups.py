@@ -1,0 +1,508 @@
+"""Speedups of ExecuTorch's ExportPass retrace (torch 2.13 / ExecuTorch 1.5.1), part of
+lower/upstream_speedups.py: most Arm passes re-create every node of the graph through
+ExportPass (~45 retraces in a lowering), and a retrace spends most of its time on per-node
+bookkeeping that gives the same result as the retrace before it.
+
+fast-pass-pytree: ExportPass maps ProxyValue -> data / proxy over each node's arguments, and its
+output values to fake tensors, with torch's generic pytree (tree_map_only, tree_map), which
+flattens into a TreeSpec and rebuilds: ~8% of a GRU lowering. The arguments are plain tuples,
+lists and dicts of leaves; this maps those directly, building the same containers (tuple ->
+tuple, list -> list, dict -> dict in key order), and hands any other registered pytree node
+(namedtuples, torch's immutable collections, ...) and any call with several trees or an is_leaf
+to torch's pytree. A leaf is what torch's pytree calls one (its type is not a registered node
+type), decided per type as torch's tree_is_leaf does. Only the `pytree` name inside
+executorch.exir.pass_base is replaced.
+
+reuse-fake-results: each retraced node runs its operator on fake tensors to get its output's
+metadata (FakeTensorMode's own cache still builds a key from every argument's metadata and a new
+output tensor: ~16% of a GRU lowering). A retrace of a node whose operator gets the very same
+argument objects as in an earlier retrace (the same tensors, by identity, still of the same
+dtype and shape, and equal scalars of the same type) gets the fake tensor that run returned:
+fake kernels compute their output from the arguments' metadata alone (and, for the TOSA
+dialect, the lowering's TOSA spec and shape environment, which are part of the key), so running
+them again gives an equal tensor. Placeholders keep their values between retraces, so in a pass that changes nothing the
+whole chain of values is reused; after a changed node its users run again. Not reused: views,
+mutating, data-dependent and dynamic-shape operators, fake tensors carrying a constant (fake
+constant propagation), and any argument of a type not listed here. Results are kept for the
+current and the previous retrace only (ids of arguments stay valid: the entries hold them).
+
+skip-unneeded-retraces: NormalizeTransposePass, ReplaceBrokenOpsWithFunctionalOpsPass,
+ScalarToTensorPass and MemoryFormatOpsPass (edge conversion), and six Arm passes (_REWRITES) are
+ExportPass retraces whose call_operator rewrites only nodes of a kind (an aten.t, a view, a
+Python scalar where the schema takes a tensor, a memory-format op, a mul with a bool operand, an
+int32 or tensor clamp, a grouped convolution, a strided slice, a full of symbolic size, a pool or
+convolution with symbolic padding); on the GRU keyword net none occurs, and each retrace (~1 s)
+rebuilds the same graph. Such a pass is skipped when no node is
+of its kind (tested from the node itself, as its call_operator tests it; _REWRITES) and the
+graph is a retrace's output, not changed since (the same nodes, names, targets, arguments and
+value objects, by identity): a retrace of a retrace's output re-creates each node with the same
+target, arguments, name (names follow the order of the operators) and metadata, and a fake
+value of the same metadata. Only the provenance (node.meta["from_node"]) keeps one pass less.
+A skipped pass reports what it reports after such a retrace (ExportPass: modified;
+ScalarToTensorPass: not modified).
+
+reuse-compiled-forward: every GraphModule built or recompiled compiles its generated Python
+source (~0.1 s for a 3,000-node graph); a retrace that rebuilds the same graph generates the
+same source. The code object compiled from a source is reused for the same source text (each
+module still executes it in its own globals, and its source is still registered for tracebacks
+under its own name; the reused code object carries the first one's file name).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+from executorch.backends.arm._passes import (
+    DecomposeDynamicFullPass,
+    DecomposeGroupedConvPass,
+    DecomposeStridedSliceCopyPass,
+    DecomposeTOSAUnsupportedClampPass,
+    InsertDynamicPaddingPass,
+    PromoteBoolOperandsPass,
+)
+from executorch.backends.arm.tosa.specification import TosaLoweringContext
+from executorch.exir import pass_base
+from executorch.exir.dialects._ops import ops as exir_ops
+from executorch.exir.dialects.edge._ops import EdgeOpOverload
+from executorch.exir.graph_module import get_control_flow_submodules
+from executorch.exir.pass_base import PassResult, ProxyValue
+from executorch.exir.passes.dim_order_ops_registry import DimOrderOpsMap
+from executorch.exir.passes.memory_format_ops_pass import MemoryFormatOpsPass
+from executorch.exir.passes.normalize_transpose_pass import NormalizeTransposePass
+from executorch.exir.passes.replace_broken_ops_with_function_ops_pass import (
+    ReplaceBrokenOpsWithFunctionalOpsPass,
+)
+from executorch.exir.passes.scalar_to_tensor_pass import ScalarToTensorPass
+from torch.fx import graph_module as fx_graph_module
+from torch.fx.immutable_collections import immutable_dict, immutable_list
+from torch.utils import _pytree as pytree
+
+# --- fast-pass-pytree --------------------------------------------------------------------------
+
+_LEAF_BY_TYPE: dict[type, bool] = {}
+
+
+def _is_leaf_type(kind: type) -> bool:
+    leaf = _LEAF_BY_TYPE.get(kind)
+    if leaf is None:  # as torch's tree_is_leaf: namedtuples count as registered nodes
+        node_type = pytree.namedtuple if pytree.is_namedtuple_class(kind) else kind
+        leaf = _LEAF_BY_TYPE[kind] = node_type not in pytree.SUPPORTED_NODES
+    return leaf
+
+
+def _map(func: Callable[[Any], Any], tree: Any) -> Any:
+    kind = type(tree)
+    if kind is tuple:
+        return tuple([_map(func, child) for child in tree])
+    if kind is list:
+        return [_map(func, child) for child in tree]
+    if kind is dict:
+        return {key: _map(func, child) for key, child in tree.items()}
+    if _is_leaf_type(kind):
+        return func(tree)
+    return pytree.tree_map(func, tree)  # another registered node type: torch's own mapping
+
+
+class _FastPytree:
+    """torch.utils._pytree as executorch.exir.pass_base sees it, with tree_map and
+    tree_map_only on one tree mapped directly; every other name is torch's."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(pytree, name)
+
+    @staticmethod
+    def tree_map(func, tree, *rests, is_leaf=None):
+        if rests or is_leaf is not None:
+            return pytree.tree_map(func, tree, *rests, is_leaf=is_leaf)
+        return _map(func, tree)
+
+    @staticmethod
+    def tree_map_only(type_or_types_or_pred, func, tree, is_leaf=None):
+        if is_leaf is not None or not isinstance(type_or_types_or_pred, (type, tuple)):
+            return pytree.tree_map_only(type_or_types_or_pred, func, tree, is_leaf=is_leaf)
+
+        def only(leaf):
+            return func(leaf) if isinstance(leaf, type_or_types_or_pred) else leaf
+
+        return _map(only, tree)
+
+
+@contextmanager
+def fast_pass_pytree() -> Iterator[None]:
+    original = pass_base.pytree
+    pass_base.pytree = _FastPytree()  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        pass_base.pytree = original
+
+
+# --- reuse-fake-results ------------------------------------------------------------------------
+
+_SCALARS = (
+    bool,
+    int,
+    str,
+    type(None),
+    torch.dtype,
+    torch.device,
+    torch.layout,
+    torch.memory_format,
+)
+_NOT_REUSED_TAGS = (
+    torch.Tag.data_dependent_output,
+    torch.Tag.dynamic_output_shape,
+    torch.Tag.inplace_view,
+    torch.Tag.nondeterministic_seeded,
+)
+
+
+_SEQUENCES = (tuple, list, immutable_list, torch.Size)
+_MAPPINGS = (dict, immutable_dict)
+
+
+class _NotReusable(Exception):
+    pass
+
+
+def _key(value: Any, held: list) -> Any:
+    """A hashable stand-in for an argument: tensors by identity (held alive in `held`) and
+    dtype and shape, scalars by type and value (floats by their exact bits), containers element
+    by element."""
+    kind = type(value)
+    if isinstance(value, torch.Tensor):
+        if getattr(value, "constant", None) is not None:
+            raise _NotReusable  # fake constant propagation reads the constant's values
+        held.append(value)  # its metadata too: a tensor changed in place (.data =) misses
+        return ("tensor", id(value), value.dtype, tuple(value.shape))
+    if kind is float:
+        return (float, value.hex())
+    if kind in _SCALARS:
+        return (kind, value)
+    if kind in _SEQUENCES:
+        return (kind, tuple(_key(v, held) for v in value))
+    if kind in _MAPPINGS:
+        return (dict, tuple((k, _key(v, held)) for k, v in value.items()))
+    raise _NotReusable
+
+
+_REUSABLE_OPS: dict[Any, bool] = {}
+
+
+def _reusable_op(target: Any) -> bool:
+    reusable = _REUSABLE_OPS.get(target)
+    if reusable is None:
+        op = target._op if isinstance(target, EdgeOpOverload) else target  # it wraps one
+        reusable = _REUSABLE_OPS[target] = (
+            isinstance(op, torch._ops.OpOverload)
+            and not op.is_view
+            and not op._schema.is_mutable
+            and not any(tag in op.tags for tag in _NOT_REUSED_TAGS)
+        )
+    return reusable
+
+
+class _FakeResults:
+    """Fake results of the current retrace and of the one before, by _key."""
+
+    def __init__(self) -> None:
+        self.current: dict[Any, tuple[Any, list]] = {}
+        self.previous: dict[Any, tuple[Any, list]] = {}
+
+    def next_retrace(self) -> None:
+        self.previous, self.current = self.current, {}
+
+    def run(self, fake_mode: Any, target: Any, args: Any, kwargs: Any, call: Callable[[], Any]):
+        if not _reusable_op(target):
+            return call()
+        held: list = [fake_mode]
+        try:
+            spec = TosaLoweringContext.tosa_spec_var.get(None)
+            shape_env = TosaLoweringContext.shape_env_var.get(None)
+            held += [spec, shape_env]
+            key = (
+                target,
+                id(fake_mode),
+                id(spec),
+                id(shape_env),
+                _key(args, held),
+                _key(kwargs, held),
+            )
+        except _NotReusable:
+            return call()
+        entry = self.current.get(key) or self.previous.get(key)
+        if entry is None:
+            result = call()
+            try:
+                _key(result, [])  # a result carrying a constant (or of another kind): not kept
+            except _NotReusable:
+                return result
+            entry = (result, held)
+        self.current[key] = entry
+        return entry[0]
+
+
+def _fx_reusing(results: _FakeResults):
+    def _fx(self, kind, target, args, kwargs, meta):  # ExecuTorch 1.5.1's _ExportPassBase._fx
+        tree = pass_base.pytree  # the fast one when fast-pass-pytree is on too
+        args_data, kwargs_data = tree.tree_map_only(ProxyValue, lambda x: x.data, (args, kwargs))
+
+        def call():
+            return getattr(self.interpreter, kind)(target, args_data, kwargs_data)
+
+        if kind == "call_function":
+            res_data = results.run(self.fake_tensor_mode, target, args_data, kwargs_data, call)
+        else:
+            res_data = call()
+        args_proxy, kwargs_proxy = tree.tree_map_only(ProxyValue, lambda x: x.proxy, (args, kwargs))
+        name = None
+        if isinstance(target, torch._ops.OpOverload):
+            name = self.tracer.graph._target_to_str(target.overloadpacket.__name__)
+        res_proxy = self.tracer.create_proxy(kind, target, args_proxy, kwargs_proxy, name=name)
+        res_proxy.node.meta.update(meta.data)
+        self.tracer.set_metadata(res_proxy.node, res_data)
+        return ProxyValue(res_data, res_proxy)
+
+    return _fx
+
+
+@contextmanager
+def reuse_fake_results() -> Iterator[None]:
+    base = pass_base._ExportPassBase
+    original_fx, original_call = base._fx, base.call
+    results = _FakeResults()
+
+    def call(self, graph_module):
+        results.next_retrace()
+        return original_call(self, graph_module)
+
+    base._fx = _fx_reusing(results)  # type: ignore[method-assign]
+    base.call = call  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        base._fx = original_fx  # type: ignore[method-assign]
+        base.call = original_call  # type: ignore[method-assign]
+
+
+# --- skip-unneeded-retraces --------------------------------------------------------------------
+# For each pass below, whether its call_operator would rewrite this node: a mirror of the
+# condition under which it does more than `return super().call_operator(...)`, read from the
+# node's own target, arguments and value; where an argument is not what the condition reads,
+# the answer is yes (the pass runs).
+
+
+def _arg(node: torch.fx.Node, index: int) -> Any:
+    return node.args[index] if len(node.args) > index else None
+
+
+def _dtype(value: Any) -> Any:
+    val = value.meta.get("val") if isinstance(value, torch.fx.Node) else None
+    return val.dtype if isinstance(val, torch.Tensor) else None
+
+
+def _targeted(node: torch.fx.Node, pass_: Any) -> bool:  # ArmOpTargetedPass's own pre-scan
+    return node.target in pass_.target_ops
+
+
+def _promotes_bool(node: torch.fx.Node, pass_: Any) -> bool:  # PromoteBoolOperandsPass
+    dtypes = [_dtype(arg) for arg in node.args]
+    return _targeted(node, pass_) and (None in dtypes or torch.bool in dtypes)
+
+
+def _decomposes_clamp(node: torch.fx.Node, pass_: Any) -> bool:  # DecomposeTOSAUnsupportedClamp
+    if node.target in (exir_ops.edge.aten.clamp.Tensor, torch.ops.aten.clamp.Tensor):
+        return True
+    return _targeted(node, pass_) and _dtype(node) in (None, torch.int32)  # only int32 scalar
+
+
+def _decomposes_grouped_conv(node: torch.fx.Node, pass_: Any) -> bool:  # DecomposeGroupedConv
+    if not _targeted(node, pass_):
+        return False
+    groups, _transposed = DecomposeGroupedConvPass._get_groups_and_transposed(
+        node.target, node.args
+    )
+    return groups is not None and groups != 1  # groups 1: left as it is
+
+
+def _decomposes_strided_slice(node: torch.fx.Node, pass_: Any) -> bool:  # ...StridedSliceCopy
+    step = _arg(node, 4)
+    return _targeted(node, pass_) and len(node.args) == 5 and not (type(step) is int and step == 1)
+
+
+def _decomposes_dynamic_full(node: torch.fx.Node, pass_: Any) -> bool:  # DecomposeDynamicFull
+    if not _targeted(node, pass_):
+        return False
+    size = _arg(node, 0)
+    return len(node.args) < 2 or (  # fewer: upstream's unpacking fails, let it
+        isinstance(size, (list, tuple)) and any(type(dim) is not int for dim in size)
+    )
+
+
+def _inserts_dynamic_padding(node: torch.fx.Node, pass_: Any) -> bool:  # InsertDynamicPadding
+    index = {
+        exir_ops.backend.tosa.MAX_POOL2D.default: 3,
+        exir_ops.backend.tosa.AVG_POOL2D.default: 5,
+    }.get(node.target, 4)
+    if not _targeted(node, pass_):
+        return False
+    padding = _arg(node, index)
+    return len(node.args) <= index or (  # no padding argument: upstream's indexing fails
+        isinstance(padding, (list, tuple)) and any(isinstance(p, torch.fx.Node) for p in padding)
+    )
+
+
+def _coerces_scalar(node: torch.fx.Node, pass_: Any) -> bool:  # ScalarToTensorPass
+    """A Python scalar as a top-level argument the schema types Tensor (its try_coerce, applied
+    per map_args)."""
+    if isinstance(node.target, torch._ops.OpOverloadPacket):
+        return True  # upstream would read the packet's schema
+    op = node.target._op if isinstance(node.target, EdgeOpOverload) else node.target
+    if not isinstance(op, torch._ops.OpOverload):
+        return False  # ExportPass calls call_operator only for operator overloads
+    for index, schema in enumerate(op._schema.arguments):
+        if schema.name in node.kwargs:
+            value = node.kwargs[schema.name]
+        elif not schema.kwarg_only and index < len(node.args):
+            value = node.args[index]
+        else:
+            continue
+        if isinstance(value, (float, int, bool)) and isinstance(schema.type, torch.TensorType):
+            return True
+    return False
+
+
+def _normalizes_transpose(node: torch.fx.Node, pass_: Any) -> bool:  # NormalizeTransposePass
+    return node.target == torch.ops.aten.t.default
+
+
+def _replaces_view(node: torch.fx.Node, pass_: Any) -> bool:  # ReplaceBrokenOpsWith...Pass
+    if isinstance(node.target, torch._ops.OpOverloadPacket):
+        return True  # upstream would read .is_view of the packet
+    operator = isinstance(node.target, (torch._ops.OpOverload, EdgeOpOverload))
+    return operator and getattr(node.target, "is_view", True)
+
+
+def _replaces_memory_format(node: torch.fx.Node, pass_: Any) -> bool:  # MemoryFormatOpsPass
+    return isinstance(node.target, EdgeOpOverload) and node.target in DimOrderOpsMap
+
+
+_REWRITES: dict[type, Callable[[torch.fx.Node, Any], bool]] = {
+    NormalizeTransposePass: _normalizes_transpose,
+    ReplaceBrokenOpsWithFunctionalOpsPass: _replaces_view,
+    ScalarToTensorPass: _coerces_scalar,
+    MemoryFormatOpsPass: _replaces_memory_format,
+    PromoteBoolOperandsPass: _promotes_bool,
+    DecomposeTOSAUnsupportedClampPass: _decomposes_clamp,
+    DecomposeGroupedConvPass: _decomposes_grouped_conv,
+    DecomposeStridedSliceCopyPass: _decomposes_strided_slice,
+    DecomposeDynamicFullPass: _decomposes_dynamic_full,
+    InsertDynamicPaddingPass: _inserts_dynamic_padding,
+}
+
+
+def _retrace_snapshot(graph_module: torch.fx.GraphModule) -> tuple:
+    """What a retrace leaves that a later retrace derives its output from, by identity."""
+    return tuple(
+        (node, node.name, node.op, node.target, node._args, node._kwargs, node.meta.get("val"))
+        for node in graph_module.graph.nodes
+    )
+
+
+def _same(a: tuple, b: tuple) -> bool:
+    return len(a) == len(b) and all(
+        len(x) == len(y) and all(p is q for p, q in zip(x, y)) for x, y in zip(a, b)
+    )
+
+
+class _RetraceOutputs:
+    """The graph modules ExportPass built, with their snapshot as the retrace left them."""
+
+    def __init__(self) -> None:
+        self.snapshots: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def record(self, graph_module: torch.fx.GraphModule) -> None:
+        self.snapshots[graph_module] = _retrace_snapshot(graph_module)
+
+    def unchanged(self, graph_module: torch.fx.GraphModule) -> bool:
+        snapshot = self.snapshots.get(graph_module)
+        return snapshot is not None and _same(snapshot, _retrace_snapshot(graph_module))
+
+
+def _would_rewrite(pass_: Any, graph_module: torch.fx.GraphModule) -> bool:
+    rewrites = _REWRITES[type(pass_)]
+    return any(
+        node.op == "call_function" and rewrites(node, pass_) for node in graph_module.graph.nodes
+    )
+
+
+# what each pass reports after a retrace that rewrote nothing (ExportPass.call: a change)
+_REPORTED_UNCHANGED = {ScalarToTensorPass: False}
+
+
+def _skipping(cls: Any, own: Any, outputs: _RetraceOutputs) -> Callable:
+    def call(self, graph_module):
+        if (
+            type(self) is cls
+            and not get_control_flow_submodules(graph_module)
+            and outputs.unchanged(graph_module)
+            and not _would_rewrite(self, graph_module)
+        ):
+            return PassResult(graph_module, _REPORTED_UNCHANGED.get(cls, True))
+        if own is not None:
+            return own(self, graph_module)
+        return super(cls, self).call(graph_module)
+
+    return call
+
+
+@contextmanager
+def skip_unneeded_retraces() -> Iterator[None]:
+    base = pass_base._ExportPassBase
+    original_call = base.call
+    outputs = _RetraceOutputs()
+
+    def call(self, graph_module):
+        result = original_call(self, graph_module)
+        outputs.record(result.graph_module)
+        return result
+
+    own_calls = {cls: cls.__dict__.get("call") for cls in _REWRITES}
+    base.call = call  # type: ignore[method-assign]
+    for cls, own in own_calls.items():
+        cls.call = _skipping(cls, own, outputs)  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        for cls, own in own_calls.items():
+            if own is None:
+                del cls.call  # type: ignore[attr-defined]  # ExportPass's again
+            else:
+                cls.call = own  # type: ignore[attr-defined]
+        base.call = original_call  # type: ignore[method-assign]
+
+
+# --- reuse-compiled-forward --------------------------------------------------------------------
+
+
+@contextmanager
+def reuse_compiled_forward() -> Iterator[None]:
+    original = fx_graph_module._exec_with_source
+    compiled: dict[str, Any] = {}
+
+    def _exec_with_source(src, globals, co_fields=None):  # torch 2.13's, with compile() cached
+        key = fx_graph_module._loader.cache(src, globals, co_fields)
+        code = compiled.get(src)
+        if code is None:
+            code = compiled[src] = compile(src, key, "exec", dont_inherit=True)
+        exec(code, globals)
+
+    fx_graph_module._exec_with_source = _exec_with_source
+    try:
+        yield
+    finally:
+        fx_graph_module._exec_with_source = original
