@@ -72,3 +72,25 @@ def test_address_registers_are_the_u55_and_u85_address_registers():
         + ["WEIGHT2_BASE", "WEIGHT3_BASE", "DMA0_IDX"]
     )
     assert {"WEIGHT2_BASE", "WEIGHT3_BASE", "DMA0_IDX"} <= u85
+
+
+def test_a_dma_shows_only_its_own_registers():
+    """A DMA carries the register state set for the kernels around it; only its DMA0_* registers
+    are what it does, so a changed ACTIVATION_MIN is the convolution's difference, not the DMA's."""
+
+    def program(activation_min: int, length: int) -> NpuProgram:
+        words = [
+            cmd0.NPU_SET_ACTIVATION_MIN.value | activation_min << 16,
+            cmd1.NPU_SET_DMA0_LEN.value | 1 << 14,
+            length,
+            cmd0.NPU_OP_DMA_START.value,
+            cmd0.NPU_OP_CONV.value,
+            cmd0.NPU_OP_STOP.value | 0xFFFF << 16,
+        ]
+        return _program([])._replace(command_stream=struct.pack(f"<{len(words)}I", *words))
+
+    dma, conv = diff_programs(program(0, 64), program(0x80, 64))
+    assert (dma.a.kind, dma.changed) == ("DMA_START(0)", ())
+    assert (conv.a.kind, conv.changed) == ("CONV(0)", (("ACTIVATION_MIN", 0, 0x80),))
+    dma, conv = diff_programs(program(0, 64), program(0, 96))
+    assert dma.changed == (("DMA0_LEN", 64, 96),)
