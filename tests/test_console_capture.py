@@ -3,6 +3,7 @@ order written, even where sys.stdout is not fd 1 (as under pytest, or in Jupyter
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 
@@ -26,3 +27,22 @@ def test_only_the_named_descriptors_are_taken(capsys):
         print("to stderr", file=sys.stderr)
     assert log.text == "to stderr\n"
     assert capsys.readouterr().out == "to stdout\n"
+
+
+def test_a_log_handler_made_while_captured_writes_to_the_restored_stream_after(capsys):
+    """torch and ExecuTorch add StreamHandlers (on sys.stderr) at import, which etk captures:
+    they wrote to the capture's closed descriptor ("--- Logging error --- ... Bad file
+    descriptor", or into whatever file took its number next)."""
+    logger = logging.getLogger("etk-test-captured-handler")
+    logger.propagate = False
+    with capture_fds((2,)) as log:
+        handler = logging.StreamHandler()  # takes sys.stderr: the capture's writer
+        logger.addHandler(handler)
+        logger.warning("during")
+    try:
+        logger.warning("after")
+        assert handler.stream is sys.stderr
+        assert log.text == "during\n"
+        assert capsys.readouterr().err == "after\n"
+    finally:
+        logger.removeHandler(handler)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import io
+import logging
 import os
 import sys
 import tempfile
@@ -41,11 +42,23 @@ def capture_fds(fds: tuple[int, ...] = (1, 2)):
             writer.flush()
             for name, stream in saved_streams.items():
                 setattr(sys, name, stream)
+                _repoint_log_handlers(writer, stream)
             for fd, copy in saved.items():
                 os.dup2(copy, fd)
                 os.close(copy)
             sink.seek(0)
             result.text = sink.read().decode(errors="replace")
+
+
+def _repoint_log_handlers(captured, stream) -> None:
+    """A logging.StreamHandler made during the capture (torch and ExecuTorch make them at import)
+    took sys.stderr, the capture's writer: after it, that writer's descriptor is closed, or
+    another file's. Such handlers write to the restored stream instead."""
+    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    for logger in loggers:
+        for handler in getattr(logger, "handlers", ()):  # a PlaceHolder has none
+            if isinstance(handler, logging.StreamHandler) and handler.stream is captured:
+                handler.setStream(stream)
 
 
 TORCH_SIDE = "toolkit.pipeline"  # imports torch; a compile imports torchao and ExecuTorch later
