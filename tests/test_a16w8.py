@@ -7,6 +7,8 @@ activations span a range int8 cannot hold.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -296,3 +298,21 @@ def test_a16w8_conv_cycles_agree_with_vela_at_half_the_mac_rate():
     assert 1.8 <= compute16 / compute8 <= 2.1, (compute16, compute8)
     # int8's conv is split in three with weight DMA between them, which Vela partly hides
     assert "weight DMA" in row8.note
+
+
+def test_a16w8_multihead_attention_lowers_to_three_delegates_run_bit_exact():
+    """torch's nn.MultiheadAttention at a16w8: the two bmm (int16 inputs) stay on the CPU, so three
+    delegates. ExecuTorch dumped no TOSA graph under the middle one's tag ("ExecuTorch did not dump
+    the TOSA graph of delegate 1 (tag1)"); each delegate's TOSA graph is now the one its Vela run
+    compiled, and the simulator matches the TOSA reference model on every delegate."""
+    result = toolkit.deploy(
+        str(Path(__file__).parent / "collection" / "held_out_kinds.py") + ":mha_keyword",
+        input_shape="1,16,32",
+        runner="sim",
+        quant="a16w8",
+        eval_samples=2,
+    )
+    (run,) = result.variants.values()
+    assert len(run.program.delegates) == 3
+    assert [op.op for op in run.program.cpu_ops].count("aten.bmm.default") == 2
+    assert (run.run.outputs_match_reference, run.run.max_diff_lsb) == (True, 0.0)

@@ -33,6 +33,7 @@ U65_NETS = (
     "mean_head_net",
     "token_mlp_kws",
     "keyword_transformer_block",
+    "mha_keyword",
 )
 # (net, variant or None for both) -> a known bug the net trips, marked xfail(strict=False) until
 # fixed (the STRIDE_C mean, ConvTranspose2d quantization and IFM_UPSCALE bugs this listed are;
@@ -54,6 +55,7 @@ A16W8_NETS = (
     "tiny_unet",
     "pixel_shuffle_net",
     "keyword_transformer_block",
+    "mha_keyword",
     "gru_keyword",
     "two_in_two_out",
     "token_mlp_kws",

@@ -73,6 +73,21 @@ class KeywordTransformerBlock(nn.Module):
         return self.classify(x.mean(dim=1))
 
 
+class MhaKeyword(nn.Module):
+    """torch's own nn.MultiheadAttention (in-projection, _safe_softmax, out-projection) with a
+    residual ReLU, mean-pooled to logits. At a16w8 its two bmm stay on the CPU (int16 inputs), so
+    it lowers to three delegates."""
+
+    def __init__(self, dim: int = 32, heads: int = 2, classes: int = 12):
+        super().__init__()
+        self.attention = nn.MultiheadAttention(dim, heads, batch_first=True)
+        self.classify = nn.Linear(dim, classes)
+
+    def forward(self, x):
+        attended, _ = self.attention(x, x, x, need_weights=False)
+        return self.classify(torch.relu(attended + x).mean(dim=1))
+
+
 class TokenMlp(nn.Module):
     """A transformer's per-token MLP without the attention: Linear + ReLU + Linear over 16 tokens
     (Vela 5.1.0 miscompiles its batched 1x1 convolution unless etk rewrites it)."""
@@ -128,6 +143,10 @@ def pixel_shuffle_net():
 
 def keyword_transformer_block():
     return seeded_model(KeywordTransformerBlock, (1, 16, 32))[0]
+
+
+def mha_keyword():
+    return seeded_model(MhaKeyword, (1, 16, 32))[0]
 
 
 def token_mlp_kws():

@@ -11,10 +11,8 @@ from pathlib import Path
 from typing import cast
 
 import torch
-from executorch.backends.arm.common.arm_compile_spec import ArmCompileSpec
 from executorch.backends.arm.util._factory import create_partitioner
-from executorch.exir import EdgeCompileConfig, EdgeProgramManager, to_edge_transform_and_lower
-from executorch.exir.lowered_backend_module import get_lowered_submodules
+from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 
 from ..artifacts import CpuOp, QuantizedModel, RewriteRecord, TensorQuant, TensorSpec
 from ..console_capture import capture_fds
@@ -135,30 +133,6 @@ def _at_io_boundary(node: torch.fx.Node) -> bool:
     return all(u.op == "output" for u in node.users)
 
 
-def _delegation_tag(lowered_module) -> str:
-    """The partition tag that names this delegate's TOSA dump (tags do not follow call order)."""
-    # the operations' tags: an input placeholder keeps the tag of the delegate that produced it
-    tags = {
-        n.meta.get("delegation_tag")
-        for n in lowered_module.original_module.graph.nodes
-        if n.op == "call_function"
-    }
-    tags.discard(None)
-    if len(tags) != 1:
-        raise ToolError(f"cannot tell which TOSA dump belongs to a delegate (tags {sorted(tags)})")
-    return tags.pop()
-
-
-def _forget_dump_folder(edge: EdgeProgramManager) -> None:
-    """The .pte holds every delegate's compile specs, the dump folder's path among them (the
-    Ethos-U runtime does not read it): without it the same model gives the same bytes whatever
-    temporary folder it was lowered in."""
-    for _name, module, _call in get_lowered_submodules(edge.exported_program().graph_module):
-        module.compile_specs[:] = [
-            spec for spec in module.compile_specs if spec.key != ArmCompileSpec._DEBUG_ARTIFACT_KEY
-        ]
-
-
 def lower(
     quantized: QuantizedModel,
     npu: NpuConfig,
@@ -208,7 +182,6 @@ def _lower(
     dump_dir: Path,
 ) -> LoweredGraph:
     spec = compile_spec(npu, extra_vela)
-    spec.dump_intermediate_artifacts_to(str(dump_dir))
     try:
         program = torch.export.export(quantized.graph_module, quantized.example_inputs)
         with (
@@ -222,7 +195,6 @@ def _lower(
                 partitioner=[create_partitioner(spec)],
                 compile_config=EdgeCompileConfig(_check_ir_validity=False),
             )
-            _forget_dump_folder(edge)
             graph = edge.exported_program().module()  # before to_executorch() rewrites it
             pte = edge.to_executorch().buffer
     except (Exception, SystemExit) as exc:  # many types, all meaning lowering failed; Vela's
@@ -232,27 +204,16 @@ def _lower(
         raise ToolError(f"ExecuTorch lowering failed: {type(exc).__name__}: {exc}") from exc
     (work_dir / "lowering.log").write_text(log.text)
     calls = [n for n in graph.graph.nodes if _is_delegate_call(n)]
-    tosa_files = []
-    for index, call in enumerate(calls):
-        tag = _delegation_tag(getattr(graph, call.args[0].target))
-        found = sorted(dump_dir.glob(f"output_{tag}_*.tosa"))
-        untagged = sorted(dump_dir.glob("output_*.tosa"))
-        if not found and len(calls) == len(untagged) == 1:
-            found = untagged  # some single-delegate graphs are dumped without the tag
-        if not found:
-            raise ToolError(f"ExecuTorch did not dump the TOSA graph of delegate {index} ({tag})")
-        target = work_dir / f"delegate{index}.tosa"
-        shutil.copyfile(found[0], target)
-        tosa_files.append(target)
     payloads = tuple(getattr(graph, c.args[0].target).processed_bytes for c in calls)
     vela_dirs = tuple(
         keep_vela_run(vela_runs, payload, index, work_dir) for index, payload in enumerate(payloads)
     )
+    tosa_files = tuple(work_dir / f"delegate{index}.tosa" for index in range(len(calls)))
     input_quant, output_quant, input_specs, output_specs = _boundary_quant(graph)
     return LoweredGraph(
         graph,
         pte,
-        tuple(tosa_files),
+        tosa_files,
         payloads,
         vela_dirs,
         tuple(_delegate_io(c) for c in calls),

@@ -102,14 +102,16 @@ def recorded_vela_runs(root: Path):
 
 
 def keep_vela_run(runs: list[VelaRun], payload: bytes, index: int, work_dir: Path) -> Path:
-    """Copy the run that produced `payload` to work_dir/vela_delegateN with its files named
-    delegateN_*; returns that folder."""
+    """Copy the run that produced `payload` to work_dir as delegateN: the TOSA graph Vela compiled
+    (delegateN.tosa) and its output (vela_delegateN/, files named delegateN_*); returns that
+    folder. The payload says which run it was, whatever order or names ExecuTorch gave them."""
     run = next((r for r in runs if r.payload == payload), None)
     if run is None:
         raise ToolError(f"no Vela run produced delegate {index}'s payload")
-    target = work_dir / f"vela_delegate{index}"
-    target.mkdir()
     stem = f"delegate{index}"
+    shutil.copyfile(run.folder / f"{VELA_STEM}.tosa", work_dir / f"{stem}.tosa")
+    target = work_dir / f"vela_{stem}"
+    target.mkdir()
     for path in sorted((run.folder / "output").iterdir()):
         name = path.name
         if name.startswith(VELA_STEM):
