@@ -6,11 +6,12 @@ import json
 
 import numpy as np
 import pytest
+import torch
 
 import toolkit.lower.build_variant as compile_module
 import toolkit.lower.compiler as compiler
 from toolkit.lower.build_variant import compile_variant
-from toolkit.models.loader import load_model
+from toolkit.models.loader import live_model, load_model
 from toolkit.quantize.calibration import random_calibration
 from toolkit.runners.tosa_ref import TosaReferenceRunner
 from toolkit.targets import load_target
@@ -35,6 +36,39 @@ def test_program_is_reloaded_from_disk_and_runs_identically(tmp_path, monkeypatc
         first.decisions,
         first.output_quant,
     )
+    x = [model.example_inputs[0].numpy()]
+    assert np.array_equal(
+        TosaReferenceRunner().run(first, x).outputs[0],
+        TosaReferenceRunner().run(second, x).outputs[0],
+    )
+
+
+class ConvThenTransposed1d(torch.nn.Module):
+    """Conv1d on the NPU, then a ConvTranspose1d the partitioner leaves to the CPU (it takes only
+    2-D transposed convolutions): the host graph reads the CPU op's weight by a dotted name."""
+
+    def __init__(self):
+        super().__init__()
+        self.down = torch.nn.Conv1d(8, 16, 3, stride=2, padding=1)
+        self.up = torch.nn.ConvTranspose1d(16, 8, 4, stride=2, padding=1)
+
+    def forward(self, x):
+        return self.up(torch.relu(self.down(x)))
+
+
+def test_a_cpu_operator_weight_of_a_submodule_is_stored_and_reloaded(tmp_path, monkeypatch):
+    torch.manual_seed(0)
+    model = live_model(ConvThenTransposed1d().eval(), (torch.randn(1, 8, 32),))
+    calibration = random_calibration(model.example_inputs, 4, 0)
+    npu = load_target("corstone-300").npu()
+    monkeypatch.setattr(compile_module, "_CACHE", {})
+    first = compile_variant(
+        model, calibration, "fused", npu, tmp_path
+    )  # AttributeError: 'up.weight'
+    assert "aten.convolution.default" in [op.op for op in first.cpu_ops]
+    monkeypatch.setattr(compile_module, "_CACHE", {})  # as in a new process
+    monkeypatch.setattr(compiler, "quantize", lambda *a, **k: 1 / 0)  # must not compile
+    second = compile_variant(model, calibration, "fused", npu, tmp_path)
     x = [model.example_inputs[0].numpy()]
     assert np.array_equal(
         TosaReferenceRunner().run(first, x).outputs[0],

@@ -8,6 +8,7 @@ the graph ExecuTorch produced.
 
 from __future__ import annotations
 
+import functools
 import json
 import operator
 from pathlib import Path
@@ -81,7 +82,7 @@ def save_host_graph(graph_module: torch.fx.GraphModule, path: Path) -> None:
     for node in graph_module.graph.nodes:
         record: dict[str, Any] = {"op": node.op, "name": node.name}
         if node.op == "get_attr":
-            attr = getattr(graph_module, node.target)
+            attr = functools.reduce(getattr, node.target.split("."), graph_module)  # "t.weight"
             if isinstance(attr, torch.Tensor):
                 constants[node.name] = attr
                 record["constant"] = True
