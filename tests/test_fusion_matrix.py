@@ -327,6 +327,20 @@ def test_lower_bound_not_zero_is_not_fused(npu, tmp_path, form):
     assert _end_to_end_steps(built, "fused") <= END_TO_END_STEPS
 
 
+def test_clamp_without_lower_bound_is_not_fused(npu, tmp_path):
+    """clamp(max=) has no lower bound (its min is None); the decision named it with None's
+    format and every compile of such a model (PReLU's decomposition too) ended in a TypeError."""
+    built = _compile_both(npu, tmp_path, am.LowerBound("clamp(max=0.5)"), "clamp_max")
+    program, _ = built["fused"]
+    (decision,) = program.decisions
+    assert (decision.fused, decision.reason) == (
+        False,
+        "no lower bound: the RESCALE cannot implement it",
+    )
+    assert "CLAMP" in read_tosa(program.delegates[0].tosa_path).histogram()
+    assert _end_to_end_steps(built, "fused") <= END_TO_END_STEPS
+
+
 # --- zero point above qmin ------------------------------------------------------------------------
 
 FORCED_ZERO_POINT = -120

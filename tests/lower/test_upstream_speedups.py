@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import operator
+from pathlib import Path
 
 import pytest
 import torch
@@ -175,6 +176,14 @@ def test_compile_is_the_same_bytes_with_and_without_the_speedups(tmp_path, monke
 @pytest.mark.parametrize("spec", ["zoo:ds_cnn", "zoo:mobilenet_v1_025", "zoo:resnet8"])
 def test_zoo_compiles_are_the_same_bytes_with_and_without(spec, variant, tmp_path, monkeypatch):
     fast, slow, _ = _compile_both_ways(spec, variant, tmp_path, monkeypatch)
+    assert _fingerprint(fast) == _fingerprint(slow)
+
+
+def test_a_fake_tensor_of_symbolic_size_is_not_reused(tmp_path, monkeypatch):
+    """reuse-fake-results keyed a tensor by its shape, and a SymInt does not hash: compiling this
+    model ended in "TypeError: unhashable type: non-nested SymInt"."""
+    spec = str(Path(__file__).parents[1] / "fixtures" / "user_models.py") + ":scaled_input_prelu"
+    fast, slow, _ = _compile_both_ways(spec, "fused", tmp_path, monkeypatch, "1,3,8,8")
     assert _fingerprint(fast) == _fingerprint(slow)
 
 

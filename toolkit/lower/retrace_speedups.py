@@ -22,7 +22,7 @@ fake kernels compute their output from the arguments' metadata alone (and, for t
 dialect, the lowering's TOSA spec and shape environment, which are part of the key), so running
 them again gives an equal tensor. Placeholders keep their values between retraces, so in a pass that changes nothing the
 whole chain of values is reused; after a changed node its users run again. Not reused: views,
-mutating, data-dependent and dynamic-shape operators, fake tensors carrying a constant (fake
+mutating, data-dependent and dynamic-shape operators, tensors of symbolic size, fake tensors carrying a constant (fake
 constant propagation), and any argument of a type not listed here. Results are kept for the
 current and the previous retrace only (ids of arguments stay valid: the entries hold them).
 
@@ -177,8 +177,11 @@ def _key(value: Any, held: list) -> Any:
     if isinstance(value, torch.Tensor):
         if getattr(value, "constant", None) is not None:
             raise _NotReusable  # fake constant propagation reads the constant's values
+        shape = tuple(value.shape)
+        if not all(type(size) is int for size in shape):
+            raise _NotReusable  # a symbolic size (a SymInt does not hash)
         held.append(value)  # its metadata too: a tensor changed in place (.data =) misses
-        return ("tensor", id(value), value.dtype, tuple(value.shape))
+        return ("tensor", id(value), value.dtype, shape)
     if kind is float:
         return (float, value.hex())
     if kind in _SCALARS:

@@ -144,12 +144,9 @@ def _decide(act: Node) -> FusionDecision | None:
     name, source = describe_activation(act), node_source(act)
     lower = lower_bound(act)
     if lower != 0.0:
+        bound = "no lower bound" if lower is None else f"lower bound {lower:g} is not 0"
         return FusionDecision(
-            parent.name,
-            name,
-            source,
-            False,
-            f"lower bound {lower:g} is not 0: the RESCALE cannot implement it",
+            parent.name, name, source, False, f"{bound}: the RESCALE cannot implement it"
         )
     raised = act.meta.get("etk_raised_zero_point")
     if raised is not None and not in_block:
