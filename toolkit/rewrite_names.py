@@ -38,6 +38,12 @@ REWRITES = (
         "AdaptiveAvgPool1d(1) as mean(x, -1, keepdim=True), which upstream quantizes",
     ),
     RewriteInfo(
+        "pool-1d-as-2d",
+        "exported",
+        True,
+        "MaxPool1d / AvgPool1d as the 2-D pool over a height of 1, which upstream quantizes",
+    ),
+    RewriteInfo(
         "residual-branch-order",
         "exported",
         True,

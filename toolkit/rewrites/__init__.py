@@ -32,11 +32,12 @@ def _registry() -> dict[str, Rewrite]:
     from .branch_order import longer_branch_last
     from .channel_shuffle import channel_shuffle_as_conv
     from .global_pool import global_pool_stride_one
-    from .pool1d_mean import global_pool_1d_as_mean
+    from .pool1d import global_pool_1d_as_mean, pool_1d_as_2d
 
     return {
         "global-pool-stride": global_pool_stride_one,
         "global-pool-1d-as-mean": global_pool_1d_as_mean,
+        "pool-1d-as-2d": pool_1d_as_2d,
         "residual-branch-order": longer_branch_last,
         "channel-shuffle-as-conv": channel_shuffle_as_conv,
     }
