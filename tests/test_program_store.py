@@ -56,19 +56,40 @@ class ConvThenTransposed1d(torch.nn.Module):
         return self.up(torch.relu(self.down(x)))
 
 
-def test_a_cpu_operator_weight_of_a_submodule_is_stored_and_reloaded(tmp_path, monkeypatch):
+class ConvThenWhere(torch.nn.Module):
+    """A torch.where left to the CPU: its scalar_tensor is a torch op (not an edge op) with a
+    layout and a device among its arguments."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv1d(8, 8, 3, padding=1)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return torch.where(y > 0.5, y, -1.0)
+
+
+@pytest.mark.parametrize(
+    "module,cpu_op",
+    [(ConvThenTransposed1d, "aten.convolution.default"), (ConvThenWhere, "aten.where.self")],
+)
+def test_the_host_graph_of_cpu_operators_is_stored_and_reloaded(
+    module, cpu_op, tmp_path, monkeypatch
+):
+    """Each failed to store or to load: AttributeError 'up.weight'; "cannot store graph argument
+    of type layout"; then the loaded name "aten:scalar_tensor.default" lacked its namespace, so
+    every later run called the stored program damaged and compiled it again."""
     torch.manual_seed(0)
-    model = live_model(ConvThenTransposed1d().eval(), (torch.randn(1, 8, 32),))
+    model = live_model(module().eval(), (torch.randn(1, 8, 32),))
     calibration = random_calibration(model.example_inputs, 4, 0)
     npu = load_target("corstone-300").npu()
     monkeypatch.setattr(compile_module, "_CACHE", {})
-    first = compile_variant(
-        model, calibration, "fused", npu, tmp_path
-    )  # AttributeError: 'up.weight'
-    assert "aten.convolution.default" in [op.op for op in first.cpu_ops]
+    first = compile_variant(model, calibration, "fused", npu, tmp_path)
+    assert cpu_op in [op.op for op in first.cpu_ops]
     monkeypatch.setattr(compile_module, "_CACHE", {})  # as in a new process
     monkeypatch.setattr(compiler, "quantize", lambda *a, **k: 1 / 0)  # must not compile
     second = compile_variant(model, calibration, "fused", npu, tmp_path)
+    assert second.timings == {}  # loaded, not compiled again
     x = [model.example_inputs[0].numpy()]
     assert np.array_equal(
         TosaReferenceRunner().run(first, x).outputs[0],
@@ -155,3 +176,14 @@ def test_damaged_store_entries_are_compiled_again_with_a_note(tmp_path, monkeypa
             first.delegates[0].estimate.total_cycles,
         )
         assert (folder / "delegate0.bin").read_bytes() == first.delegates[0].payload
+
+
+def test_a_stored_graph_names_only_torch_constants_of_their_kind():
+    """host_graph.json is data: a "dtype" must name a torch.dtype, not any attribute of torch."""
+    from toolkit.lower.host_graph import _decode, _encode
+
+    for value in (torch.int8, torch.strided, torch.contiguous_format, torch.device("cpu")):
+        assert _decode(_encode(value), {}) == value
+    for crafted in ({"dtype": "load"}, {"layout": "float32"}, {"device": "no such device"}):
+        with pytest.raises(ValueError, match="not a torch"):
+            _decode(crafted, {})

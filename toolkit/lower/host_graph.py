@@ -24,12 +24,10 @@ def _target_name(target) -> str:
         return "getitem"
     if target is _DELEGATE_CALL:
         return "delegate"
-    name = getattr(
-        target, "__name__", str(target)
-    )  # "quantized_decomposed.quantize_per_tensor.default"
     if type(target).__name__ == "EdgeOpOverload":
-        return f"edge:{name}"
-    return f"aten:{name}"
+        return f"edge:{target.__name__}"  # "quantized_decomposed.quantize_per_tensor.default"
+    # a torch op left in the edge graph (a where's scalar_tensor): its __name__ lacks the namespace
+    return f"aten:{target}"  # "aten.scalar_tensor.default"
 
 
 def _resolve(name: str):
@@ -43,7 +41,7 @@ def _resolve(name: str):
         # An edge op runs the torch op of the same name (EdgeOpOverload.__call__): loading that one
         # spares a cached run the import of ExecuTorch's exir, seconds of a deploy. Ops torch does
         # not register itself come from exir after all.
-        import torch.ao.quantization.fx._decomposed  # noqa: F401  quantized_decomposed ops
+        from torch.ao.quantization.fx import _decomposed  # noqa: F401  quantized_decomposed ops
 
         found = getattr(getattr(getattr(torch.ops, namespace), op, None), overload, None)
         if found is not None:
@@ -54,11 +52,33 @@ def _resolve(name: str):
     return getattr(getattr(getattr(torch.ops, namespace), op), overload)
 
 
+# torch's argument constants a graph holds (a where's scalar_tensor has layout and device), by the
+# key they are stored under
+_TORCH_CONSTANTS: dict[str, type] = {
+    "dtype": torch.dtype,
+    "layout": torch.layout,
+    "memory_format": torch.memory_format,
+    "device": torch.device,
+}
+
+
+def _torch_constant(cls: type, name: str):
+    """torch.float32 from "float32", torch.device("cpu") from "cpu": only a value of that type."""
+    try:
+        value = cls(name) if cls is torch.device else getattr(torch, name, None)
+    except RuntimeError:  # torch.device("not a device")
+        value = None
+    if not isinstance(value, cls):
+        raise ValueError(f"not a torch {cls.__name__}: {name!r}")
+    return value
+
+
 def _encode(value) -> Any:
     if isinstance(value, torch.fx.Node):
         return {"node": value.name}
-    if isinstance(value, torch.dtype):
-        return {"dtype": str(value).replace("torch.", "")}
+    for kind, cls in _TORCH_CONSTANTS.items():
+        if isinstance(value, cls):
+            return {kind: str(value).replace("torch.", "")}
     if isinstance(value, (list, tuple)):
         return {"seq": [_encode(v) for v in value], "tuple": isinstance(value, tuple)}
     if isinstance(value, (int, float, str, bool)) or value is None:
@@ -70,8 +90,9 @@ def _decode(value, env: dict[str, torch.fx.Node]):
     if isinstance(value, dict):
         if "node" in value:
             return env[value["node"]]
-        if "dtype" in value:
-            return getattr(torch, value["dtype"])
+        for kind, cls in _TORCH_CONSTANTS.items():
+            if kind in value:
+                return _torch_constant(cls, value[kind])
         items = [_decode(v, env) for v in value["seq"]]
         return tuple(items) if value["tuple"] else items
     return value
