@@ -1,9 +1,11 @@
 """Rewrite every way users write relu/relu6 into the two forms the Ethos-U patterns know.
 
 ExecuTorch 1.5.1's block patterns list relu, relu_, hardtanh and hardtanh_ only. `F.relu6` exports
-as aten.relu6, `torch.clamp(x, 0, 6)` as aten.clamp and `x.clamp_min(0)` as aten.clamp_min: none
-match, so the conv is quantized alone and the activation may even stay a float op on the CPU. These
-rewrites are exact (same values for every finite input), so they run for both variants: the
+as aten.relu6, `torch.clamp(x, 0, 6)` as aten.clamp, `torch.clip` as aten.clip and
+`x.clamp_min(0)` as aten.clamp_min; `F.threshold(x, 0, 0)`, `F.leaky_relu(x, 0)`,
+`torch.where(x > 0, x, 0)` and `torch.maximum(x, torch.zeros(()))` are relu written otherwise.
+None match, so the conv is quantized alone and the activation may even stay a float op on the CPU.
+These rewrites are exact (same values for every finite input), so they run for both variants: the
 unfused variant then keeps the activation as its own int8 CLAMP instead of a CPU op.
 """
 
@@ -31,21 +33,49 @@ def _number(value) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _bounds(node: Node) -> tuple[float | None, float | None] | None:
-    """(lower, upper) of a clamp-like node with constant bounds, or None."""
-    if node.target == aten.relu6.default:
-        return 0.0, 6.0
-    if node.target in (aten.clamp.default, aten.clamp_.default):
-        lower = node.args[1] if len(node.args) > 1 else node.kwargs.get("min")
-        upper = node.args[2] if len(node.args) > 2 else node.kwargs.get("max")
+def _bounds(node: Node) -> tuple[Node, float | None, float | None] | None:
+    """(input, lower, upper) of a clamp-like node with constant bounds, or None."""
+    target, args = node.target, node.args
+    if target == aten.relu6.default:
+        return args[0], 0.0, 6.0
+    if target in (aten.clamp.default, aten.clamp_.default, aten.clip.default, aten.clip_.default):
+        lower = args[1] if len(args) > 1 else node.kwargs.get("min")
+        upper = args[2] if len(args) > 2 else node.kwargs.get("max")
         if (lower is not None and _number(lower) is None) or (
             upper is not None and _number(upper) is None
         ):
             return None
-        return _number(lower), _number(upper)
-    if node.target in (aten.clamp_min.default, aten.clamp_min_.default):
-        return _number(node.args[1]), None
+        return args[0], _number(lower), _number(upper)
+    if target in (aten.clamp_min.default, aten.clamp_min_.default):
+        return args[0], _number(args[1]), None
+    if target in (aten.threshold.default, aten.threshold_.default):  # x > t ? x : value
+        return (args[0], 0.0, None) if _number(args[1]) == _number(args[2]) == 0.0 else None
+    if target in (aten.leaky_relu.default, aten.leaky_relu_.default) and len(args) > 1:
+        return (args[0], 0.0, None) if _number(args[1]) == 0.0 else None
+    if target == aten.where.ScalarOther:  # where(x > 0, x, 0)
+        condition, value, other = args
+        compares = isinstance(condition, Node) and condition.target in _POSITIVE_TESTS
+        if compares and condition.args[0] is value and _number(condition.args[1]) == 0.0:
+            return (value, 0.0, None) if _number(other) == 0.0 else None
+    if target == aten.maximum.default:  # maximum(x, zeros(())) either way round
+        for value, zero in (args, args[::-1]):
+            if isinstance(zero, Node) and zero.target == aten.zeros.default and _same(node, value):
+                return value, 0.0, None
     return None
+
+
+def _same(node: Node, value) -> bool:
+    """Whether node's output has value's shape and dtype (the zeros it takes the maximum with
+    neither broadcast it nor promoted its type)."""
+    out, given = node.meta.get("val"), value.meta.get("val") if isinstance(value, Node) else None
+    return (
+        isinstance(out, torch.Tensor)
+        and isinstance(given, torch.Tensor)
+        and (out.shape, out.dtype) == (given.shape, given.dtype)
+    )
+
+
+_POSITIVE_TESTS = (aten.gt.Scalar, aten.ge.Scalar)
 
 
 def describe_activation(node: Node) -> str:
@@ -59,25 +89,30 @@ def describe_activation(node: Node) -> str:
 
 
 def canonicalize_activations(gm: GraphModule) -> tuple[ActivationRewrite, ...]:
-    """relu6 -> hardtanh(0, 6); clamp(0, M) -> hardtanh(0, M); clamp(min=0), clamp_min(0) -> relu."""
+    """relu6 -> hardtanh(0, 6); clamp or clip(0, M) -> hardtanh(0, M); clamp(min=0), clamp_min(0),
+    threshold(0, 0), leaky_relu(0), where(x > 0, x, 0), maximum(x, zeros) -> relu."""
     rewrites = []
     for node in list(gm.graph.nodes):
         if node.op != "call_function":
             continue
         bounds = _bounds(node)
-        if bounds is None or bounds[0] != 0.0:
+        if bounds is None or bounds[1] != 0.0:
             continue
-        lower, upper = bounds
+        source, _, upper = bounds
         with gm.graph.inserting_before(node):
             if upper is None:
-                new = gm.graph.call_function(aten.relu.default, (node.args[0],))
+                new = gm.graph.call_function(aten.relu.default, (source,))
             elif upper > 0:
-                new = gm.graph.call_function(aten.hardtanh.default, (node.args[0], 0.0, upper))
+                new = gm.graph.call_function(aten.hardtanh.default, (source, 0.0, upper))
             else:
                 continue
         new.meta = dict(node.meta)
         node.replace_all_uses_with(new)
+        operands = [a for a in node.args if isinstance(a, Node) and a is not source]
         gm.graph.erase_node(node)
+        for operand in operands:  # where's comparison, maximum's zeros: unused now
+            if not operand.users:
+                gm.graph.erase_node(operand)
         rewrites.append(ActivationRewrite(node.name, str(node.target), str(new.target)))
     if rewrites:
         gm.graph.lint()
