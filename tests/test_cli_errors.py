@@ -26,7 +26,10 @@ def _run(capsys, *argv):
     "argv,expected",
     [
         (["compile", "missing.py:Net"], "model file missing.py not found"),
-        (["compile", f"{USER}:Nope"], "has no 'Nope': it defines NeedsArgs, PoolNet, ScaledInputPrelu, SmallNet"),
+        (
+            ["compile", f"{USER}:Nope"],
+            "has no 'Nope': it defines NeedsArgs, PoolNet, ScaledInputPrelu, SmallNet",
+        ),
         (["compile", f"{USER}:NeedsArgs"], "needs constructor arguments (channels)"),
         (
             ["compile", f"{USER}:SmallNet", "--input-shape", "1,5,8,8"],

@@ -45,7 +45,8 @@ def test_program_is_reloaded_from_disk_and_runs_identically(tmp_path, monkeypatc
 
 class ConvThenTransposed1d(torch.nn.Module):
     """Conv1d on the NPU, then a ConvTranspose1d the partitioner leaves to the CPU (it takes only
-    2-D transposed convolutions): the host graph reads the CPU op's weight by a dotted name."""
+    2-D transposed convolutions; without the rewrite conv-transpose-1d-as-2d): the host graph
+    reads the CPU op's weight by a dotted name."""
 
     def __init__(self):
         super().__init__()
@@ -84,11 +85,11 @@ def test_the_host_graph_of_cpu_operators_is_stored_and_reloaded(
     calibration = random_calibration(model.example_inputs, 4, 0)
     npu = load_target("corstone-300").npu()
     monkeypatch.setattr(compile_module, "_CACHE", {})
-    first = compile_variant(model, calibration, "fused", npu, tmp_path)
+    first = compile_variant(model, calibration, "fused", npu, tmp_path, rewrites=())
     assert cpu_op in [op.op for op in first.cpu_ops]
     monkeypatch.setattr(compile_module, "_CACHE", {})  # as in a new process
     monkeypatch.setattr(compiler, "quantize", lambda *a, **k: 1 / 0)  # must not compile
-    second = compile_variant(model, calibration, "fused", npu, tmp_path)
+    second = compile_variant(model, calibration, "fused", npu, tmp_path, rewrites=())
     assert second.timings == {}  # loaded, not compiled again
     x = [model.example_inputs[0].numpy()]
     assert np.array_equal(

@@ -82,6 +82,32 @@ def test_pool_1d_as_2d_gives_the_same_float_output(pool, shape):
     assert torch.equal(graph(x), pool(x))
 
 
+TRANSPOSED_1D = [
+    dict(),
+    dict(stride=2, padding=1),
+    dict(stride=2, padding=1, output_padding=1),
+    dict(stride=3, dilation=2, bias=False),
+    dict(stride=2, groups=2, padding=2),
+]
+
+
+@pytest.mark.parametrize("options", TRANSPOSED_1D, ids=repr)
+@pytest.mark.parametrize("shape", [(2, 4, 11), (4, 11)], ids=["batched", "unbatched"])
+def test_conv_transpose_1d_as_2d_gives_the_same_float_output(options, shape):
+    from toolkit.rewrites import apply_rewrites
+
+    torch.manual_seed(0)
+    conv = nn.ConvTranspose1d(4, 6, 3, **options).eval()
+    x = torch.randn(*shape)
+    graph = torch.export.export(nn.Sequential(conv), (x,)).module()
+    (record,) = apply_rewrites(graph, ("conv-transpose-1d-as-2d",))
+    assert record.rewrite == "conv-transpose-1d-as-2d"
+    targets = [n.target for n in graph.graph.nodes if n.op == "call_function"]
+    assert torch.ops.aten.conv_transpose1d.default not in targets
+    with torch.no_grad():
+        assert torch.allclose(graph(x), conv(x), rtol=0, atol=1e-6)
+
+
 def test_unknown_rewrite_is_named():
     with pytest.raises(
         UserError, match="unknown rewrite nope: use default, none or a list of global-pool-stride"

@@ -44,6 +44,13 @@ REWRITES = (
         "MaxPool1d / AvgPool1d as the 2-D pool over a height of 1, which upstream quantizes",
     ),
     RewriteInfo(
+        "conv-transpose-1d-as-2d",
+        "exported",
+        True,
+        "ConvTranspose1d as the 2-D transposed convolution over a height of 1, which the "
+        "partitioner takes",
+    ),
+    RewriteInfo(
         "residual-branch-order",
         "exported",
         True,

@@ -31,6 +31,7 @@ Rewrite = Callable[[GraphModule], list[RewriteRecord]]
 def _registry() -> dict[str, Rewrite]:
     from .branch_order import longer_branch_last
     from .channel_shuffle import channel_shuffle_as_conv
+    from .conv_transpose1d import conv_transpose_1d_as_2d
     from .global_pool import global_pool_stride_one
     from .pool1d import global_pool_1d_as_mean, pool_1d_as_2d
 
@@ -38,6 +39,7 @@ def _registry() -> dict[str, Rewrite]:
         "global-pool-stride": global_pool_stride_one,
         "global-pool-1d-as-mean": global_pool_1d_as_mean,
         "pool-1d-as-2d": pool_1d_as_2d,
+        "conv-transpose-1d-as-2d": conv_transpose_1d_as_2d,
         "residual-branch-order": longer_branch_last,
         "channel-shuffle-as-conv": channel_shuffle_as_conv,
     }
