@@ -99,7 +99,8 @@ def _decode(value, env: dict[str, torch.fx.Node]):
 
 
 def save_host_graph(graph_module: torch.fx.GraphModule, path: Path) -> None:
-    nodes, constants = [], {}
+    nodes: list[dict[str, Any]] = []
+    constants: dict[str, torch.Tensor] = {}
     for node in graph_module.graph.nodes:
         record: dict[str, Any] = {"op": node.op, "name": node.name}
         if node.op == "get_attr":

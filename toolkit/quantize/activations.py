@@ -12,6 +12,7 @@ unfused variant then keeps the activation as its own int8 CLAMP instead of a CPU
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch.fx import GraphModule, Node
@@ -33,9 +34,9 @@ def _number(value) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _bounds(node: Node) -> tuple[Node, float | None, float | None] | None:
+def _bounds(node: Node) -> tuple[Any, float | None, float | None] | None:
     """(input, lower, upper) of a clamp-like node with constant bounds, or None."""
-    target, args = node.target, node.args
+    target, args = node.target, tuple(node.args)
     if target == aten.relu6.default:
         return args[0], 0.0, 6.0
     if target in (aten.clamp.default, aten.clamp_.default, aten.clip.default, aten.clip_.default):
@@ -48,19 +49,28 @@ def _bounds(node: Node) -> tuple[Node, float | None, float | None] | None:
         return args[0], _number(lower), _number(upper)
     if target in (aten.clamp_min.default, aten.clamp_min_.default):
         return args[0], _number(args[1]), None
+    source = _relu_input(node)
+    return None if source is None else (source, 0.0, None)
+
+
+def _relu_input(node: Node) -> Any:
+    """x, when node is relu(x) written otherwise: threshold(x, 0, 0), leaky_relu(x, 0),
+    where(x > 0, x, 0) and maximum(x, zeros) either way round; else None."""
+    target, args = node.target, tuple(node.args)
     if target in (aten.threshold.default, aten.threshold_.default):  # x > t ? x : value
-        return (args[0], 0.0, None) if _number(args[1]) == _number(args[2]) == 0.0 else None
-    if target in (aten.leaky_relu.default, aten.leaky_relu_.default) and len(args) > 1:
-        return (args[0], 0.0, None) if _number(args[1]) == 0.0 else None
-    if target == aten.where.ScalarOther:  # where(x > 0, x, 0)
+        return args[0] if _number(args[1]) == _number(args[2]) == 0.0 else None
+    if target in (aten.leaky_relu.default, aten.leaky_relu_.default):
+        return args[0] if len(args) > 1 and _number(args[1]) == 0.0 else None
+    if target == aten.where.ScalarOther:
         condition, value, other = args
-        compares = isinstance(condition, Node) and condition.target in _POSITIVE_TESTS
-        if compares and condition.args[0] is value and _number(condition.args[1]) == 0.0:
-            return (value, 0.0, None) if _number(other) == 0.0 else None
-    if target == aten.maximum.default:  # maximum(x, zeros(())) either way round
+        if not (isinstance(condition, Node) and condition.target in _POSITIVE_TESTS):
+            return None
+        if condition.args[0] is value and _number(condition.args[1]) == _number(other) == 0.0:
+            return value
+    if target == aten.maximum.default:
         for value, zero in (args, args[::-1]):
             if isinstance(zero, Node) and zero.target == aten.zeros.default and _same(node, value):
-                return value, 0.0, None
+                return value
     return None
 
 

@@ -45,7 +45,8 @@ def conv_transpose_1d_as_2d(graph: GraphModule) -> list[RewriteRecord]:
             continue
         bias, stride, padding, output_padding, groups, dilation = _arguments(node)
         name = f"etk_conv_transpose_2d_weight_{len(records)}"
-        weight_1d = functools.reduce(getattr, weight.target.split("."), graph)  # "t.weight"
+        weight_1d = functools.reduce(getattr, str(weight.target).split("."), graph)  # "t.weight"
+        assert isinstance(weight_1d, torch.Tensor)
         graph.register_buffer(name, weight_1d.detach().unsqueeze(2))
         with graph.graph.inserting_before(node):
             weight_2d = graph.graph.get_attr(name)

@@ -13,6 +13,8 @@ unsqueeze and a squeeze of that axis.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch.fx import GraphModule, Node
 
@@ -47,7 +49,7 @@ def global_pool_1d_as_mean(graph: GraphModule) -> list[RewriteRecord]:
     return records
 
 
-def _as_2d(node: Node) -> tuple[object, tuple] | None:
+def _as_2d(node: Node) -> tuple[Any, tuple] | None:
     """(2-D pool, its arguments after the input) for a 1-D max or average pool node."""
     if node.target == aten.max_pool1d.default:
         kernel, stride, padding, dilation, ceil_mode = _with_defaults(node, [], [0], [1], False)
