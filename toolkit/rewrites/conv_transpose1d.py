@@ -17,6 +17,7 @@ from torch.fx import GraphModule, Node
 
 from ..artifacts import RewriteRecord
 from ..graph_info import node_source
+from .height_one import replace_over_height_one
 
 aten = torch.ops.aten
 
@@ -40,7 +41,7 @@ def conv_transpose_1d_as_2d(graph: GraphModule) -> list[RewriteRecord]:
     for node in list(graph.graph.nodes):
         if node.op != "call_function" or node.target != aten.conv_transpose1d.default:
             continue
-        source, weight = node.args[:2]
+        weight = node.args[1]
         if node.kwargs or not (isinstance(weight, Node) and weight.op == "get_attr"):
             continue
         bias, stride, padding, output_padding, groups, dilation = _arguments(node)
@@ -50,27 +51,17 @@ def conv_transpose_1d_as_2d(graph: GraphModule) -> list[RewriteRecord]:
         graph.register_buffer(name, weight_1d.detach().unsqueeze(2))
         with graph.graph.inserting_before(node):
             weight_2d = graph.graph.get_attr(name)
-            rows = graph.graph.call_function(aten.unsqueeze.default, (source, -2))
-            conv = graph.graph.call_function(
-                aten.conv_transpose2d.input,
-                (
-                    rows,
-                    weight_2d,
-                    bias,
-                    _pair(stride, 1),
-                    _pair(padding, 0),
-                    _pair(output_padding, 0),
-                    groups,
-                    _pair(dilation, 1),
-                ),
-            )
-            out = graph.graph.call_function(aten.squeeze.dim, (conv, -2))
         weight_2d.meta["val"] = getattr(graph, name)
-        rows.meta = {**node.meta, "val": source.meta["val"].unsqueeze(-2)}
-        conv.meta = {**node.meta, "val": node.meta["val"].unsqueeze(-2)}
-        out.meta = dict(node.meta)
-        node.replace_all_uses_with(out)
-        graph.graph.erase_node(node)
+        arguments = (
+            weight_2d,
+            bias,
+            _pair(stride, 1),
+            _pair(padding, 0),
+            _pair(output_padding, 0),
+            groups,
+            _pair(dilation, 1),
+        )
+        conv = replace_over_height_one(graph, node, aten.conv_transpose2d.input, arguments)
         kernel = weight_2d.meta["val"].shape[-1]
         records.append(
             RewriteRecord(

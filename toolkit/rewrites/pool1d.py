@@ -20,6 +20,7 @@ from torch.fx import GraphModule, Node
 
 from ..artifacts import RewriteRecord
 from ..graph_info import node_source
+from .height_one import replace_over_height_one
 
 aten = torch.ops.aten
 
@@ -89,16 +90,7 @@ def pool_1d_as_2d(graph: GraphModule) -> list[RewriteRecord]:
         if converted is None or node.kwargs:
             continue
         pool_2d, arguments = converted
-        source = node.args[0]
-        with graph.graph.inserting_before(node):
-            rows = graph.graph.call_function(aten.unsqueeze.default, (source, -2))
-            pooled = graph.graph.call_function(pool_2d, (rows, *arguments))
-            out = graph.graph.call_function(aten.squeeze.dim, (pooled, -2))
-        rows.meta = {**node.meta, "val": source.meta["val"].unsqueeze(-2)}
-        pooled.meta = {**node.meta, "val": node.meta["val"].unsqueeze(-2)}
-        out.meta = dict(node.meta)
-        node.replace_all_uses_with(out)
-        graph.graph.erase_node(node)
+        pooled = replace_over_height_one(graph, node, pool_2d, arguments)
         kind = "max" if pool_2d == aten.max_pool2d.default else "avg"
         records.append(
             RewriteRecord(
