@@ -479,3 +479,31 @@ def test_propagation_retrace_is_skipped_only_when_nothing_changed_since_the_last
         add.args = (add.args[0], 2)
         assert PropagateViewCopyPermuteDownPass()._retrace(edited) is not edited
     assert PropagateViewCopyPermutePass._retrace is upstream
+
+
+def test_retrace_outputs_generate_their_code_when_first_needed():
+    from executorch.exir.pass_base import ExportPass
+    from torch.fx._lazy_graph_module import _LazyGraphModule
+
+    class Net(torch.nn.Module):
+        def forward(self, x):
+            return torch.relu(x) + 1
+
+    module = torch.export.export(Net(), (torch.ones(2),)).graph_module
+    eager = ExportPass()(module).graph_module
+    with speedups.upstream_speedups(("lazy-retrace-codegen",)):
+        lazy = ExportPass()(module).graph_module
+        assert isinstance(lazy, _LazyGraphModule) and type(lazy)._needs_recompile()
+        for spec in ("_in_spec", "_out_spec"):  # set at once, as an eager recompile does
+            assert getattr(lazy, spec, None) == getattr(eager, spec, None)
+        assert not isinstance(torch.fx.GraphModule(module, module.graph), _LazyGraphModule)
+    x = torch.tensor([-2.0, 3.0])
+    assert lazy(x)[0].tolist() == eager(x)[0].tolist() == [1.0, 4.0]  # generated on the call
+    assert not type(lazy)._needs_recompile() and lazy.code == eager.code
+    assert not isinstance(ExportPass()(module).graph_module, _LazyGraphModule)  # restored
+    from toolkit.lower.retrace_speedups import _LazyRetraceModule
+
+    unlifted = torch.export.export(Net(), (torch.ones(2),)).module()  # a pytree codegen
+    lazy_unlifted = _LazyRetraceModule(unlifted, unlifted.graph)
+    assert lazy_unlifted._in_spec == unlifted._in_spec is not None
+    assert lazy_unlifted._out_spec == unlifted._out_spec is not None

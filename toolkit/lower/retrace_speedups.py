@@ -51,6 +51,15 @@ source (~0.1 s for a 3,000-node graph); a retrace that rebuilds the same graph g
 same source. The code object compiled from a source is reused for the same source text (each
 module still executes it in its own globals, and its source is still registered for tracebacks
 under its own name; the reused code object carries the first one's file name).
+
+lazy-retrace-codegen: the GraphModule a retrace builds (ExportPass.call_submodule) generates and
+compiles its Python source at once (~0.15 s for the GRU keyword net's 3,000 nodes), and the next
+pass, which reads the graph, not the code, replaces it: ~5 s of a GRU lowering. Inside a retrace
+a new plain GraphModule is torch's _LazyGraphModule (the source is generated when the module is
+first called, or its code, str or pickle is asked for: the same source from the same graph),
+which here also sets the pytree specs at once, as GraphModule.recompile does first, for code
+that reads them without calling the module. Modules built elsewhere (export, the unlifted
+program, deep copies) are generated as upstream does.
 """
 
 from __future__ import annotations
@@ -87,7 +96,10 @@ from executorch.exir.passes.replace_broken_ops_with_function_ops_pass import (
     ReplaceBrokenOpsWithFunctionalOpsPass,
 )
 from executorch.exir.passes.scalar_to_tensor_pass import ScalarToTensorPass
+from torch.fx import GraphModule
 from torch.fx import graph_module as fx_graph_module
+from torch.fx._lazy_graph_module import _LazyGraphModule
+from torch.fx.graph import _PyTreeCodeGen
 from torch.fx.immutable_collections import immutable_dict, immutable_list
 from torch.utils import _pytree as pytree
 
@@ -606,3 +618,47 @@ def reuse_compiled_forward() -> Iterator[None]:
         yield
     finally:
         fx_graph_module._exec_with_source = original
+
+
+# --- lazy-retrace-codegen ----------------------------------------------------------------------
+
+
+class _LazyRetraceModule(_LazyGraphModule):
+    """torch's _LazyGraphModule (Python source generated and compiled when first needed: a
+    call, .code, str, pickling) that sets the pytree specs at once, as GraphModule.recompile
+    does first: code reads _in_spec / _out_spec without calling the module."""
+
+    def recompile(self) -> None:  # type: ignore[override]
+        codegen = self._graph._codegen
+        if isinstance(codegen, _PyTreeCodeGen):
+            self._in_spec = codegen.pytree_info.in_spec
+            self._out_spec = codegen.pytree_info.out_spec
+        type(self).forward = _LazyGraphModule._lazy_forward  # type: ignore[method-assign]
+
+
+@contextmanager
+def lazy_retrace_codegen() -> Iterator[None]:
+    base = pass_base._ExportPassBase
+    original_submodule = base.call_submodule
+    original_new = GraphModule.__dict__["__new__"]
+    depth = [0]
+
+    def __new__(cls, *args, **kwargs):
+        if cls is GraphModule and depth[0]:
+            cls = _LazyRetraceModule
+        return original_new.__func__(cls, *args, **kwargs)
+
+    def call_submodule(self, graph_module, inputs):
+        depth[0] += 1
+        try:
+            return original_submodule(self, graph_module, inputs)
+        finally:
+            depth[0] -= 1
+
+    GraphModule.__new__ = staticmethod(__new__)  # type: ignore[assignment]
+    base.call_submodule = call_submodule  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        base.call_submodule = original_submodule  # type: ignore[method-assign]
+        GraphModule.__new__ = original_new  # type: ignore[assignment]

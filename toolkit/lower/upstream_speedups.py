@@ -59,8 +59,8 @@ histc's counts: whole numbers, summed exactly), or serially whatever the thread 
 (bincount's weighted sums; the sums over 2,048 bins are below torch's parallel grain size).
 The model's own operators (matrix products) keep their threads.
 
-fast-pass-pytree, reuse-fake-results, skip-unneeded-retraces, reuse-compiled-forward: in
-lower/retrace_speedups.py (ExportPass's retrace and the graph modules it builds).
+fast-pass-pytree, reuse-fake-results, skip-unneeded-retraces, reuse-compiled-forward,
+lazy-retrace-codegen: in lower/retrace_speedups.py (ExportPass's retrace and the graph modules it builds).
 
 Each speedup is installed only inside the context and restored after it; tests/lower pins that
 a compile's TOSA flatbuffer and Vela command stream are the same bytes with and without them.
@@ -84,6 +84,7 @@ from torchao.quantization.pt2e.observer import HistogramObserver
 
 from .retrace_speedups import (
     fast_pass_pytree,
+    lazy_retrace_codegen,
     reuse_compiled_forward,
     reuse_fake_results,
     skip_unneeded_retraces,
@@ -297,6 +298,7 @@ SPEEDUPS = {
     "reuse-fake-results": reuse_fake_results,
     "skip-unneeded-retraces": skip_unneeded_retraces,
     "reuse-compiled-forward": reuse_compiled_forward,
+    "lazy-retrace-codegen": lazy_retrace_codegen,
 }
 
 
