@@ -334,7 +334,8 @@ def test_each_skipped_pass_has_a_rewrite_test_and_keeps_exportpass_call():
     from toolkit.lower import retrace_speedups as rs
 
     for cls in rs._REWRITES:  # a pass with its own call() is skippable only when it says so
-        assert cls.call is ExportPass.call or cls in rs._REPORTED_UNCHANGED, cls
+        own = cls in rs._REPORTED_UNCHANGED or cls in rs._AFTER_RETRACE
+        assert cls.call is ExportPass.call or own, cls
     slice_copy = torch.ops.aten.slice_copy.Tensor
 
     class Targeted:
@@ -388,3 +389,130 @@ def test_the_upstream_functions_copied_with_a_change_are_the_ones_read():
         "_ExportPassBase._fx": "d21aacbb5c107fba",
         "_exec_with_source": "3a1510761d07726e",
     }
+
+
+def test_histogram_observers_run_single_threaded_to_the_same_state(monkeypatch):
+    from torchao.quantization.pt2e.observer import HistogramObserver
+
+    samples = [
+        torch.randn(64, generator=torch.Generator().manual_seed(k)) * (k + 1) for k in range(4)
+    ]
+    plain = HistogramObserver()
+    for x in samples:
+        plain(x)
+    threads = []
+    upscale = HistogramObserver._upscale_histogram
+
+    def counting(self, *args):
+        threads.append(torch.get_num_threads())
+        return upscale(self, *args)
+
+    monkeypatch.setattr(HistogramObserver, "_upscale_histogram", counting)
+    before = torch.get_num_threads()
+    with speedups.upstream_speedups(("serial-histogram-observers",)):
+        serial = HistogramObserver()
+        for x in samples:
+            serial(x)
+        qparams = serial.calculate_qparams()
+        assert torch.get_num_threads() == before  # restored after each call
+    assert threads and set(threads) == {1}  # each sample widened the range: upscaled serially
+    for name in ("histogram", "min_val", "max_val"):
+        assert torch.equal(getattr(serial, name), getattr(plain, name))
+    assert all(torch.equal(a, b) for a, b in zip(qparams, plain.calculate_qparams()))
+    assert (
+        "forward" in HistogramObserver.__dict__ and HistogramObserver.forward.__name__ == "forward"
+    )
+
+
+def _node_graph():
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    x.meta["val"] = torch.empty(1, 4, dtype=torch.int8)
+    return graph, x
+
+
+def test_noop_and_layout_cast_predicates_read_the_nodes_as_the_passes_do():
+    from executorch.backends.arm._passes import InsertDataLayoutCastsPass, RemoveNoopPass
+    from executorch.backends.arm.tosa.specification import (
+        TosaLoweringContext,
+        TosaSpecification,
+    )
+    from executorch.exir.dialects._ops import ops as exir_ops
+
+    from toolkit.lower import retrace_speedups as rs
+
+    graph, x = _node_graph()
+    noop, edge, tosa = RemoveNoopPass(), exir_ops.edge, exir_ops.backend.tosa
+    call = graph.call_function
+    assert rs._removes_noop(call(edge.aten.cat.default, ([x],)), noop)  # one input: x itself
+    assert not rs._removes_noop(call(edge.aten.cat.default, ([x, x],)), noop)
+    shape = call(tosa.CONST_SHAPE.default, ([0, 0],))
+    sizes = call(tosa.CONST_SHAPE.default, ([1, 4],))
+    part = call(tosa.CONST_SHAPE.default, ([1, 2],))
+    assert rs._removes_noop(call(tosa.SLICE.default, (x, shape, sizes)), noop)  # the whole of x
+    assert not rs._removes_noop(call(tosa.SLICE.default, (x, shape, part)), noop)
+    assert not rs._removes_noop(call(tosa.SLICE.default, (x, [0, 1], [1, 3])), noop)
+    assert rs._removes_noop(call(tosa.PAD.default, (x, [0, 0, 0, 0])), noop)
+    assert not rs._removes_noop(call(tosa.PAD.default, (x, [0, 1, 0, 0])), noop)
+    copy = edge.dim_order_ops._to_dim_order_copy.default
+    assert rs._removes_noop(call(copy, (x,), {"dtype": torch.int8}), noop)
+    assert not rs._removes_noop(call(copy, (x,), {"dtype": torch.int32}), noop)
+    assert not rs._removes_noop(call(edge.aten.view_copy.default, (x, [4])), noop)  # no target
+
+    casts = InsertDataLayoutCastsPass()
+    view = call(edge.aten.view_copy.default, (x, [4]))
+    floats = graph.placeholder("y")
+    floats.meta["val"] = torch.empty(4)
+    float_view = call(edge.aten.view_copy.default, (floats, [4]))
+    with TosaLoweringContext(TosaSpecification.create_from_string("TOSA-1.0+INT")):
+        assert not rs._casts_data_layout(view, casts)  # int8 in an integer profile
+        assert rs._casts_data_layout(float_view, casts)  # float: the INT profile casts it
+        assert not rs._casts_data_layout(call(edge.aten.add.Tensor, (x, x)), casts)
+
+    for cls in (RemoveNoopPass, InsertDataLayoutCastsPass):
+        assert cls in rs._REWRITES
+
+
+def test_propagation_retrace_is_skipped_only_when_nothing_changed_since_the_last():
+    from executorch.backends.transforms.propagate_view_copy_permute_pass import (
+        PropagateViewCopyPermuteDownPass,
+        PropagateViewCopyPermutePass,
+    )
+
+    upstream = PropagateViewCopyPermutePass._retrace
+    with speedups.upstream_speedups(("skip-unneeded-retraces",)):
+        plain = _export_pass_output(transpose=False)
+        assert PropagateViewCopyPermuteDownPass()._retrace(plain) is plain
+        edited = _export_pass_output(transpose=False)
+        add = next(n for n in edited.graph.nodes if n.target is torch.ops.aten.add.Tensor)
+        add.args = (add.args[0], 2)
+        assert PropagateViewCopyPermuteDownPass()._retrace(edited) is not edited
+    assert PropagateViewCopyPermutePass._retrace is upstream
+
+
+def test_retrace_outputs_generate_their_code_when_first_needed():
+    from executorch.exir.pass_base import ExportPass
+    from torch.fx._lazy_graph_module import _LazyGraphModule
+
+    class Net(torch.nn.Module):
+        def forward(self, x):
+            return torch.relu(x) + 1
+
+    module = torch.export.export(Net(), (torch.ones(2),)).graph_module
+    eager = ExportPass()(module).graph_module
+    with speedups.upstream_speedups(("lazy-retrace-codegen",)):
+        lazy = ExportPass()(module).graph_module
+        assert isinstance(lazy, _LazyGraphModule) and type(lazy)._needs_recompile()
+        for spec in ("_in_spec", "_out_spec"):  # set at once, as an eager recompile does
+            assert getattr(lazy, spec, None) == getattr(eager, spec, None)
+        assert not isinstance(torch.fx.GraphModule(module, module.graph), _LazyGraphModule)
+    x = torch.tensor([-2.0, 3.0])
+    assert lazy(x)[0].tolist() == eager(x)[0].tolist() == [1.0, 4.0]  # generated on the call
+    assert not type(lazy)._needs_recompile() and lazy.code == eager.code
+    assert not isinstance(ExportPass()(module).graph_module, _LazyGraphModule)  # restored
+    from toolkit.lower.retrace_speedups import _LazyRetraceModule
+
+    unlifted = torch.export.export(Net(), (torch.ones(2),)).module()  # a pytree codegen
+    lazy_unlifted = _LazyRetraceModule(unlifted, unlifted.graph)
+    assert lazy_unlifted._in_spec == unlifted._in_spec is not None
+    assert lazy_unlifted._out_spec == unlifted._out_spec is not None

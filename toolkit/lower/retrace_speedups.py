@@ -27,25 +27,39 @@ constant propagation), and any argument of a type not listed here. Results are k
 current and the previous retrace only (ids of arguments stay valid: the entries hold them).
 
 skip-unneeded-retraces: NormalizeTransposePass, ReplaceBrokenOpsWithFunctionalOpsPass,
-ScalarToTensorPass and MemoryFormatOpsPass (edge conversion), and six Arm passes (_REWRITES) are
+ScalarToTensorPass and MemoryFormatOpsPass (edge conversion), and eight Arm passes (_REWRITES) are
 ExportPass retraces whose call_operator rewrites only nodes of a kind (an aten.t, a view, a
 Python scalar where the schema takes a tensor, a memory-format op, a mul with a bool operand, an
 int32 or tensor clamp, a grouped convolution, a strided slice, a full of symbolic size, a pool or
-convolution with symbolic padding); on the GRU keyword net none occurs, and each retrace (~1 s)
-rebuilds the same graph. Such a pass is skipped when no node is
+convolution with symbolic padding, a no-op (RemoveNoopPass: a one-input concatenation, an
+identity PAD or SLICE, a copy that keeps the dtype), a data-layout op of a dtype the TOSA
+profile lacks (InsertDataLayoutCastsPass)); on the GRU keyword net none occurs, and each
+retrace (~1 s) rebuilds the same graph. Such a pass is skipped when no node is
 of its kind (tested from the node itself, as its call_operator tests it; _REWRITES) and the
 graph is a retrace's output, not changed since (the same nodes, names, targets, arguments and
 value objects, by identity): a retrace of a retrace's output re-creates each node with the same
 target, arguments, name (names follow the order of the operators) and metadata, and a fake
 value of the same metadata. Only the provenance (node.meta["from_node"]) keeps one pass less.
 A skipped pass reports what it reports after such a retrace (ExportPass: modified;
-ScalarToTensorPass: not modified).
+ScalarToTensorPass: not modified) and does what its own call() does after it (RemoveNoopPass:
+dead-code removal; _AFTER_RETRACE). For the same reason PropagateViewCopyPermute{Up,Down}Pass's
+own closing retrace (_retrace, after dead-code removal) is skipped when its rewrites changed
+nothing since its last one: 3 of its 6 retraces on the GRU keyword net.
 
 reuse-compiled-forward: every GraphModule built or recompiled compiles its generated Python
 source (~0.1 s for a 3,000-node graph); a retrace that rebuilds the same graph generates the
 same source. The code object compiled from a source is reused for the same source text (each
 module still executes it in its own globals, and its source is still registered for tracebacks
 under its own name; the reused code object carries the first one's file name).
+
+lazy-retrace-codegen: the GraphModule a retrace builds (ExportPass.call_submodule) generates and
+compiles its Python source at once (~0.15 s for the GRU keyword net's 3,000 nodes), and the next
+pass, which reads the graph, not the code, replaces it: ~5 s of a GRU lowering. Inside a retrace
+a new plain GraphModule is torch's _LazyGraphModule (the source is generated when the module is
+first called, or its code, str or pickle is asked for: the same source from the same graph),
+which here also sets the pytree specs at once, as GraphModule.recompile does first, for code
+that reads them without calling the module. Modules built elsewhere (export, the unlifted
+program, deep copies) are generated as upstream does.
 """
 
 from __future__ import annotations
@@ -61,10 +75,15 @@ from executorch.backends.arm._passes import (
     DecomposeGroupedConvPass,
     DecomposeStridedSliceCopyPass,
     DecomposeTOSAUnsupportedClampPass,
+    InsertDataLayoutCastsPass,
     InsertDynamicPaddingPass,
     PromoteBoolOperandsPass,
+    RemoveNoopPass,
 )
-from executorch.backends.arm.tosa.specification import TosaLoweringContext
+from executorch.backends.arm.tosa.specification import TosaLoweringContext, get_context_spec
+from executorch.backends.transforms.propagate_view_copy_permute_pass import (
+    PropagateViewCopyPermutePass,
+)
 from executorch.exir import pass_base
 from executorch.exir.dialects._ops import ops as exir_ops
 from executorch.exir.dialects.edge._ops import EdgeOpOverload
@@ -77,7 +96,10 @@ from executorch.exir.passes.replace_broken_ops_with_function_ops_pass import (
     ReplaceBrokenOpsWithFunctionalOpsPass,
 )
 from executorch.exir.passes.scalar_to_tensor_pass import ScalarToTensorPass
+from torch.fx import GraphModule
 from torch.fx import graph_module as fx_graph_module
+from torch.fx._lazy_graph_module import _LazyGraphModule
+from torch.fx.graph import _PyTreeCodeGen
 from torch.fx.immutable_collections import immutable_dict, immutable_list
 from torch.utils import _pytree as pytree
 
@@ -394,6 +416,69 @@ def _replaces_memory_format(node: torch.fx.Node, pass_: Any) -> bool:  # MemoryF
     return isinstance(node.target, EdgeOpOverload) and node.target in DimOrderOpsMap
 
 
+def _static_shape(value: Any) -> tuple | None:  # RemoveNoopPass._get_static_shape, on nodes
+    if isinstance(value, torch.fx.Node):
+        if value.target != exir_ops.backend.tosa.CONST_SHAPE.default:
+            return None
+        value = _arg(value, 0)  # CONST_SHAPE's fake kernel returns its argument
+    if not isinstance(value, (list, tuple)) or not all(type(dim) is int for dim in value):
+        return None
+    return tuple(value)
+
+
+def _removes_noop(node: torch.fx.Node, pass_: Any) -> bool:  # RemoveNoopPass
+    op = node.target
+    if not _targeted(node, pass_):
+        return False
+    if op in pass_._single_input_concat_ops:
+        inputs = _arg(node, 0)
+        return isinstance(inputs, (list, tuple)) and len(inputs) == 1
+    if op in (
+        exir_ops.edge.aten.upsample_bilinear2d.vec,
+        exir_ops.edge.aten.upsample_nearest2d.vec,
+    ):
+        return True  # none in the graphs this is for: let the pass decide
+    if op in (exir_ops.backend.tosa.PAD.default, exir_ops.backend.tosa.SLICE.default):
+        source = _arg(node, 0)
+        val = source.meta.get("val") if isinstance(source, torch.fx.Node) else None
+        needed = 2 if op == exir_ops.backend.tosa.PAD.default else 3
+        if not isinstance(val, torch.Tensor) or len(node.args) < needed:
+            return True  # not what the pass reads: let it run (and fail as upstream does)
+        if op == exir_ops.backend.tosa.PAD.default:
+            padding = _static_shape(_arg(node, 1))
+            return padding is not None and len(padding) == 2 * val.dim() and not any(padding)
+        shape = _static_shape(tuple(val.shape))
+        starts, sizes = _static_shape(_arg(node, 1)), _static_shape(_arg(node, 2))
+        return (
+            starts is not None
+            and sizes is not None
+            and shape is not None
+            and starts == (0,) * len(shape)
+            and sizes == shape
+        )
+    in_dtype = _dtype(_arg(node, 0))  # a copy-like op: a no-op unless it changes the dtype
+    return in_dtype is None or node.kwargs.get("dtype", in_dtype) == in_dtype
+
+
+def _casts_data_layout(node: torch.fx.Node, pass_: Any) -> bool:  # InsertDataLayoutCastsPass
+    if not _targeted(node, pass_):
+        return False
+    if node.target in pass_._concat_ops:
+        inputs = _arg(node, 0)
+        dtypes = [_dtype(arg) for arg in inputs] if isinstance(inputs, (list, tuple)) else [None]
+    else:
+        dtypes = [_dtype(_arg(node, 0))]
+    known: list[torch.dtype] = [d for d in dtypes if d is not None]
+    if not known or len(known) < len(dtypes):
+        return True
+    dtype = max(known, key=lambda d: d.itemsize)  # the first of the largest, as the pass picks
+    spec = get_context_spec()
+    integer = not dtype.is_floating_point and dtype != torch.bool
+    return (integer and not spec.support_integer()) or (
+        dtype.is_floating_point and not spec.support_float()
+    )
+
+
 _REWRITES: dict[type, Callable[[torch.fx.Node, Any], bool]] = {
     NormalizeTransposePass: _normalizes_transpose,
     ReplaceBrokenOpsWithFunctionalOpsPass: _replaces_view,
@@ -405,6 +490,8 @@ _REWRITES: dict[type, Callable[[torch.fx.Node, Any], bool]] = {
     DecomposeStridedSliceCopyPass: _decomposes_strided_slice,
     DecomposeDynamicFullPass: _decomposes_dynamic_full,
     InsertDynamicPaddingPass: _inserts_dynamic_padding,
+    RemoveNoopPass: _removes_noop,
+    InsertDataLayoutCastsPass: _casts_data_layout,
 }
 
 
@@ -447,6 +534,19 @@ def _would_rewrite(pass_: Any, graph_module: torch.fx.GraphModule) -> bool:
 _REPORTED_UNCHANGED = {ScalarToTensorPass: False}
 
 
+def _remove_dead_code(graph_module: torch.fx.GraphModule) -> None:
+    """RemoveNoopPass.call after its retrace (on the retrace's output, the same graph)."""
+    if graph_module.graph.eliminate_dead_code():
+        graph_module.graph.lint()
+        graph_module.recompile()
+
+
+# what a pass's own call() does after its retrace, done on the graph a skip leaves as it is
+_AFTER_RETRACE: dict[type, Callable[[torch.fx.GraphModule], None]] = {
+    RemoveNoopPass: _remove_dead_code
+}
+
+
 def _skipping(cls: Any, own: Any, outputs: _RetraceOutputs) -> Callable:
     def call(self, graph_module):
         if (
@@ -455,6 +555,8 @@ def _skipping(cls: Any, own: Any, outputs: _RetraceOutputs) -> Callable:
             and outputs.unchanged(graph_module)
             and not _would_rewrite(self, graph_module)
         ):
+            if cls in _AFTER_RETRACE:
+                _AFTER_RETRACE[cls](graph_module)
             return PassResult(graph_module, _REPORTED_UNCHANGED.get(cls, True))
         if own is not None:
             return own(self, graph_module)
@@ -475,7 +577,16 @@ def skip_unneeded_retraces() -> Iterator[None]:
         return result
 
     own_calls = {cls: cls.__dict__.get("call") for cls in _REWRITES}
+    original_retrace = PropagateViewCopyPermutePass._retrace
+
+    def _retrace(self, graph_module):  # the pass's own retrace after its in-place rewrites
+        graph_module.graph.eliminate_dead_code()  # as upstream's _retrace begins
+        if not get_control_flow_submodules(graph_module) and outputs.unchanged(graph_module):
+            return graph_module
+        return original_retrace(self, graph_module)
+
     base.call = call  # type: ignore[method-assign]
+    PropagateViewCopyPermutePass._retrace = _retrace  # type: ignore[method-assign]
     for cls, own in own_calls.items():
         cls.call = _skipping(cls, own, outputs)  # type: ignore[attr-defined]
     try:
@@ -487,6 +598,7 @@ def skip_unneeded_retraces() -> Iterator[None]:
             else:
                 cls.call = own  # type: ignore[attr-defined]
         base.call = original_call  # type: ignore[method-assign]
+        PropagateViewCopyPermutePass._retrace = original_retrace  # type: ignore[method-assign]
 
 
 # --- reuse-compiled-forward --------------------------------------------------------------------
@@ -509,3 +621,47 @@ def reuse_compiled_forward() -> Iterator[None]:
         yield
     finally:
         fx_graph_module._exec_with_source = original
+
+
+# --- lazy-retrace-codegen ----------------------------------------------------------------------
+
+
+class _LazyRetraceModule(_LazyGraphModule):
+    """torch's _LazyGraphModule (Python source generated and compiled when first needed: a
+    call, .code, str, pickling) that sets the pytree specs at once, as GraphModule.recompile
+    does first: code reads _in_spec / _out_spec without calling the module."""
+
+    def recompile(self) -> None:  # type: ignore[override]
+        codegen = self._graph._codegen
+        if isinstance(codegen, _PyTreeCodeGen):
+            self._in_spec = codegen.pytree_info.in_spec
+            self._out_spec = codegen.pytree_info.out_spec
+        type(self).forward = _LazyGraphModule._lazy_forward  # type: ignore[method-assign]
+
+
+@contextmanager
+def lazy_retrace_codegen() -> Iterator[None]:
+    base = pass_base._ExportPassBase
+    original_submodule = base.call_submodule
+    original_new = GraphModule.__dict__["__new__"]
+    depth = [0]
+
+    def __new__(cls, *args, **kwargs):
+        if cls is GraphModule and depth[0]:
+            cls = _LazyRetraceModule
+        return original_new.__func__(cls, *args, **kwargs)
+
+    def call_submodule(self, graph_module, inputs):
+        depth[0] += 1
+        try:
+            return original_submodule(self, graph_module, inputs)
+        finally:
+            depth[0] -= 1
+
+    GraphModule.__new__ = staticmethod(__new__)  # type: ignore[assignment]
+    base.call_submodule = call_submodule  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        base.call_submodule = original_submodule  # type: ignore[method-assign]
+        GraphModule.__new__ = original_new  # type: ignore[assignment]

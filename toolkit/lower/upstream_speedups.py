@@ -46,8 +46,21 @@ neither views nor mutating nor data-dependent; torch's own checks on the argumen
 output (fake tensors only, no aliasing) still apply. Their entries are dropped when the context
 starts (torch's bypass entries) and ends, so no entry outlives the TOSA spec it was computed under.
 
-fast-pass-pytree, reuse-fake-results, skip-unneeded-retraces, reuse-compiled-forward: in
-lower/retrace_speedups.py (ExportPass's retrace and the graph modules it builds).
+serial-histogram-observers: torchao's HistogramObserver (every activation observer of the
+quantizer) runs a few small tensor operations per calibration sample (aminmax, histc, and to
+widen its range a 32,768-element linspace / bucketize / bincount) and ~10 more per observer to
+choose its range (_non_linear_param_search). torch hands the larger ones to its two OpenMP
+threads; on a 2-core machine with another process busy, each such operation waits for a time
+slice of the busy core: the GRU keyword net's ~1,100 observers x 8 samples took 11-17 s instead
+of 2 s. Inside the observer's forward and calculate_qparams the intra-op thread count is 1, and
+restored after. The values are the same: each of those operations computes its elements
+independently of the others (linspace, bucketize, elementwise arithmetic), exactly (min/max,
+histc's counts: whole numbers, summed exactly), or serially whatever the thread count
+(bincount's weighted sums; the sums over 2,048 bins are below torch's parallel grain size).
+The model's own operators (matrix products) keep their threads.
+
+fast-pass-pytree, reuse-fake-results, skip-unneeded-retraces, reuse-compiled-forward,
+lazy-retrace-codegen: in lower/retrace_speedups.py (ExportPass's retrace and the graph modules it builds).
 
 Each speedup is installed only inside the context and restored after it; tests/lower pins that
 a compile's TOSA flatbuffer and Vela command stream are the same bytes with and without them.
@@ -67,9 +80,11 @@ from torch.export.exported_program import ExportedProgram
 from torch.fx import GraphModule
 from torch.fx import traceback as fx_traceback
 from torch.fx.experimental import _config as fx_experimental_config
+from torchao.quantization.pt2e.observer import HistogramObserver
 
 from .retrace_speedups import (
     fast_pass_pytree,
+    lazy_retrace_codegen,
     reuse_compiled_forward,
     reuse_fake_results,
     skip_unneeded_retraces,
@@ -246,16 +261,44 @@ def _drop_dialect_entries() -> None:
         del cache[key]
 
 
+def _single_threaded(method):
+    def run(self, *args):
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return method(self, *args)
+        finally:
+            torch.set_num_threads(threads)
+
+    return run
+
+
+@contextmanager
+def _serial_histogram_observers() -> Iterator[None]:
+    originals = {
+        name: HistogramObserver.__dict__[name] for name in ("forward", "calculate_qparams")
+    }
+    for name, method in originals.items():
+        setattr(HistogramObserver, name, _single_threaded(method))
+    try:
+        yield
+    finally:
+        for name, method in originals.items():
+            setattr(HistogramObserver, name, method)
+
+
 SPEEDUPS = {
     "shared-provenance": _shared_provenance,
     "skip-noop-decompositions": _skip_noop_decompositions,
     "skip-unchanged-recompile": _skip_unchanged_recompile,
     "skip-static-sym-to-tensor": _skip_static_sym_to_tensor,
     "cache-dialect-fake-kernels": _cache_dialect_fake_kernels,
+    "serial-histogram-observers": _serial_histogram_observers,
     "fast-pass-pytree": fast_pass_pytree,
     "reuse-fake-results": reuse_fake_results,
     "skip-unneeded-retraces": skip_unneeded_retraces,
     "reuse-compiled-forward": reuse_compiled_forward,
+    "lazy-retrace-codegen": lazy_retrace_codegen,
 }
 
 
