@@ -36,6 +36,10 @@ def _run(capsys, *argv):
             "does not run on inputs of shape (1, 5, 8, 8)",
         ),
         (
+            ["compile", f"{FIXTURES / 'token_models.py'}:token_classifier", "--input-shape", "1,8"],
+            "wants integer inputs (Expected tensor for argument #1 'indices'",
+        ),
+        (
             ["compile", f"{USER}:SmallNet", "--input-shape", "1,x,8"],
             "is not a list of positive integers",
         ),

@@ -171,9 +171,20 @@ def _check_runs(model: nn.Module, inputs: tuple, spec: str):
     except Exception as exc:
         shapes = ", ".join(str(tuple(x.shape)) for x in inputs)
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if _wants_integers(first):
+            raise UserError(
+                f"{spec} wants integer inputs ({first}): etk feeds float tensors, and the "
+                "Ethos-U flow quantizes float inputs; give the model float inputs (for an "
+                "nn.Embedding, pass the embedded vectors)"
+            ) from exc
         raise UserError(
             f"{spec} does not run on inputs of shape {shapes}: {first} (check --input-shape)"
         ) from exc
+
+
+def _wants_integers(message: str) -> bool:
+    """torch's dtype complaint about float indices (nn.Embedding, index_select)."""
+    return "scalar types: Long, Int" in message
 
 
 def _pt2_model(spec: str) -> LoadedModel:
