@@ -37,12 +37,12 @@ def _resolve(name: str):
         return _DELEGATE_CALL
     kind, dotted = name.split(":", 1)
     namespace, op, overload = dotted.split(".")
+    from torch.ao.quantization.fx import _decomposed  # noqa: F401  quantized_decomposed ops
+
     if kind == "edge":
         # An edge op runs the torch op of the same name (EdgeOpOverload.__call__): loading that one
         # spares a cached run the import of ExecuTorch's exir, seconds of a deploy. Ops torch does
         # not register itself come from exir after all.
-        from torch.ao.quantization.fx import _decomposed  # noqa: F401  quantized_decomposed ops
-
         found = getattr(getattr(getattr(torch.ops, namespace), op, None), overload, None)
         if found is not None:
             return found
