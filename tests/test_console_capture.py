@@ -46,3 +46,16 @@ def test_a_log_handler_made_while_captured_writes_to_the_restored_stream_after(c
         assert capsys.readouterr().err == "after\n"
     finally:
         logger.removeHandler(handler)
+
+
+def test_a_log_handler_made_while_both_are_captured_writes_to_stderr_after(capsys):
+    logger = logging.getLogger("etk-test-captured-handler-both")
+    logger.propagate = False
+    with capture_fds():
+        handler = logging.StreamHandler()
+        logger.addHandler(handler)
+    try:
+        logger.warning("after")
+        assert capsys.readouterr() == ("", "after\n")
+    finally:
+        logger.removeHandler(handler)

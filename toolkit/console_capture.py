@@ -42,7 +42,10 @@ def capture_fds(fds: tuple[int, ...] = (1, 2)):
             writer.flush()
             for name, stream in saved_streams.items():
                 setattr(sys, name, stream)
-                _repoint_log_handlers(writer, stream)
+            if saved_streams:  # a handler takes sys.stderr by default: both share the writer
+                _repoint_log_handlers(
+                    writer, saved_streams.get("stderr") or saved_streams["stdout"]
+                )
             for fd, copy in saved.items():
                 os.dup2(copy, fd)
                 os.close(copy)
