@@ -17,18 +17,13 @@ from torch.fx import GraphModule, Node
 
 from ..artifacts import RewriteRecord
 from ..graph_info import node_source
-from .height_one import replace_over_height_one
+from .height_one import arguments_after, replace_over_height_one
 
 aten = torch.ops.aten
 
 # conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
 # dilation=1): the defaults of the arguments after the weight
 _DEFAULTS = (None, [1], [0], [0], 1, [1])
-
-
-def _arguments(node: Node) -> list:
-    given = list(node.args[2:])
-    return given + list(_DEFAULTS[len(given) :])
 
 
 def _pair(value, height: int) -> list[int]:
@@ -44,7 +39,9 @@ def conv_transpose_1d_as_2d(graph: GraphModule) -> list[RewriteRecord]:
         weight = node.args[1]
         if node.kwargs or not (isinstance(weight, Node) and weight.op == "get_attr"):
             continue
-        bias, stride, padding, output_padding, groups, dilation = _arguments(node)
+        bias, stride, padding, output_padding, groups, dilation = arguments_after(
+            node, 2, _DEFAULTS
+        )
         name = f"etk_conv_transpose_2d_weight_{len(records)}"
         weight_1d = functools.reduce(getattr, str(weight.target).split("."), graph)  # "t.weight"
         assert isinstance(weight_1d, torch.Tensor)

@@ -27,3 +27,9 @@ def replace_over_height_one(graph: GraphModule, node: Node, op_2d: Any, argument
     node.replace_all_uses_with(out)
     graph.graph.erase_node(node)
     return operation
+
+
+def arguments_after(node: Node, first: int, defaults: tuple) -> list:
+    """node.args[first:], with the schema's defaults for those it leaves out."""
+    given = list(node.args[first:])
+    return given + list(defaults[len(given) :])

@@ -20,7 +20,7 @@ from torch.fx import GraphModule, Node
 
 from ..artifacts import RewriteRecord
 from ..graph_info import node_source
-from .height_one import replace_over_height_one
+from .height_one import arguments_after, replace_over_height_one
 
 aten = torch.ops.aten
 
@@ -53,7 +53,11 @@ def global_pool_1d_as_mean(graph: GraphModule) -> list[RewriteRecord]:
 def _as_2d(node: Node) -> tuple[Any, tuple] | None:
     """(2-D pool, its arguments after the input) for a 1-D max or average pool node."""
     if node.target == aten.max_pool1d.default:
-        kernel, stride, padding, dilation, ceil_mode = _with_defaults(node, [], [0], [1], False)
+        kernel, stride, padding, dilation, ceil_mode = arguments_after(
+            node,
+            1,
+            (None, [], [0], [1], False),  # the kernel has no default
+        )
         return aten.max_pool2d.default, (
             [1, kernel[0]],
             [1, (stride or kernel)[0]],
@@ -62,8 +66,8 @@ def _as_2d(node: Node) -> tuple[Any, tuple] | None:
             ceil_mode,
         )
     if node.target == aten.avg_pool1d.default:
-        kernel, stride, padding, ceil_mode, count_include_pad = _with_defaults(
-            node, [], [0], False, True
+        kernel, stride, padding, ceil_mode, count_include_pad = arguments_after(
+            node, 1, (None, [], [0], False, True)
         )
         return aten.avg_pool2d.default, (
             [1, kernel[0]],
@@ -73,12 +77,6 @@ def _as_2d(node: Node) -> tuple[Any, tuple] | None:
             count_include_pad,
         )
     return None
-
-
-def _with_defaults(node: Node, *defaults) -> list:
-    """The node's arguments after its input, with the schema's defaults where it left them out."""
-    given = list(node.args[1:])
-    return given + list(defaults[len(given) - 1 :])
 
 
 def pool_1d_as_2d(graph: GraphModule) -> list[RewriteRecord]:
