@@ -188,3 +188,26 @@ def test_a_stored_graph_names_only_torch_constants_of_their_kind():
     for crafted in ({"dtype": "load"}, {"layout": "float32"}, {"device": "no such device"}):
         with pytest.raises(ValueError, match="not a torch"):
             _decode(crafted, {})
+
+
+@pytest.mark.parametrize(
+    "nodes",
+    [
+        [{"op": "placeholder", "name": "x"}, {"op": "output", "name": "output", "args": 7}],
+        [{"op": "output", "name": "output", "args": {"seq": [{"node": "x"}], "tuple": True}}],
+        [
+            {"op": "placeholder", "name": "x"},
+            {"op": "call_function", "name": "a", "target": "aten:aten.relu.default", "args": 3},
+        ],
+    ],
+    ids=["output-args-an-int", "unknown-node", "args-an-int"],
+)
+def test_a_stored_graph_that_is_not_one_is_an_error_not_a_crash(nodes, tmp_path):
+    """torch.fx asserts on a malformed node (AssertionError, IndexError): from a file, that is a
+    damaged store (ValueError, which load_stored_program reports as such)."""
+    from toolkit.lower.host_graph import load_host_graph
+
+    path = tmp_path / "host_graph.json"
+    path.write_text(json.dumps({"nodes": nodes}))
+    with pytest.raises(ValueError, match="host_graph.json is not a graph"):
+        load_host_graph(path)

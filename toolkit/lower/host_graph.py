@@ -127,6 +127,15 @@ def save_host_graph(graph_module: torch.fx.GraphModule, path: Path) -> None:
 
 
 def load_host_graph(path: Path) -> torch.fx.GraphModule:
+    """The stored graph; ValueError when the file does not describe one (it is data: whatever
+    torch.fx asserts about a malformed node is a damaged store, not a crash)."""
+    try:
+        return _built_graph(path)
+    except (AssertionError, IndexError, LookupError, TypeError, AttributeError, RuntimeError) as exc:
+        raise ValueError(f"{path.name} is not a graph ({type(exc).__name__}: {exc})") from None
+
+
+def _built_graph(path: Path) -> torch.fx.GraphModule:
     data = json.loads(path.read_text())
     constants_path = path.with_suffix(".constants.pt")
     constants = torch.load(constants_path, weights_only=True) if constants_path.is_file() else {}
@@ -155,4 +164,5 @@ def load_host_graph(path: Path) -> torch.fx.GraphModule:
             node.meta["val"] = torch.empty(record["shape"], dtype=getattr(torch, record["dtype"]))
         node.name = name
         env[name] = node
+    graph.lint()  # every argument a node defined before it, one output
     return torch.fx.GraphModule(root, graph)
