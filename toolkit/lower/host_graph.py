@@ -131,7 +131,14 @@ def load_host_graph(path: Path) -> torch.fx.GraphModule:
     torch.fx asserts about a malformed node is a damaged store, not a crash)."""
     try:
         return _built_graph(path)
-    except (AssertionError, IndexError, LookupError, TypeError, AttributeError, RuntimeError) as exc:
+    except (
+        AssertionError,
+        IndexError,
+        LookupError,
+        TypeError,
+        AttributeError,
+        RuntimeError,
+    ) as exc:
         raise ValueError(f"{path.name} is not a graph ({type(exc).__name__}: {exc})") from None
 
 
