@@ -28,6 +28,7 @@ from .npu_ops import command_stream_operations, kernel_operation_count
 from .program_store import StoreDamaged, copy_stored_program, load_stored_program, save_program
 from .staging import move_into_place, new_staging
 from .tosa_graph import read_tosa
+from .tosa_probe import trust_compiled
 from .vela import read_estimate, vela_flags
 
 _CACHE: dict[str, Program] = {}
@@ -53,10 +54,13 @@ def cache_key(
     rewrites: tuple[str, ...],
     quant: Quant = "int8",
 ) -> str:
-    """Everything the compiled result depends on, tool versions included."""
+    """Everything the compiled result depends on, tool versions included: what the model computes
+    (its content hash digests the traced graph, its tensors and inputs) and its name, which the
+    stored program carries."""
     ini = hashlib.sha256(vela_ini_path(npu.config_ini).read_bytes()).hexdigest()  # edits count
     parts = (
         model.content_hash,
+        model.name,
         calibration.content_hash,
         variant,
         repr(npu),
@@ -157,6 +161,7 @@ def _build(
         for index, (tosa, payload, vela_dir, (d_in, d_out)) in enumerate(
             zip(lowered.tosa_files, lowered.payloads, lowered.vela_dirs, lowered.delegate_io)
         ):
+            trust_compiled(tosa.read_bytes())
             npz = vela_dir / f"{tosa.stem}_vela.npz"
             estimate, vela_layers = read_estimate(vela_dir, tosa.stem)
             operations = command_stream_operations(payload, npu)
