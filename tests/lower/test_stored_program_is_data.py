@@ -117,27 +117,34 @@ def test_a_crafted_node_is_refused_and_nothing_is_written(stored, tmp_path, inde
     assert not library.exists()
 
 
-def test_a_crafted_cache_entry_is_compiled_again_by_etk_and_runs_nothing(stored, tmp_path):
+def test_a_crafted_cache_entry_is_compiled_again_by_etk_and_runs_nothing(tmp_path):
     """The issue's end-to-end case: the crafted program sits in ETK_CACHE_DIR under the key etk
     asks for; `etk compile` into a new folder says it is damaged, compiles, exits 0."""
     library = tmp_path / "evil.so"
     cache = tmp_path / "cache"
-    key = json.loads((stored / PROGRAM_FILE).read_text())["cache_key"]
-    shutil.copytree(
-        _crafted(stored, tmp_path, lambda n: [n[0], *_payload_nodes(library, 64)[:1], *n[1:]]),
-        cache / key,
-    )
     env = {**os.environ, "ETK_CACHE_DIR": str(cache)}
-    done = subprocess.run(
-        [sys.executable, "-m", "toolkit.cli", "compile", MODEL, "-o", str(tmp_path / "new")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "damaged" in done.stderr and "operator etk does not run" in done.stderr
-    assert "Traceback" not in done.stderr
+
+    def compile_into(out: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "toolkit.cli", "compile", MODEL, "-o", str(tmp_path / out)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=900,
+        )
+
+    assert compile_into("first").returncode == 0
+    entry = next(p for p in cache.iterdir() if p.is_dir() and not p.name.startswith("."))
+    graph = json.loads((entry / HOST_GRAPH_FILE).read_text())
+    nodes = graph["nodes"]
+    graph["nodes"] = [nodes[0], *_payload_nodes(library, 64)[:1], *nodes[1:]]
+    (entry / HOST_GRAPH_FILE).write_text(json.dumps(graph))
+    _reseal(entry)
+    done = compile_into("second")
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said[-2000:]
+    assert "damaged" in said and "operator etk does not run" in said, said[-2000:]
+    assert "Traceback" not in said
     assert not library.exists()
 
 

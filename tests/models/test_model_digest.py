@@ -70,14 +70,20 @@ MODELS = textwrap.dedent("""
     def strided_by_two():
         return strided(2)
 
-    class Branchy(nn.Module):  # control flow on a tensor: fx cannot trace it, export can
+    class Branchy(nn.Module):  # control flow on a shape: fx cannot trace it, export can
         def __init__(self, scale):
             super().__init__()
             self.scale = scale
 
         def forward(self, x):
-            if x.sum() > 0:
+            if x.shape[-1] > 4:
                 return x * self.scale
+            return x
+
+    class OnValues(nn.Module):  # control flow on values: no tracer takes it
+        def forward(self, x):
+            if x.sum() > 0:
+                return x * 2
             return x
 
     def branchy1():
@@ -196,3 +202,10 @@ def test_a_layer_setting_that_is_an_object_falls_back_to_export():
     model = torch.nn.Sequential(layer, torch.nn.ReLU())
     inputs = (torch.ones(1, 2),)
     assert model_digest(model, inputs) == model_digest(model, inputs)
+
+
+def test_a_model_no_tracer_takes_is_refused_in_one_line(models_file):
+    from toolkit.errors import UserError
+
+    with pytest.raises(UserError, match=r"OnValues' failed to export with torch.export: "):
+        load_model(f"{models_file}:OnValues")

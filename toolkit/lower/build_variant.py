@@ -74,10 +74,12 @@ def cache_key(
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:24]
 
 
-def _copy_compiled(source: Path, final: Path, key: str) -> Program | None:
+def _copy_compiled(
+    source: Path, final: Path, key: str, note: Callable[[str], None]
+) -> Program | None:
     """The same program compiled earlier into another folder (by this process, or by another into
     the shared cache), copied into final: cheaper than compiling again. None if that folder is
-    absent, gone or changed."""
+    absent, gone or changed (said in a note when it is damaged)."""
     staging = new_staging(final)
     if not copy_stored_program(source, staging):
         shutil.rmtree(staging, ignore_errors=True)
@@ -85,7 +87,8 @@ def _copy_compiled(source: Path, final: Path, key: str) -> Program | None:
     move_into_place(staging, final)
     try:
         program = load_stored_program(final, key)
-    except StoreDamaged:
+    except StoreDamaged as damage:
+        note(f"note: the stored program in {source} is damaged ({damage}): compiling it again")
         return None
     if program is not None:
         _CACHE[key] = program
@@ -109,7 +112,7 @@ def compile_variant(
     if cached is not None and cached.out_dir == final and final.is_dir():
         return cached
     if cached is not None and cached.out_dir != final:
-        copied = _copy_compiled(cached.out_dir, final, key)
+        copied = _copy_compiled(cached.out_dir, final, key, note)
         if copied is not None:
             return copied
     try:
@@ -121,7 +124,7 @@ def compile_variant(
             _CACHE[key] = stored
             return stored
     with held_entry(key) as shared:
-        if shared is not None and (copied := _copy_compiled(shared, final, key)) is not None:
+        if shared is not None and (copied := _copy_compiled(shared, final, key, note)) is not None:
             mark_used(shared)
             return copied
         program = _build(model, calibration, variant, npu, final, key, extra_vela, rewrites, quant)

@@ -247,7 +247,10 @@ def _built_graph(path: Path) -> torch.fx.GraphModule:
             )
         node.name = record["name"]
         env[node.name] = node
-    graph.lint()  # every argument a node defined before it, one output
+    graph.lint()  # every argument a node defined before it
+    outputs = [n for n in graph.nodes if n.op == "output"]
+    if len(outputs) != 1 or outputs[0] is not list(graph.nodes)[-1]:
+        raise _Damaged("the graph does not end in its one output")
     return torch.fx.GraphModule(root, graph)
 
 
@@ -262,13 +265,10 @@ class _MetaInterpreter(torch.fx.Interpreter):
         if node.op == "get_attr" and "val" not in node.meta:
             return None  # a delegate module
         if node.target is DELEGATE_CALL:
-            outputs: list[torch.Tensor | None] = [None] * (
-                1 + max((u.args[1] for u in node.users), default=-1)
-            )
-            for user in node.users:
-                outputs[user.args[1]] = self._stored(user)
-            return tuple(outputs)
+            return self._delegate_outputs(node)
         value = super().run_node(node)
+        if node.op == "output" and not _all_tensors(value):
+            raise _Damaged("the graph's output is not tensors")
         if node.op == "get_attr":
             value = value.to("meta")
         if isinstance(value, torch.Tensor) and "val" in node.meta:
@@ -279,12 +279,34 @@ class _MetaInterpreter(torch.fx.Interpreter):
                 )
         return value
 
+    def _delegate_outputs(self, node) -> tuple:
+        module, *inputs = node.args
+        if not (isinstance(module, torch.fx.Node) and module.op == "get_attr"):
+            raise _Damaged(f"delegate call {node.name} names no delegate")
+        if "val" in module.meta or not _all_tensors(tuple(self.env[i] for i in inputs)):
+            raise _Damaged(f"delegate call {node.name} is not given tensors")
+        outputs: list[torch.Tensor | None] = [None] * (
+            1 + max((u.args[1] for u in node.users), default=-1)
+        )
+        for user in node.users:
+            outputs[user.args[1]] = self._stored(user)
+        return tuple(outputs)
+
     @staticmethod
     def _stored(node) -> torch.Tensor:
         value = node.meta.get("val")
         if not isinstance(value, torch.Tensor):
             raise _Damaged(f"node {node.name} has no stored shape")
         return value
+
+
+def _all_tensors(value) -> bool:
+    values = value if isinstance(value, (tuple, list)) else (value,)
+    return bool(values) and all(isinstance(v, torch.Tensor) for v in values)
+
+
+def delegate_calls(graph_module: torch.fx.GraphModule) -> int:
+    return sum(1 for n in graph_module.graph.nodes if n.target is DELEGATE_CALL)
 
 
 def _run_on_meta(graph_module: torch.fx.GraphModule) -> None:

@@ -140,10 +140,22 @@ def _read_store(folder: Path) -> dict | None:
     return data
 
 
+def _check_delegate_calls(program: Program) -> None:
+    from .host_graph import delegate_calls
+
+    calls = delegate_calls(program.graph_module)
+    if calls != len(program.delegates):
+        raise StoreDamaged(
+            f"{HOST_GRAPH_FILE} calls {calls} delegates, {PROGRAM_FILE} lists "
+            f"{len(program.delegates)}"
+        )
+
+
 def _checked_program(folder: Path, data: dict) -> Program:
     _check_files(folder, data.get("files"))
     try:
         program = _program(folder, data)
+        _check_delegate_calls(program)
         probe_tosa_files([d.tosa_path for d in program.delegates if d.tosa_path is not None])
         return program
     except (UnsafeName, ProbeFailed) as exc:

@@ -15,7 +15,7 @@ from torch import nn
 from ..artifacts import LoadedModel
 from ..errors import UserError
 from ..model_spec import names_a_definition
-from .model_digest import model_digest
+from .model_digest import NotExportable, model_digest
 from .pt2_archive import check_pt2_archive, weights_only_loads
 from .zoo import build_zoo_model
 
@@ -37,11 +37,17 @@ def parse_input_shapes(text: str) -> tuple[tuple[int, ...], ...]:
     return tuple(shapes)
 
 
-def _model_hash(module: nn.Module, inputs: tuple) -> str:
+def _model_hash(module: nn.Module, inputs: tuple, spec: str) -> str:
     """What the model computes on these inputs (model_digest): not which file, class or factory
     it came from, so two models that differ only in name share it, and no two that compute
     differently do."""
-    return model_digest(module, inputs)
+    try:
+        return model_digest(module, inputs)
+    except NotExportable as exc:
+        raise UserError(
+            f"model '{spec}' failed to export with torch.export: {exc} "
+            "(check the input shape, or make the model export-friendly)"
+        ) from exc
 
 
 def model_file(spec: str) -> Path | None:
@@ -131,7 +137,7 @@ def _file_model(spec: str, shapes) -> LoadedModel:
             f"example_inputs() in {path.name}"
         )
     _check_interface(model, inputs, spec)
-    return LoadedModel(spec, f"{path.stem}.{name}", model, inputs, _model_hash(model, inputs))
+    return LoadedModel(spec, f"{path.stem}.{name}", model, inputs, _model_hash(model, inputs, spec))
 
 
 def _check_interface(model: nn.Module, inputs: tuple, spec: str) -> None:
@@ -224,7 +230,7 @@ def live_model(module: object, example_inputs: object) -> LoadedModel:
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UserError(f"{spec} failed to export with torch.export: {first}") from exc
-    return LoadedModel(spec, kind, model, inputs, _model_hash(model, inputs))
+    return LoadedModel(spec, kind, model, inputs, _model_hash(model, inputs, spec))
 
 
 def load_model(spec: str, input_shape: str | None = None) -> LoadedModel:
@@ -234,7 +240,7 @@ def load_model(spec: str, input_shape: str | None = None) -> LoadedModel:
         model, inputs = build_zoo_model(name)
         if shapes:
             raise UserError("zoo models have fixed input shapes: drop --input-shape")
-        return LoadedModel(spec, name, model, inputs, _model_hash(model, inputs))
+        return LoadedModel(spec, name, model, inputs, _model_hash(model, inputs, spec))
     if spec.endswith(".pt2"):
         return _pt2_model(spec)
     if names_a_definition(spec):

@@ -89,6 +89,10 @@ def _export_digest(module: nn.Module, inputs: tuple, digest) -> None:
     )
 
 
+class NotExportable(Exception):
+    """Neither torch.fx nor torch.export can trace the model; the message is export's first line."""
+
+
 def model_digest(module: nn.Module, inputs: tuple) -> str:
     """Hex digest of module's computation on inputs of these shapes, and of the inputs' values."""
     digest = hashlib.sha256()
@@ -96,7 +100,11 @@ def model_digest(module: nn.Module, inputs: tuple) -> str:
         _fx_digest(module, digest)
     except Exception:  # noqa: BLE001 - fx cannot trace it (any error): export can
         digest = hashlib.sha256(b"export")
-        _export_digest(module, inputs, digest)
+        try:
+            _export_digest(module, inputs, digest)
+        except Exception as exc:  # noqa: BLE001 - torch raises many types; one meaning
+            lines = str(exc).strip().splitlines()
+            raise NotExportable(lines[0] if lines else type(exc).__name__) from exc
     _update_tensors(digest, module.named_parameters(remove_duplicate=False))
     _update_tensors(digest, module.named_buffers(remove_duplicate=False))
     _update_tensors(digest, ((f"input{i}", x) for i, x in enumerate(inputs)))
