@@ -10,7 +10,6 @@ and the latency (RLATENCY/WLATENCY). A port then moves a transfer no faster than
 its bandwidth cap, and its outstanding transactions allow (Little's law: MAXR transactions of
 `burst` beats per latency + burst cycles).
 
-
 How a family's stream runs on these ports (its timeline: which operations overlap, what each
 moves) is its own (families/ethos_u55/timeline.py)."""
 
