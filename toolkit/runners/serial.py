@@ -287,6 +287,12 @@ class SerialRunner:
             )
         return run_dir / "runner.elf"  # where board.build writes it
 
+    def run_samples(self, program: Program, samples: Sequence, target: Target):
+        """Every sample, on one board start where the firmware allows it (serial_samples.py)."""
+        from .serial_samples import run_board_samples
+
+        return run_board_samples(self, program, samples, target)
+
     def run(self, program: Program, inputs: Sequence[np.ndarray], target: Target) -> RunResult:
         board, port, baud = self._board(target)
         if self.fixed_inputs(target) == "ones" and not all(
