@@ -6,7 +6,8 @@ It is "flashed" by board_flash.py, which copies the .bpte into the emulator's fl
 started by a reset request (board_flash.py reset). Each start ("boot") prints what the executor
 runner prints over its UART: the banner, the PMU report, `Output[i][j]` lines and the BundleIO
 verdict, with outputs computed from the bundled inputs by the etk simulator (engine "sim") or the
-TOSA reference model ("tosa-ref") and checked against the bundled expected outputs the way the
+TOSA reference model ("tosa-ref"), or the bundle's own expected outputs ("expected": a board that
+needs no compiled Program, for farm tests), checked against the bundled expected outputs the way the
 runner does (atol 0.01, rtol 0.01). Lines go out at a baud-like pace (10 bits per byte).
 
 Formats (what real firmware prints; see tests/fixtures/real_logs/):
@@ -74,7 +75,7 @@ WRONG_OUTPUT_LSB = 10  # how far off the wrong-output fault puts output 0, eleme
 CORRUPTION = b"\xff\xfe\x07"
 
 FaultKind = Literal["drop", "corrupt", "silence", "disconnect", "reset", "wrong-output", "hang"]
-Engine = Literal["sim", "tosa-ref"]
+Engine = Literal["sim", "tosa-ref", "expected"]
 Format = Literal["et-bundleio", "zephyr", "ml-kit"]
 Inputs = Literal["bundled", "ones"]
 MLEK_COUNTS = {
@@ -324,7 +325,9 @@ class BoardEmulator:
                 self._boot()
             time.sleep(0.005)
 
-    def _outputs(self, program: Program, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    def _outputs(self, program: Program | None, inputs: list[np.ndarray], case) -> list[np.ndarray]:
+        if self.engine == "expected":
+            return list(case.expected_outputs)
         if self.engine == "sim":
             from toolkit.runners.sim import SimulatorRunner
 
@@ -340,7 +343,7 @@ class BoardEmulator:
         if "silence" in kinds:
             return
         bundle = read_bundle(self.flash_dir / IMAGE)
-        program = self._programs[hashlib.sha256(bundle.program).hexdigest()]
+        program = self._programs.get(hashlib.sha256(bundle.program).hexdigest())
         time.sleep(self.boot_s)
         if self.test_sets == "all":
             self._boot_bundle(bundle, program, kinds)
@@ -351,7 +354,7 @@ class BoardEmulator:
             if self.inputs == "bundled"
             else [np.ones(spec.shape, spec.dtype) for spec in program.input_specs]
         )
-        outputs = self._outputs(program, inputs)
+        outputs = self._outputs(program, inputs, case)
         if "wrong-output" in kinds:
             outputs[0] = _off_by_lsb(outputs[0], program, WRONG_OUTPUT_LSB)
         passed = all(
@@ -390,7 +393,7 @@ class BoardEmulator:
             if k == hang or self._stop.is_set():
                 return  # a hung board prints nothing more
             time.sleep(self.inference_s)
-            outputs = self._outputs(program, list(case.inputs))
+            outputs = self._outputs(program, list(case.inputs), case)
             if "wrong-output" in kinds and k == 1:
                 outputs[0] = _off_by_lsb(outputs[0], program, WRONG_OUTPUT_LSB)
             passed = all(

@@ -42,6 +42,10 @@ def select_runner(
     """(runner, a sentence saying which runs and what its cycles are, and why not the others)."""
     skipped: list[str] = []
     runners: list = candidate_runners(runner_elf, fvp_fast)
+    if name == "farm":  # a board on the labgrid place this bench worker holds
+        from ..farm.runner import farm_runner
+
+        runners = [farm_runner(Path(runner_elf) if runner_elf else None)]
     if name == "serial":
         from .serial import SerialRunner
 

@@ -321,7 +321,7 @@ class SerialRunner:
             "port": port,
             "elf": str(self._image(board, target, run_dir)) if self.flash else "",
         }
-        link = open_port(port, baud)  # before building and flashing: fail early, miss nothing
+        link = self._open_link(port, baud)  # before building and flashing: miss nothing
         try:
             if board.build_command and self.build:
                 run_steps(
@@ -338,6 +338,12 @@ class SerialRunner:
         return self._result(
             cap, faults, program, board, port, baud, bpte, self.fixed_inputs(target)
         )
+
+    def _open_link(self, port: str, baud: int):
+        return open_port(port, baud)
+
+    def _reopen_link(self, port: str, baud: int, time_limit_s: float):
+        return reopen_port(port, baud, time_limit_s)
 
     def _start(self, board: BoardSpec, attempt: int, values: dict, run_dir: Path) -> None:
         if not self.flash:
@@ -400,7 +406,7 @@ class SerialRunner:
             if fault.kind == "disconnected" and reconnects:
                 reconnects -= 1
                 link.close()
-                link = reopen_port(port, baud, board.reconnect_time_limit_s)
+                link = self._reopen_link(port, baud, board.reconnect_time_limit_s)
                 continue
             if fault.kind != "disconnected" and retries:
                 retries -= 1

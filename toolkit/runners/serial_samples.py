@@ -30,7 +30,6 @@ from .samples import (
     per_start_note,
     segment_details,
 )
-from .serial_port import open_port
 from .uart_log import UartLog, measured_cycles
 from .uart_outputs import decode_outputs, missing_values
 
@@ -84,7 +83,9 @@ def capture_samples(
     return console.segments, console.rest(), "end"
 
 
-def _sample_result(segment: Segment, program: Program, board: BoardSpec) -> RunResult | str:
+def _sample_result(
+    segment: Segment, program: Program, board: BoardSpec, runner_name: str
+) -> RunResult | str:
     """The sample's run, or why its part of the console holds none."""
     log = segment.log
     unexplained = [f for f in log.failures if not any(m in f.text for m in _BUNDLE_FAIL_LINES)]
@@ -103,7 +104,7 @@ def _sample_result(segment: Segment, program: Program, board: BoardSpec) -> RunR
         "test_set": segment.number,
         "outputs": decoded.note,
     }
-    return RunResult(runner="serial", outputs=decoded.arrays, cycles=cycles, details=details)
+    return RunResult(runner=runner_name, outputs=decoded.arrays, cycles=cycles, details=details)
 
 
 def _flash_bundle(
@@ -134,7 +135,7 @@ def _bundle(runner, board, port, baud, program, samples, target) -> SampleRuns:
     runs: list[RunResult | None] = [None] * len(samples)
     failures: list[SampleFailure] = []
     k, empty = 0, 0
-    link = open_port(port, baud)
+    link = runner._open_link(port, baud)
     try:
         if board.build_command and runner.build:
             values["bpte"] = ""
@@ -152,7 +153,7 @@ def _bundle(runner, board, port, baud, program, samples, target) -> SampleRuns:
                 board.run_time_limit_s,
             )
             for segment in segments:
-                outcome = _sample_result(segment, program, board)
+                outcome = _sample_result(segment, program, board, runner.name)
                 index = k + segment.number
                 if isinstance(outcome, str):
                     failures.append(SampleFailure(index, "failed", outcome))
