@@ -83,7 +83,9 @@ def check_fits(program: Program, target: Target) -> None:
 def _runner_run(
     program: Program, runner: Runner, target: Target, reference: Evaluation
 ) -> RunnerRun:
-    ev = evaluate(program, runner, reference.inputs, reference.float_outputs, target)
+    ev = evaluate(
+        program, runner, reference.inputs, reference.float_outputs, target, reference.outputs
+    )
     worst, matches = 0.0, []
     ref_outputs = reference.outputs if ev.kept is None else [reference.outputs[k] for k in ev.kept]
     for ref_sample, dev_sample in zip(ref_outputs, ev.outputs):

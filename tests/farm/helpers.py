@@ -1,4 +1,4 @@
-"""A board target and suites for the farm tests: the stand-in boards of tests/stand_ins/farm.py."""
+"""A board target and suites for the farm tests: the stand-in boards of tests/stand_ins/labgrid_farm.py."""
 
 from __future__ import annotations
 

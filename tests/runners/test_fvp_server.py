@@ -4,6 +4,7 @@ named without losing the others; a runner ELF without server mode."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -132,3 +133,39 @@ def test_runner_without_server_mode(tmp_path, fvp_env, server_env, monkeypatch):
     assert "one start per sample" in batch.note
     for k, run in enumerate(batch.runs):
         np.testing.assert_array_equal(run.outputs[1], _outputs(k)[1])
+
+
+def test_deploy_reports_starts_per_sample_and_per_delegate_figures(
+    tmp_path, server_env, fake_fvp, monkeypatch, capsys
+):
+    from toolkit.cli import main
+
+    host = tmp_path / "host"
+    assert main(["compile", "zoo:conv2d_relu", "--eval-samples", "3", "-o", str(host)]) == 0
+    folder = Path(str(server_env.parent / "samples"))
+    for old in folder.iterdir():
+        old.unlink()
+    for k in range(3):
+        ref = host / "fused" / "reference"
+        np.save(folder / f"in-{k}-0.npy", np.load(ref / f"input_{k}_0.npy"))
+        np.save(folder / f"out-{k}-0.npy", np.load(ref / f"output_{k}_0.npy"))
+    monkeypatch.setenv("ETK_FAKE_FVP_DELEGATES", "1")
+    monkeypatch.setenv("ETK_FAKE_FVP_SAMPLE_FAULTS", "1:fatal")
+    out = tmp_path / "deploy"
+    argv = ["deploy", "zoo:conv2d_relu", "--runner", "fvp", "--eval-samples", "3", "-o", str(out)]
+    assert main(argv) == 1
+    text = capsys.readouterr().out
+    assert "etk: fused sample 1 failed: " in text and "status 0x12" in text
+    assert "starts (FVP launches, board starts)" in text and "2 for 3 samples" in text
+    assert "delegate 0 NPU cycles (first sample)" in text
+    run = json.loads((out / "report.json").read_text())["variants"]["fused"]["run"]
+    session = run["details"]["session"]
+    assert (session["starts"], session["samples"], session["mode"]) == (2, 3, "server")
+    assert [p["sample"] for p in session["per_sample"]] == [0, 2]
+    assert [p["npu_cycles"] for p in session["per_sample"]] == [
+        fake_fvp.NPU_CYCLES,
+        fake_fvp.NPU_CYCLES + 20,
+    ]
+    assert run["details"]["delegates"][0]["npu_cycles"] == fake_fvp.NPU_CYCLES
+    assert run["outputs_match_reference"] is True  # the samples that ran are bit-exact
+    assert _launches(server_env) == 2

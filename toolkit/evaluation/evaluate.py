@@ -86,18 +86,24 @@ Samples = Sequence[tuple[np.ndarray, ...]]
 
 
 def evaluate(
-    program: Program, runner: Runner, inputs: Samples, reference_floats: Samples, target: Target
+    program: Program,
+    runner: Runner,
+    inputs: Samples,
+    reference_floats: Samples,
+    target: Target,
+    expected: Samples | None = None,
 ) -> Evaluation:
     """Every input run on runner for target, scored against the float model's outputs.
 
     A runner that runs several samples per start (run_samples: FVP server mode, a board's
     bundle of test sets) runs them so; its session (starts, samples that failed or hung) is in
     the first run's details, and the evaluation covers the samples that ran (`kept`).
+    expected: the host reference's outputs, which a board checks itself against (BundleIO).
     """
     if not hasattr(runner, "run_samples"):
         runs = tuple(runner.run(program, list(sample), target) for sample in inputs)
         return _scored(program, inputs, reference_floats, runs)
-    batch = runner.run_samples(program, inputs, target)
+    batch = runner.run_samples(program, inputs, target, expected)
     kept = [k for k, run in enumerate(batch.runs) if run is not None]
     if not kept:
         first = batch.failures[0]

@@ -359,7 +359,7 @@ class FvpRunner:
             return Availability(False, "; ".join(setup.missing))
         return Availability(True, f"{setup.binary} with runner ELF {setup.runner_elf}")
 
-    def run_samples(self, program: Program, samples: Sequence, target: Target):
+    def run_samples(self, program: Program, samples: Sequence, target: Target, expected=None):
         """Every sample, in one FVP launch where the runner ELF allows it (fvp_server.py)."""
         from .fvp_server import run_fvp_samples
 

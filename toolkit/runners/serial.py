@@ -287,11 +287,12 @@ class SerialRunner:
             )
         return run_dir / "runner.elf"  # where board.build writes it
 
-    def run_samples(self, program: Program, samples: Sequence, target: Target):
-        """Every sample, on one board start where the firmware allows it (serial_samples.py)."""
+    def run_samples(self, program: Program, samples: Sequence, target: Target, expected=None):
+        """Every sample, on one board start where the firmware allows it (serial_samples.py);
+        expected: the host reference's outputs per sample (else the reference runner's)."""
         from .serial_samples import run_board_samples
 
-        return run_board_samples(self, program, samples, target)
+        return run_board_samples(self, program, samples, target, expected)
 
     def run(self, program: Program, inputs: Sequence[np.ndarray], target: Target) -> RunResult:
         board, port, baud = self._board(target)
