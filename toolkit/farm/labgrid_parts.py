@@ -91,13 +91,14 @@ class PlaceTarget:
         object, which the serial runner reads."""
         from labgrid.driver import SerialDriver
 
-        if self._console is None:
-            self._console = SerialDriver(self.target, "console")
+        driver = self._console
+        if driver is None:
+            driver = self._console = SerialDriver(self.target, "console")
         else:
-            self.target.deactivate(self._console)
-        self.target.activate(self._console)
-        self._console.serial.timeout = read_timeout_s
-        return self._console.serial
+            self.target.deactivate(driver)
+        self.target.activate(driver)
+        driver.serial.timeout = read_timeout_s
+        return driver.serial
 
     def close(self) -> None:
         self.target.deactivate_all_drivers()

@@ -16,7 +16,7 @@ import multiprocessing
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from multiprocessing.connection import wait
+from multiprocessing.connection import Connection, wait
 
 from ..bench.record import BenchRecord
 from ..bench.results import lost_run_record
@@ -50,16 +50,25 @@ def _matches(place_tags: dict[str, str], wanted: dict[str, str]) -> bool:
 
 
 @dataclass
+class _Worker:
+    process: multiprocessing.process.BaseProcess
+    conn: Connection
+    spec: RunSpec | None = None  # the run it has
+
+
+@dataclass
 class _Place:
     name: str
     tags: dict[str, str]
     token: str
     lease: PlaceLease | None = None
-    process: multiprocessing.process.BaseProcess | None = None
-    conn: object = None
-    spec: RunSpec | None = None
+    worker: _Worker | None = None
     lost: bool = False
     runs: list[str] = field(default_factory=list)
+
+    @property
+    def busy(self) -> bool:
+        return self.worker is not None and self.worker.spec is not None
 
 
 def choose_places(
@@ -104,7 +113,7 @@ class FarmPool:
         for name, tags in places.items():
             self.places.append(_Place(name, tags, self.session.reserve(name)))
         started = time.monotonic()
-        while self.queue or any(p.spec is not None for p in self.places):
+        while self.queue or any(p.busy for p in self.places):
             self.session.pump()
             self._take_places()
             self._hand_out()
@@ -125,32 +134,33 @@ class FarmPool:
             from .worker import farm_worker_main
 
             parent, child = self.ctx.Pipe()
-            place.process = self.ctx.Process(
+            process = self.ctx.Process(
                 target=farm_worker_main,
                 args=(child, self.out_root, place.lease.to_json()),
                 daemon=True,
             )
-            place.process.start()
+            process.start()
             child.close()
-            place.conn = parent
+            place.worker = _Worker(process, parent)
 
     def _hand_out(self) -> None:
         for place in self.places:
-            if place.lease is None or place.lost or place.spec is not None:
+            worker = place.worker
+            if worker is None or place.lost or worker.spec is not None:
                 continue
             spec = next((s for s in self.queue if _matches(place.tags, run_tags(s))), None)
             if spec is None:
                 continue
             self.queue.remove(spec)
             self.attempts[spec] = self.attempts.get(spec, 0) + 1
-            place.spec = spec
+            worker.spec = spec
             place.runs.append(spec.label)
-            place.conn.send(spec)
+            worker.conn.send(spec)
 
     def _stuck(self, started: float, wait_s: float) -> bool:
         """Runs left that no place will take: recorded as failed, with the reason."""
         usable = [p for p in self.places if not p.lost]
-        busy = any(p.spec is not None for p in self.places)
+        busy = any(p.busy for p in self.places)
         waiting = not any(p.lease for p in usable) and time.monotonic() - started > wait_s
         unserved = [s for s in self.queue if not any(_matches(p.tags, run_tags(s)) for p in usable)]
         if not usable or waiting:
@@ -162,19 +172,21 @@ class FarmPool:
         return not self.queue and not busy
 
     def _collect(self) -> None:
-        busy = [p for p in self.places if p.spec is not None]
+        busy = [(p, p.worker) for p in self.places if p.worker is not None and p.busy]
         if not busy:
             time.sleep(0.2)
             return
-        wait([p.conn for p in busy] + [p.process.sentinel for p in busy], timeout=0.5)
-        for place in busy:
-            if place.conn.poll():
-                record, lost = place.conn.recv()
-            elif not place.process.is_alive():
-                record, lost = lost_run_record(place.spec, "the farm worker process died"), True
+        wait([w.conn for _, w in busy] + [w.process.sentinel for _, w in busy], timeout=0.5)
+        for place, worker in busy:
+            spec = worker.spec
+            assert spec is not None
+            if worker.conn.poll():
+                record, lost = worker.conn.recv()
+            elif not worker.process.is_alive():
+                record, lost = lost_run_record(spec, "the farm worker process died"), True
             else:
                 continue
-            spec, place.spec = place.spec, None
+            worker.spec = None
             if lost:
                 self._drop(place)
             if lost and self.attempts[spec] < ATTEMPTS:
@@ -189,19 +201,19 @@ class FarmPool:
         self.session.release(place.name if place.lease else None, place.token)
 
     def _stop(self, place: _Place) -> None:
-        if place.process is None:
+        worker, place.worker = place.worker, None
+        if worker is None:
             return
-        if place.process.is_alive() and place.spec is None:
+        if worker.process.is_alive() and worker.spec is None:
             try:
-                place.conn.send(None)
+                worker.conn.send(None)
             except OSError:
                 pass
-        place.process.join(timeout=2 if place.spec is None else 0)
-        if place.process.is_alive():
-            place.process.kill()
-            place.process.join()
-        place.conn.close()
-        place.process = None
+        worker.process.join(timeout=2 if worker.spec is None else 0)
+        if worker.process.is_alive():
+            worker.process.kill()
+            worker.process.join()
+        worker.conn.close()
 
     def close(self) -> None:
         for place in self.places:

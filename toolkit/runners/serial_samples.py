@@ -196,18 +196,12 @@ def run_board_samples(
     runner, program: Program, samples: Sequence, target: Target, expected=None
 ) -> SampleRuns:
     board, port, baud = runner._board(target)
+    if runner.flash and board.test_sets == "all" and runner.fixed_inputs(target) is None:
+        return _bundle(runner, board, port, baud, program, samples, target, expected)
     if len(samples) == 1:
         return _one_per_start(runner, program, samples, target, "one sample, one start")
     if not runner.flash:
-        return _one_per_start(
-            runner,
-            program,
-            samples,
-            target,
-            per_start_note(OWN_FIRMWARE, "or pass --eval-samples 1"),
-        )
-    if board.test_sets != "all":
-        return _one_per_start(
-            runner, program, samples, target, per_start_note(FIRST_TEST_SET, BUILD_LOOP)
-        )
-    return _bundle(runner, board, port, baud, program, samples, target, expected)
+        note = per_start_note(OWN_FIRMWARE, "or pass --eval-samples 1")
+    else:
+        note = per_start_note(FIRST_TEST_SET, BUILD_LOOP)
+    return _one_per_start(runner, program, samples, target, note)
