@@ -99,6 +99,3 @@ class PlaceTarget:
         self.target.activate(driver)
         driver.serial.timeout = read_timeout_s
         return driver.serial
-
-    def close(self) -> None:
-        self.target.deactivate_all_drivers()

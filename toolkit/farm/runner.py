@@ -60,7 +60,7 @@ class FarmRunner(SerialRunner):
         while True:
             try:
                 return self.place.console(READ_TIMEOUT_S)
-            except Exception:  # noqa: BLE001 - labgrid raises what pyserial and sockets raise
+            except OSError:  # pyserial's SerialException is one: the port is not back yet
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.1)

@@ -122,18 +122,5 @@ def failure_of(index: int, log: UartLog, hung: bool) -> SampleFailure:
     return SampleFailure(index, "failed", said.reason or said.text)
 
 
-def kept_indices(batch: SampleRuns) -> list[int]:
-    return [k for k, run in enumerate(batch.runs) if run is not None]
-
-
 def per_start_note(what: str, fix: str) -> str:
     return f"{what}: one start per sample; {fix}"
-
-
-def summary(batch: SampleRuns) -> str:
-    """One line for the terminal."""
-    ok = len(kept_indices(batch))
-    failed = "; ".join(f"sample {f.index} {f.status}: {f.reason}" for f in batch.failures[:3])
-    return f"{ok} of {len(batch.runs)} samples in {batch.starts} start(s) ({batch.mode})" + (
-        f"; {failed}" if failed else ""
-    )
