@@ -154,6 +154,8 @@ class FvpServer:
             _kill_group(self.proc)
         else:
             self.proc.wait()
+        assert self.proc.stdout is not None
+        self.proc.stdout.close()
         self._log.close()
 
 
