@@ -14,6 +14,7 @@ from ..evaluation.cycle_check import cycle_check_lines
 from ..evaluation.variants import VariantComparison
 from ..results import JobResult, TaskResult, VariantResult
 from .job_report import io_layout_hint, scored, variant_warnings
+from .session_rows import session_rows
 
 
 def _fmt(value) -> str:
@@ -118,6 +119,7 @@ def rows(result: JobResult) -> tuple[list[str], list[list[str]]]:
         else:
             add("outputs == host reference", [r.outputs_match_reference for r in runner_runs])
             add("max diff vs host reference (LSB)", [r.max_diff_lsb for r in runner_runs])
+        session_rows(runs, add)
     return header, table
 
 
