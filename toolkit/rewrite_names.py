@@ -1,7 +1,7 @@
 """The graph rewrites as data: name, stage, default, one line each, without importing torch.
 
 The CLI's --rewrites help and the defaults come from REWRITES; toolkit.rewrites runs them (its
-registries must name the same rewrites, tests/test_rewrites.py checks), and docs/usage.md
+registries must name the same rewrites, tests/lower/test_rewrites.py checks), and docs/usage.md
 describes each in this order (checked there too).
 """
 

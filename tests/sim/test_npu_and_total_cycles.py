@@ -2,7 +2,7 @@
 compute and each memory's access cycles). Weight-bound networks show the gap.
 
 Reuses the session's compiled zoo models (tests/conftest.py, eval_samples=2 as in
-tests/test_sim_zoo.py, so a session running both compiles each once).
+tests/sim/test_sim_zoo.py, so a session running both compiles each once).
 """
 
 from __future__ import annotations

@@ -72,7 +72,7 @@ def _geometry(rec: OpRecord, accelerator: Accelerator) -> _Geometry:
 def _ifm_block_depth(rec: OpRecord) -> int:
     """An IFM block is 16 channels deep for 16-bit IFMs (32 for 8-bit): each kernel step takes
     the same cycles, so a 16x8 conv over a deep IFM makes twice the passes, half the 8x8 MAC
-    rate, as Vela prices it (tests/test_a16w8.py pins a 64-channel conv within 5% of Vela)."""
+    rate, as Vela prices it (tests/quantize/test_a16w8.py pins a 64-channel conv within 5% of Vela)."""
     deepest = 16 if (rec.part_kernel_first or rec.ifm_elem_size > 1) else 32
     return min(deepest, _ceil(rec.ifm_depth, IFM_UBLOCK_DEPTH) * IFM_UBLOCK_DEPTH)
 

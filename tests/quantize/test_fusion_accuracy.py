@@ -26,7 +26,7 @@ from toolkit.quantize.calibration import random_calibration
 from toolkit.quantize.quantizer import quantize
 from toolkit.targets import load_target
 
-FIXTURES = Path(__file__).parent / "fixtures" / "fusion_accuracy_models.py"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "fusion_accuracy_models.py"
 PIN_DB = 0.3
 # model -> (fused SQNR, unfused SQNR) in dB, and the fused blocks' upper bounds (calibrated)
 PINNED = {

@@ -22,7 +22,7 @@ from toolkit.pipeline import run_job
 from toolkit.runners.sim import SimulatorRunner
 from toolkit.sim.errors import SimError
 
-COLLECTION = Path(__file__).parent / "collection"
+COLLECTION = Path(__file__).parents[1] / "collection"
 SAMPLES = 2
 # name -> [MODEL spec inside tests/collection, input shape], shared with scripts/bench_sim.py
 NETS = tomllib.loads((COLLECTION / "nets.toml").read_text())

@@ -306,7 +306,7 @@ def test_a16w8_multihead_attention_lowers_to_three_delegates_run_bit_exact():
     the TOSA graph of delegate 1 (tag1)"); each delegate's TOSA graph is now the one its Vela run
     compiled, and the simulator matches the TOSA reference model on every delegate."""
     result = toolkit.deploy(
-        str(Path(__file__).parent / "collection" / "held_out_kinds.py") + ":mha_keyword",
+        str(Path(__file__).parents[1] / "collection" / "held_out_kinds.py") + ":mha_keyword",
         input_shape="1,16,32",
         runner="sim",
         quant="a16w8",

@@ -25,7 +25,7 @@ from toolkit.sim.families import family_of
 from toolkit.sim.registers import Registers
 from toolkit.targets import load_target
 
-sys.path.insert(0, str(Path(__file__).parent / "collection"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "collection"))
 from held_out_kinds import TinyUNet  # noqa: E402
 
 U55 = family_of("ethos-u55-128")

@@ -8,7 +8,7 @@ import pytest
 from toolkit.errors import UserError
 from toolkit.targets import list_targets, load_target
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_builtin_targets():
@@ -71,3 +71,7 @@ def test_a_relative_fvp_config_file_is_found_next_to_its_target_file(tmp_path, m
     target = load_target("../lab/targets/board.toml")
     assert target.fvp.config_file == mine / "corstone-320.txt"
     assert target.fvp.config_file.is_absolute()
+
+
+def test_test_files_live_in_topic_folders():
+    assert sorted(p.name for p in (ROOT / "tests").glob("test_*.py")) == []

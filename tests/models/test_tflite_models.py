@@ -13,7 +13,7 @@ from toolkit.errors import UserError
 from toolkit.lower.tflite import compile_tflite
 from toolkit.targets import load_target
 
-TFLITE = Path(__file__).parent / "fixtures" / "ad01_int8.tflite"
+TFLITE = Path(__file__).parents[1] / "fixtures" / "ad01_int8.tflite"
 
 
 def test_compile_tflite_reports_vela_figures(tmp_path):
@@ -40,7 +40,7 @@ def test_tflite_on_another_runner_is_refused(tmp_path, capsys):
     assert "a .tflite model runs on the simulator only" in capsys.readouterr().err
 
 
-KWS = Path(__file__).parent / "fixtures" / "kws_ref_model.tflite"
+KWS = Path(__file__).parents[1] / "fixtures" / "kws_ref_model.tflite"
 
 
 def test_reference_without_its_softmax_is_the_network_body(tmp_path):

@@ -31,7 +31,7 @@ import numpy as np
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "fixtures"))
 import activation_models as am
 
 from toolkit.artifacts import CalibrationSet, LoadedModel

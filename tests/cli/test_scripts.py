@@ -13,7 +13,7 @@ import pytest
 
 from toolkit.console_capture import quiet_torch_import
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 TEMPORARY = "keep the compiled {} here (default: a temporary folder, removed at the end)"
 
 

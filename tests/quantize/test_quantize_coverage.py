@@ -16,7 +16,7 @@ from toolkit.job import Job
 from toolkit.lower.tosa_graph import read_tosa
 from toolkit.pipeline import run_job
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 sys.path.insert(0, str(FIXTURES))
 import coverage_models  # noqa: E402
 

@@ -21,7 +21,7 @@ from toolkit.runners.sim import SimulatorRunner
 from toolkit.runners.tosa_ref import TosaReferenceRunner
 from toolkit.targets import load_target
 
-FIXTURE = Path(__file__).parent / "fixtures" / "shuffle_models.py"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "shuffle_models.py"
 
 
 def _unit():

@@ -12,7 +12,7 @@ import pytest
 
 from toolkit.cli import main
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 USER = FIXTURES / "user_models.py"
 
 

@@ -10,7 +10,7 @@ from ethosu.vela.tflite.Model import Model
 
 from toolkit.cli import main
 
-KWS = Path(__file__).parent / "fixtures" / "kws_ref_model.tflite"
+KWS = Path(__file__).parents[1] / "fixtures" / "kws_ref_model.tflite"
 _TENSOR_TYPE_SLOT = 6
 
 

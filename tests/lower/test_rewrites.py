@@ -227,7 +227,7 @@ def test_one_registry_names_the_rewrites_that_run_and_the_docs_describe():
 
     assert set(_registry()) == {r.name for r in REWRITES if r.stage == "exported"}
     assert set(_lowering_registry()) == {r.name for r in REWRITES if r.stage == "lowering"}
-    usage = (Path(__file__).resolve().parents[1] / "docs" / "usage.md").read_text()
+    usage = (Path(__file__).resolve().parents[2] / "docs" / "usage.md").read_text()
     section = usage.split("### `--rewrites default|none|NAME,...`")[1].split("\n## ")[0]
     assert re.findall(r"^- `([a-z0-9-]+)` \(", section, flags=re.M) == [r.name for r in REWRITES]
     words = "no one two three four five six seven eight nine ten eleven twelve".split()

@@ -29,7 +29,7 @@ from toolkit.targets import load_target
 # the heavy MLPerf Tiny compiles live in the slow sweep (CI runs it after the main suite)
 pytestmark = pytest.mark.slow
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 NPU = load_target("corstone-300").npu("ethos-u55-128")
 # (NPU cycles, total cycles) by the etk cycle model: ours fused, then the reference
 WHOLE = {  # ours + softmax head vs the reference file

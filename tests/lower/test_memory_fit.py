@@ -10,7 +10,7 @@ from pathlib import Path
 
 from toolkit.cli import main
 
-USER = Path(__file__).parent / "fixtures" / "user_models.py"
+USER = Path(__file__).parents[1] / "fixtures" / "user_models.py"
 
 
 def test_sram_used_and_arena_are_vela_s_figures(compiled):
