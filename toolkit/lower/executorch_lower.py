@@ -22,6 +22,7 @@ from ..npu import NpuConfig
 from ..quantize.quantizer import compile_spec
 from ..rewrite_names import LOWERING_REWRITES
 from ..rewrites import lowering_rewrites
+from .delegate_outputs import check_delegate_outputs
 from .partition import capture_partition_rejections
 from .vela_runs import keep_vela_run, recorded_vela_runs
 
@@ -204,6 +205,7 @@ def _lower(
         raise ToolError(f"ExecuTorch lowering failed: {type(exc).__name__}: {exc}") from exc
     (work_dir / "lowering.log").write_text(log.text)
     calls = [n for n in graph.graph.nodes if _is_delegate_call(n)]
+    check_delegate_outputs(graph, calls)
     payloads = tuple(getattr(graph, c.args[0].target).processed_bytes for c in calls)
     vela_dirs = tuple(
         keep_vela_run(vela_runs, payload, index, work_dir) for index, payload in enumerate(payloads)
