@@ -12,14 +12,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .artifacts import LoadedModel, Program, Variant
+from .artifacts import CalibrationSet, LoadedModel, Program, Variant
 from .console_capture import COMPILER_SIDE, quiet_torch_import
 from .errors import UserError
 from .evaluation.cycle_check import check_cycles
-from .evaluation.eval_data import LabelledData, load_labelled
+from .evaluation.eval_data import LabelledData, load_labelled, sample_shape
 from .evaluation.evaluate import (
     EVAL_SEED_OFFSET,
     Evaluation,
+    EvaluationInputs,
     evaluate,
     evaluate_on_host,
     evaluation_inputs,
@@ -160,7 +161,10 @@ def _reference_file(spec: str) -> Path | None:
     return trained_file(name) if name in TRAINED_FILES else None
 
 
-def _calibrations(job: Job, model: LoadedModel):
+def _calibrations(
+    job: Job, model: LoadedModel
+) -> tuple[list[CalibrationSet], CalibrationSet | None]:
+    """The calibration set of each seed, and the user's whole calibration data (None: random)."""
     if job.seeds < 1:
         raise UserError(f"--seeds must be at least 1, got {job.seeds}")
     if job.seeds > 1 and job.eval_data is None:
@@ -169,12 +173,12 @@ def _calibrations(job: Job, model: LoadedModel):
         return [
             random_calibration(model.example_inputs, job.calibration_samples, job.seed + k)
             for k in range(job.seeds)
-        ]
+        ], None
     full = folder_calibration(job.calibration_dir, model.example_inputs)
     if job.seeds == 1 and job.calibration_subset is None:
-        return [full]
+        return [full], full
     size = job.calibration_subset or max(1, len(full.samples) // 2)
-    return [calibration_subset(full, size, job.seed + k) for k in range(job.seeds)]
+    return [calibration_subset(full, size, job.seed + k) for k in range(job.seeds)], full
 
 
 def run_job(
@@ -231,6 +235,8 @@ def _run_job(
             runner_note,
             Path(job.out_dir) / "report.json",
             _tflite_task(job, tflite.program, progress),
+            f"random(seed={job.seed + EVAL_SEED_OFFSET}, samples={job.eval_samples}): integer "
+            "codes uniform over each input's range",
         )
         write_json_atomic(result.report_path, report_dict(result))
         return result
@@ -240,15 +246,16 @@ def _run_job(
     if job.io_layout == "nhwc":
         model = channels_last_io(model)
     rewrites = resolve_rewrites(job.rewrites)
-    calibrations = _calibrations(job, model)
+    calibrations, user_data = _calibrations(job, model)
     calibration = calibrations[0]
     input_shape = tuple(model.example_inputs[0].shape)
     data = load_labelled(job.eval_data, input_shape) if job.eval_data else None
     if getattr(runner, "fixed_inputs", lambda _: None)(target) == "ones":
-        job = replace(job, eval_samples=1)  # the firmware's own inputs: one all-ones sample
-        inputs = ones_inputs(model)
+        fed = EvaluationInputs(ones_inputs(model), "1 all-ones sample (what the firmware feeds)")
     else:
-        inputs = evaluation_inputs(model, job.eval_samples, job.seed)
+        fed = evaluation_inputs(model, job.eval_samples, job.seed, user_data)
+    job = replace(job, eval_samples=len(fed.samples))
+    inputs = fed.samples
     floats = float_outputs(model, inputs)
     out_dir = Path(job.out_dir)
     host = TosaReferenceRunner()
@@ -307,6 +314,7 @@ def _run_job(
         runner_note,
         out_dir / "report.json",
         task,
+        fed.source,
     )
     write_json_atomic(result.report_path, report_dict(result))
     return result
@@ -389,7 +397,7 @@ def _fused_loss(
     from .evaluation.block_errors import block_errors, explain_fused_loss
 
     progress("fused below unfused: measuring each block's error against float")
-    windows = data_windows(data, shape).reshape(-1, *shape[1:])[:BLOCK_ERROR_SAMPLES]
-    samples = tuple((torch.from_numpy(np.ascontiguousarray(w[None])),) for w in windows)
+    windows = data_windows(data, shape).reshape(-1, *sample_shape(shape))[:BLOCK_ERROR_SAMPLES]
+    samples = tuple((torch.from_numpy(np.ascontiguousarray(w.reshape(shape))),) for w in windows)
     errors = block_errors(model, calibration, npu, rewrites, samples, quant)
     return FusedLoss(means["unfused"] - means["fused"], explain_fused_loss(errors), errors)

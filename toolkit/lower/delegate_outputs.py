@@ -11,6 +11,7 @@ garbage or crashes at run time; it is refused here, naming the operators.
 from __future__ import annotations
 
 import operator
+from typing import cast
 
 import torch
 from torch.fx import GraphModule, Node
@@ -35,9 +36,9 @@ def _is_float(node: object) -> bool:
 def check_delegate_outputs(graph: GraphModule, calls: list[Node]) -> None:
     """ToolError naming the first delegate output that leaves the NPU unquantized."""
     for index, call in enumerate(calls):
-        lowered = getattr(graph, call.args[0].target)
+        lowered = getattr(graph, str(cast(Node, call.args[0]).target))
         inner = lowered.original_module.graph
-        results = next(n for n in inner.nodes if n.op == "output").args[0]
+        results = cast("list[Node]", next(n for n in inner.nodes if n.op == "output").args[0])
         for position, result in enumerate(results):
             if _is_float(result):
                 raise ToolError(_message(index, result, _readers(call, position)))

@@ -218,7 +218,7 @@ def quantize(
     explicit_same_padding(graph)
     rewrite_records = apply_rewrites(graph, rewrites)
     prepared = prepare_pt2e(graph, make_quantizer(npu, variant, config, quant))
-    calibrate(prepared, calibration.samples)
+    calibrate(prepared, calibration.samples, calibration.source)
     converted = convert_pt2e(prepared)
     if variant == "fused":
         split_blocks_above_qmin(converted)

@@ -13,6 +13,7 @@ conv's own padding.
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import torch
 from torch.fx import GraphModule, Node
@@ -53,10 +54,9 @@ _DEFAULTS = (None, None, None, 1, "valid", 1, 1)
 
 
 def _rewrite(graph: GraphModule, conv: Node) -> None:
-    args = list(conv.args) + list(_DEFAULTS[len(conv.args) :])
-    source, weight, bias, stride, padding, dilation, groups = (
-        conv.kwargs.get(name, given) for name, given in zip(_NAMES, args)
-    )
+    given = [*conv.args, *_DEFAULTS[len(conv.args) :]]
+    values: list[Any] = [conv.kwargs.get(name, value) for name, value in zip(_NAMES, given)]
+    source, weight, bias, stride, padding, dilation, groups = values
     dims = len(weight.meta["val"].shape) - 2
     stride, dilation = _ints(stride, dims), _ints(dilation, dims)
     kernel = [int(k) for k in weight.meta["val"].shape[2:]]
@@ -82,7 +82,9 @@ def _rewrite(graph: GraphModule, conv: Node) -> None:
     graph.graph.erase_node(conv)
 
 
-def _inserted(graph: GraphModule, conv: Node, target, arguments: tuple, value=None) -> Node:
+def _inserted(
+    graph: GraphModule, conv: Node, target: Any, arguments: tuple[Any, ...], value: Any = None
+) -> Node:
     """target(*arguments) before conv, with conv's metadata; its value (a fake tensor) given,
     or that of target on its one tensor argument, the first."""
     with graph.graph.inserting_before(conv):
@@ -98,7 +100,7 @@ def _inserted(graph: GraphModule, conv: Node, target, arguments: tuple, value=No
 def _weight_over_height_one(graph: GraphModule, conv: Node, weight: Node) -> Node:
     """The 1-D weight (K, C, L) as a buffer (K, C, 1, L) of its own, a constant as before."""
     name = f"etk_same_padding_weight_{conv.name}"
-    weight_1d = functools.reduce(getattr, str(weight.target).split("."), graph)
+    weight_1d: Any = functools.reduce(getattr, str(weight.target).split("."), graph)
     graph.register_buffer(name, weight_1d.detach().unsqueeze(2))
     with graph.graph.inserting_before(conv):
         weight_2d = graph.graph.get_attr(name)

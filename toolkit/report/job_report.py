@@ -61,6 +61,11 @@ def variant_warnings(name: str, vr: VariantResult) -> list[str]:
         self_check = vr.run.evaluation.runs[0].details.get("self_check", "")
         if self_check.startswith("delegate"):
             lines.append(self_check)
+    if not vr.program.delegates and vr.program.variant != "tflite":
+        lines.append(
+            "no delegate: nothing runs on the NPU, every operator on the CPU (see its CPU "
+            "operators); the NPU's results and cycles were not checked."
+        )
     if len(vr.program.delegates) > 1:
         lines.append(
             f"the model is split into {len(vr.program.delegates)} delegates; the CPU runs "
@@ -130,6 +135,7 @@ def report_dict(result: JobResult) -> dict[str, Any]:
         "io_layout": job.io_layout,
         "rewrites": list(resolve_rewrites(job.rewrites)),
         "evaluation_samples": job.eval_samples,
+        "evaluation_inputs": result.evaluation_inputs,
         "variants": variants,
         "warnings": [w for name, vr in result.variants.items() for w in variant_warnings(name, vr)],
     }

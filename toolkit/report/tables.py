@@ -184,6 +184,11 @@ def notes(result: JobResult, terse: bool = False) -> list[str]:
         if v.run is not None and "inputs" in v.run.evaluation.runs[0].details
     }
     lines.extend(f"Inputs: {note}" for note in sorted(fixed_inputs))
+    if result.evaluation_inputs:
+        lines.append(
+            f"Inputs: calibrated on {result.calibration_source}; evaluated on "
+            f"{result.evaluation_inputs}"
+        )
     for name, v in result.variants.items():
         lines.extend(_variant_notes(name, v))
     if result.task is not None and result.task.fused_loss is not None:

@@ -166,10 +166,15 @@ class SimulatorRunner:
             "operations": sum(r.operation_count for r in per_delegate),
             "kernels": native_kernels.STATUS,
         }
-        if disagreements:
-            details["self_check"] = "; ".join(disagreements)
-        elif check:
-            details["self_check"] = (
-                "every delegate equals the TOSA reference model on the first sample"
-            )
+        if disagreements or check:
+            details["self_check"] = _self_check(disagreements, len(program.delegates))
         return RunResult(self.name, outputs, cycles, details)
+
+
+def _self_check(disagreements: list[str], delegates: int) -> str:
+    """What the first sample's check against the TOSA reference model found."""
+    if disagreements:
+        return "; ".join(disagreements)
+    if not delegates:
+        return "not checked: no delegate, nothing ran on the NPU"
+    return "every delegate equals the TOSA reference model on the first sample"
