@@ -29,17 +29,14 @@ def _cycle_check(measured: CycleFigures, program_dir: Path) -> CycleCheck | None
 
 
 def _log(args) -> int:
+    from ..runners.capture_file import parse_capture
     from ..runners.console_log import check_outputs, console_cycles, run_entry
-    from ..runners.uart_log import parse_uart_log
 
     path = Path(args.capture)
-    try:
-        log = parse_uart_log(path.read_bytes())
-    except OSError as exc:
-        raise UserError(f"cannot read {path}: {exc.strerror}") from None
+    log = parse_capture(path)
     if not log.recognised:
         raise UserError(
-            f"{path} holds no run: none of its {len(log.lines)} lines is an "
+            f"{path} holds no run: none of its {log.line_count} lines is an "
             f"ExecuTorch or ML-kit log record, PMU report, output or failure; pass the "
             f"firmware's console capture (UART or FVP output)"
         )

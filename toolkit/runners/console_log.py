@@ -24,7 +24,6 @@ from .uart_outputs import decode_outputs, missing_values
 # "read": the capture shows a finished inference (figures) but neither an end nor anything to
 # check it by (outputs compared, a test result): an MLEK profile block, a cut excerpt
 Status = Literal["passed", "differ", "failed", "hung", "nothing", "read"]
-_MISMATCH = "don't match expected BundleIO"  # the runner's line before Test_result: FAIL
 
 
 @dataclass(frozen=True)
@@ -49,22 +48,15 @@ class OutputCheck:
 
 
 def verdict(log: UartLog, check: OutputCheck | None = None) -> Verdict:
-    fail_at = next(
-        (
-            n
-            for n, line in enumerate(log.lines, 1)
-            if _MISMATCH in line or "Test_result: FAIL" in line
-        ),
-        None,
-    )
+    fail_at = log.first_bundle_failure[0] if log.first_bundle_failure else None
     # After a BundleIO FAIL the runner reports the mismatch and aborts on purpose.
     failures = [f for f in log.failures if fail_at is None or f.line_no < fail_at]
     if failures:
         first = next((f for f in failures if f.kind != "garbled"), failures[0])
         return Verdict("failed", f"failed: {first.text}", first.text)
-    if fail_at is not None:
-        line = log.lines[fail_at - 1]
-        return Verdict("differ", f"ran, outputs differ: {line.strip()}", line.strip())
+    if log.first_bundle_failure is not None:
+        line = log.first_bundle_failure[1]
+        return Verdict("differ", f"ran, outputs differ: {line}", line)
     if log.complete or log.eot or log.inference_done:
         if check is not None and check.match is False:
             return Verdict("differ", f"ran, outputs differ: {check.note}", check.note)
@@ -187,6 +179,6 @@ def run_entry(
             "complete": log.complete or log.eot,
             "banners": log.banners,
             "failures": [str(f) for f in log.failures],
-            "lines": len(log.lines),
+            "lines": log.line_count,
         },
     }
