@@ -114,7 +114,9 @@ def _peak_rss_kib(capture: Path) -> int:
 
 
 def _capture(path: Path, megabytes: float) -> Path:
-    record = b"I [executorch:arm_executor_runner.cpp:287 main()] Model buffer loaded, has 1 methods\n"
+    record = (
+        b"I [executorch:arm_executor_runner.cpp:287 main()] Model buffer loaded, has 1 methods\n"
+    )
     with open(path, "wb") as handle:
         handle.write(record * int(megabytes * 1e6 / len(record)))
         handle.write(b"Output[0][0]: (float) 0.5\nProgram complete, exiting.\n")
