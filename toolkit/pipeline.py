@@ -38,7 +38,7 @@ from .evaluation.task_eval import (
     task_metric,
 )
 from .evaluation.variants import compare_variants
-from .job import Job
+from .job import MAX_SAMPLES, MAX_SEED, MAX_SEEDS, Job, check_range
 from .lower.build_variant import compile_variant
 from .lower.compiled_tflite import load_compiled_program
 from .lower.parallel import compile_variants
@@ -165,8 +165,6 @@ def _calibrations(
     job: Job, model: LoadedModel
 ) -> tuple[list[CalibrationSet], CalibrationSet | None]:
     """The calibration set of each seed, and the user's whole calibration data (None: random)."""
-    if job.seeds < 1:
-        raise UserError(f"--seeds must be at least 1, got {job.seeds}")
     if job.seeds > 1 and job.eval_data is None:
         raise UserError("--seeds repeats calibration to measure accuracy: pass --eval-data DIR too")
     if job.calibration_dir is None:
@@ -197,12 +195,13 @@ def run_job(
 
 def check_job(job: Job) -> None:
     """What can be checked before anything loads or compiles."""
-    for name, value in (
-        ("--eval-samples", job.eval_samples),
-        ("--calibration-samples", job.calibration_samples),
+    for name, value, low, high in (
+        ("--eval-samples", job.eval_samples, 1, MAX_SAMPLES),
+        ("--calibration-samples", job.calibration_samples, 1, MAX_SAMPLES),
+        ("--seed", job.seed, 0, MAX_SEED),
+        ("--seeds", job.seeds, 1, MAX_SEEDS),
     ):
-        if value < 1:
-            raise UserError(f"{name} must be at least 1, got {value}")
+        check_range(name, value, low, high)
     if job.quant != "int8" and is_tflite(job.model):
         raise UserError(
             f"--quant {job.quant} quantizes a PyTorch model: a .tflite file runs as it is (int8)"

@@ -15,6 +15,7 @@ from executorch.backends.arm.util._factory import create_partitioner
 from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 
 from ..artifacts import CpuOp, QuantizedModel, RewriteRecord, TensorQuant, TensorSpec
+from ..child_process import alive
 from ..console_capture import capture_fds
 from ..errors import ToolError, UserError
 from ..graph_info import node_source
@@ -160,18 +161,8 @@ def remove_orphaned_dump_folders() -> None:
     """Remove the dump folders of lowerings whose process is gone (killed: no finally ran)."""
     for folder in Path(tempfile.gettempdir()).glob(f"{_DUMP_PREFIX}*-*"):
         pid = folder.name[len(_DUMP_PREFIX) :].split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)) and not folder.is_symlink():
+        if pid.isdigit() and not alive(int(pid)) and not folder.is_symlink():
             shutil.rmtree(folder, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's
-    return True
 
 
 def _lower(
