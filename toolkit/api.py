@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .api_options import check_option_types
 from .console_capture import quiet_third_party_warnings, quiet_torch_import
 from .errors import UserError
 from .resolve import FUSION_CHOICES, RUNNER_CHOICES, fusion_variants
@@ -46,6 +47,7 @@ def compile(  # noqa: A001 - toolkit.compile, as the CLI's verb
 ) -> JobResult:
     """Quantize, lower and compile one variant (fusion "on": fused, "off": unfused) and run it on
     the host reference (the TOSA reference model)."""
+    check_option_types({"fusion": fusion, "output": output, "progress": progress, **options})
     return _run(model, example_inputs, _variants(fusion, False), output, progress, options)
 
 
@@ -58,6 +60,7 @@ def compare(
     **options: Any,
 ) -> JobResult:
     """Compile fused and unfused; result.comparison holds what fusion changed."""
+    check_option_types({"output": output, "progress": progress, **options})
     return _run(model, example_inputs, ("fused", "unfused"), output, progress, options)
 
 
@@ -82,6 +85,22 @@ def deploy(
     result.variants[v].run.outputs_match_reference says whether the runner agreed with the host."""
     from .resolve import resolve_runner, resolve_target
 
+    check_option_types(
+        {
+            "runner": runner,
+            "fusion": fusion,
+            "compare_fusion": compare_fusion,
+            "output": output,
+            "progress": progress,
+            "runner_elf": runner_elf,
+            "port": port,
+            "baud": baud,
+            "build": build,
+            "flash": flash,
+            "fvp_fast": fvp_fast,
+            **options,
+        }
+    )
     if runner not in RUNNER_CHOICES:
         raise UserError(f"runner '{runner}' is not one of {', '.join(RUNNER_CHOICES)}")
     variants = _variants(fusion, compare_fusion)

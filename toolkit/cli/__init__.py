@@ -71,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"etk: {exc}", file=sys.stderr)
         return 3
+    except BrokenPipeError:  # an OSError, but no folder's
+        return _output_closed()
     except OSError as exc:
         if args.debug or exc.errno not in _FOLDER_ERRORS:
             raise
@@ -79,6 +81,20 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("etk: interrupted", file=sys.stderr)
         return 130
+
+
+def _output_closed() -> int:
+    """stdout's reader went away (`etk log --json | head`): say so once; what Python would still
+    flush at exit goes nowhere instead of into a second BrokenPipeError."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    print(
+        "etk: error: the output was closed before etk finished writing it (a pipe's reader "
+        "ended, as `| head` does): nothing else is wrong",
+        file=sys.stderr,
+    )
+    return 2
 
 
 def _before_the_verb(args: argparse.Namespace) -> None:

@@ -106,7 +106,7 @@ def check_outputs(log: UartLog, program_dir: Path, sample: int = 0) -> OutputChe
     decoded = decode_outputs(log.outputs, specs, quants)
     worst, rates = 0.0, []
     for got, path, quant in zip(decoded.arrays, paths, quants):
-        want = np.load(path)
+        want = _reference_output(path, got.shape)
         worst = max(
             worst,
             max_abs_err_lsb(want, got, quant.scale)
@@ -122,6 +122,25 @@ def check_outputs(log: UartLog, program_dir: Path, sample: int = 0) -> OutputChe
         f"{decoded.note}"
     )
     return OutputCheck(match, worst, float(np.mean(rates)), note)
+
+
+def _reference_output(path: Path, shape: tuple[int, ...]) -> np.ndarray:
+    """A host reference output as etk saved it: numbers of the output's shape; UserError else
+    (an object array would need unpickling, which a data file never gets)."""
+    try:
+        want = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        problem = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise UserError(
+            f"{path} is not a host reference output ({problem}): run `etk compile`/`deploy` "
+            "for this program again"
+        ) from None
+    if want.dtype.kind not in "biuf" or want.size != int(np.prod(shape)):
+        raise UserError(
+            f"{path} holds {want.dtype} {tuple(want.shape)}, not the output's {tuple(shape)} "
+            "numbers: run `etk compile`/`deploy` for this program again"
+        )
+    return want.reshape(shape)
 
 
 def console_cycles(log: UartLog, source: Path) -> CycleFigures:

@@ -33,7 +33,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import outstage
-from .errors import UnsupportedError, at
+from .errors import PayloadError, UnsupportedError, at
 from .layouts import FeatureMap
 from .memory import LUT_SLOT_BYTES, Memory
 from .outstage import Finish
@@ -135,4 +135,10 @@ def output_finish(regs: Registers, ofm: FeatureMap, memory: Memory) -> Finish:
             lut.offset + lut.nbytes,
             f"{op.name} at command-stream offset {op.offset:#x} (LUT slot {slot})",
         )
+        if hi < range_lo:  # every value clips to hi, below the table's first entry
+            raise PayloadError(
+                f"{at(op.offset, 'NPU_SET_ACTIVATION_MAX', hi)} is below the first index of "
+                f"the activation table ({range_lo}) that {op.name} looks its outputs up in: "
+                "the command stream is damaged"
+            )
     return Finish(zero_point, lo, hi, ofm.dtype, lut)
