@@ -133,6 +133,8 @@ def _folder_error(exc: OSError, out: os.PathLike[str] | str | None) -> str:
     """One line for an OS error; out: the run's output folder (a failed write names no file)."""
     where = os.fspath(exc.filename) if exc.filename else None
     if exc.errno in _FULL:
+        if exc.filename2:  # a copy: filename is what was read, filename2 what filled the disk
+            where = os.fspath(exc.filename2)
         folder = os.path.dirname(where) if where else os.fspath(out) if out else "."
         where = where or f"into {folder}"
         return f"cannot write {where}: {exc.strerror}; free space in {folder} or choose another folder (-o/--out)"
