@@ -66,6 +66,7 @@ def variant_warnings(name: str, vr: VariantResult) -> list[str]:
             "no delegate: nothing runs on the NPU, every operator on the CPU (see its CPU "
             "operators); the NPU's results and cycles were not checked."
         )
+    lines.extend(float_cpu_modules(vr.program))
     if len(vr.program.delegates) > 1:
         lines.append(
             f"the model is split into {len(vr.program.delegates)} delegates; the CPU runs "
@@ -76,6 +77,24 @@ def variant_warnings(name: str, vr: VariantResult) -> list[str]:
         host = vr.reference.accuracy if vr.reference is not None else None
         lines.extend(low_sqnr_warnings(evaluation.accuracy, host))
     return [f"{name}: {line}" for line in lines]
+
+
+def float_cpu_modules(program) -> list[str]:
+    """A module of the model that runs on the CPU as several float operators (an activation
+    upstream has no quantized form of, such as Mish: exp, log1p, tanh, ... each on the CPU)."""
+    groups: dict[str, list[str]] = {}
+    for op in program.cpu_ops:
+        parts = op.op.split(".")
+        short = parts[-2] if len(parts) >= 2 else parts[-1]
+        if "quantize" not in short:  # the float interface of the delegates, not computation
+            groups.setdefault(op.source, []).append(short)
+    return [
+        f"{source} runs on the CPU in float as {len(ops)} operators ({', '.join(ops)}): "
+        "none of it on the NPU, with a dequantize and a quantize around it; a module the NPU "
+        "runs (for an activation: ReLU, ReLU6, Hardswish, Sigmoid, Tanh) keeps it there"
+        for source, ops in groups.items()
+        if len(ops) > 1
+    ]
 
 
 def report_dict(result: JobResult) -> dict[str, Any]:

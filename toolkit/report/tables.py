@@ -58,7 +58,12 @@ def rows(result: JobResult) -> tuple[list[str], list[list[str]]]:
     add("NPU cycles (Vela estimate)", est, both(est))
     tot = [p.estimated_total_cycles for p in programs]
     add("total cycles (Vela estimate)", tot, both(tot))
-    add("activations fused", [sum(d.fused for d in p.decisions) for p in programs])
+    fused_label = (
+        "activations fused (a16w8: one range per block, the CLAMP stays)"
+        if result.job.quant == "a16w8"
+        else "activations fused"
+    )
+    add(fused_label, [sum(d.fused for d in p.decisions) for p in programs])
     evaluations = [scored(v) for v in vs]
     accs = [e.accuracy for e in evaluations if e is not None and e.accuracy is not None]
     if len(accs) == len(vs):
@@ -190,7 +195,7 @@ def notes(result: JobResult, terse: bool = False) -> list[str]:
             f"{result.evaluation_inputs}"
         )
     for name, v in result.variants.items():
-        lines.extend(_variant_notes(name, v))
+        lines.extend(_variant_notes(name, v, terse))
     if result.task is not None and result.task.fused_loss is not None:
         loss = result.task.fused_loss
         lines.append(
@@ -204,7 +209,34 @@ def notes(result: JobResult, terse: bool = False) -> list[str]:
     return lines
 
 
-def _variant_notes(name: str, v: VariantResult) -> list[str]:
+def _decision_notes(name: str, decisions, terse: bool) -> list[str]:
+    """Fusion decisions worth a note (not fused in the fused variant, fused by a raised zero
+    point or at a16w8), one line per activation and reason, naming every block it applies to
+    (in the terminal the first few)."""
+    grouped: dict[tuple[str, str, bool], list[str]] = {}
+    for d in decisions:
+        if not d.fused and name == "fused":
+            grouped.setdefault((d.activation, d.reason, False), []).append(
+                f"{d.parent} ({d.source})"
+            )
+        if d.zero_point_raised:
+            grouped.setdefault((d.activation, d.reason, True), []).append(d.parent)
+    lines = []
+    for (activation, reason, fused), parents in grouped.items():
+        shown = parents[:NAMED_BLOCKS] if terse else parents
+        more = f" and {len(parents) - len(shown)} more" if len(shown) < len(parents) else ""
+        count = f" ({len(parents)} blocks)" if len(parents) > 1 else ""
+        where = f"{activation} after {', '.join(shown)}{more}{count}"
+        lines.append(
+            f"{name}: {where}: {reason}" if fused else f"{name}: {where} not fused: {reason}"
+        )
+    return lines
+
+
+NAMED_BLOCKS = 4  # blocks a terminal note names before "and N more"
+
+
+def _variant_notes(name: str, v: VariantResult, terse: bool = False) -> list[str]:
     """A variant's fallback, warnings, rewrites, CPU operators, fusion decisions, cycle check."""
     lines = []
     if v.run is not None and "fallback" in v.run.evaluation.runs[0].details:
@@ -214,13 +246,7 @@ def _variant_notes(name: str, v: VariantResult) -> list[str]:
         lines.append(f"{name}: rewrite {record.rewrite} at {record.source}: {record.change}")
     for op in v.program.cpu_ops:
         lines.append(f"{name}: CPU operator {op.op} from {op.source}: {op.reason}")
-    for d in v.program.decisions:
-        if not d.fused and name == "fused":
-            lines.append(
-                f"{name}: {d.activation} after {d.parent} ({d.source}) not fused: {d.reason}"
-            )
-        if d.zero_point_raised:
-            lines.append(f"{name}: {d.activation} after {d.parent}: {d.reason}")
+    lines.extend(_decision_notes(name, v.program.decisions, terse))
     check = v.run.cycle_check if v.run is not None else None
     if check is not None:
         lines.extend(f"{name}: {line}" for line in cycle_check_lines(check)[1:])
