@@ -221,24 +221,7 @@ def _run_job(
     )
     check_vela_options(npu, job.extra_vela)
     if loaded is None and is_tflite(job.model):
-        model, tflite = _tflite_variant(job, npu, target, runner, progress)
-        npu = tflite.program.npu  # a compiled file's own NPU
-        result = JobResult(
-            job,
-            model,
-            target,
-            npu,
-            "none (a quantized .tflite file)",
-            {"tflite": tflite},
-            None,
-            runner_note,
-            Path(job.out_dir) / "report.json",
-            _tflite_task(job, tflite.program, progress),
-            f"random(seed={job.seed + EVAL_SEED_OFFSET}, samples={job.eval_samples}): integer "
-            "codes uniform over each input's range",
-        )
-        write_json_atomic(result.report_path, report_dict(result))
-        return result
+        return _tflite_job(job, npu, target, runner, runner_note, progress)
     if loaded is None:
         progress(f"loading {job.model}")
     model = load_model(job.model, job.input_shape) if loaded is None else loaded
@@ -249,15 +232,11 @@ def _run_job(
     calibration = calibrations[0]
     input_shape = tuple(model.example_inputs[0].shape)
     data = load_labelled(job.eval_data, input_shape) if job.eval_data else None
-    if getattr(runner, "fixed_inputs", lambda _: None)(target) == "ones":
-        fed = EvaluationInputs(ones_inputs(model), "1 all-ones sample (what the firmware feeds)")
-    else:
-        fed = evaluation_inputs(model, job.eval_samples, job.seed, user_data)
+    fed = _fed_inputs(job, model, runner, target, user_data)
     job = replace(job, eval_samples=len(fed.samples))
     inputs = fed.samples
     floats = float_outputs(model, inputs)
     out_dir = Path(job.out_dir)
-    host = TosaReferenceRunner()
     results: dict[str, VariantResult] = {}
     progress(f"compiling {' and '.join(job.variants)} for {npu.accelerator}")
     programs = compile_variants(
@@ -272,19 +251,10 @@ def _run_job(
         job.quant,
     )
     for variant in job.variants:
-        program = programs[variant]
-        check_fits(program, target)
-        progress(f"host reference run of {variant}")
-        reference = evaluate_on_host(program, host, inputs, floats)
-        save_arrays(program.out_dir / "reference", "input", inputs)
-        save_arrays(program.out_dir / "reference", "output", reference.outputs)
-        save_arrays(program.out_dir / "reference", "float_output", floats)
-        run = None
-        if runner is not None:
-            progress(f"running {variant} on {runner.name}")
-            run = _runner_run(program, runner, target, reference)
-            save_arrays(program.out_dir / f"run_{runner.name}", "output", run.evaluation.outputs)
-        results[variant] = VariantResult(program, reference, run, program_problems(program))
+        check_fits(programs[variant], target)
+        results[variant] = _variant_result(
+            programs[variant], inputs, floats, runner, target, progress
+        )
     comparison = (
         compare_variants(results["fused"].program, results["unfused"].program)
         if {"fused", "unfused"} <= set(results)
@@ -317,6 +287,71 @@ def _run_job(
     )
     write_json_atomic(result.report_path, report_dict(result))
     return result
+
+
+def _tflite_job(
+    job: Job,
+    npu: NpuConfig,
+    target: Target,
+    runner: Runner | None,
+    runner_note: str,
+    progress: Callable[[str], None],
+) -> JobResult:
+    """A .tflite MODEL's job: its one variant, as Vela compiles the file."""
+    model, tflite = _tflite_variant(job, npu, target, runner, progress)
+    result = JobResult(
+        job,
+        model,
+        target,
+        tflite.program.npu,  # a compiled file's own NPU
+        "none (a quantized .tflite file)",
+        {"tflite": tflite},
+        None,
+        runner_note,
+        Path(job.out_dir) / "report.json",
+        _tflite_task(job, tflite.program, progress),
+        f"random(seed={job.seed + EVAL_SEED_OFFSET}, samples={job.eval_samples}): integer "
+        "codes uniform over each input's range",
+    )
+    write_json_atomic(result.report_path, report_dict(result))
+    return result
+
+
+def _fed_inputs(
+    job: Job,
+    model: LoadedModel,
+    runner: Runner | None,
+    target: Target,
+    user_data: CalibrationSet | None,
+) -> EvaluationInputs:
+    """The evaluation inputs: the firmware's own all-ones sample where it feeds those, else
+    drawn from the user's calibration data or like example_inputs()."""
+    if getattr(runner, "fixed_inputs", lambda _: None)(target) == "ones":
+        return EvaluationInputs(ones_inputs(model), "1 all-ones sample (what the firmware feeds)")
+    return evaluation_inputs(model, job.eval_samples, job.seed, user_data)
+
+
+def _variant_result(
+    program: Program,
+    inputs,
+    floats,
+    runner: Runner | None,
+    target: Target,
+    progress: Callable[[str], None],
+) -> VariantResult:
+    """A compiled variant's host reference run and (with a runner) its run on the target; the
+    arrays saved under OUT/VARIANT/reference and run_RUNNER."""
+    progress(f"host reference run of {program.variant}")
+    reference = evaluate_on_host(program, TosaReferenceRunner(), inputs, floats)
+    save_arrays(program.out_dir / "reference", "input", inputs)
+    save_arrays(program.out_dir / "reference", "output", reference.outputs)
+    save_arrays(program.out_dir / "reference", "float_output", floats)
+    run = None
+    if runner is not None:
+        progress(f"running {program.variant} on {runner.name}")
+        run = _runner_run(program, runner, target, reference)
+        save_arrays(program.out_dir / f"run_{runner.name}", "output", run.evaluation.outputs)
+    return VariantResult(program, reference, run, program_problems(program))
 
 
 def _task(

@@ -47,6 +47,19 @@ def _sigterm_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def _interrupted(args, console: Console, by_sigterm: bool) -> int:
+    """What finished is recorded: say how to go on; the exit code of the signal."""
+    done = len(latest(read_records(args.out / RESULTS_NAME)))
+    console.print(
+        f"interrupted{' (SIGTERM)' if by_sigterm else ''}: {done} runs are recorded in "
+        f"{args.out}; continue with etk bench {args.suite} --out {args.out} --resume",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+    return 128 + signal.SIGTERM if by_sigterm else 130
+
+
 def _bench(args) -> int:
     from ..bench.session import (
         run_suite,  # the worker pool imports torch and ExecuTorch
@@ -67,16 +80,7 @@ def _bench(args) -> int:
         with _sigterm_interrupts():
             outcome = run_suite(suite, args.out, args.jobs, args.resume, args.scheduler, console)
     except KeyboardInterrupt as stop:
-        done = len(latest(read_records(args.out / RESULTS_NAME)))
-        how = " (SIGTERM)" if isinstance(stop, Terminated) else ""
-        console.print(
-            f"interrupted{how}: {done} runs are recorded in {args.out}; continue with "
-            f"etk bench {args.suite} --out {args.out} --resume",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
-        return 128 + signal.SIGTERM if how else 130
+        return _interrupted(args, console, isinstance(stop, Terminated))
     console.print(
         f"{outcome.ran} runs made ({outcome.failed} failed), {outcome.skipped} already "
         f"recorded; results in {outcome.results}",

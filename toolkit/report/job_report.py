@@ -97,43 +97,83 @@ def float_cpu_modules(program) -> list[str]:
     ]
 
 
+def _run_entry(vr: VariantResult, estimate_total: int | None) -> dict[str, Any]:
+    """report.json variants.<v>.run: the run on the job's runner (vr.run is not None)."""
+    assert vr.run is not None
+    run = vr.run.evaluation.runs[0]
+    cycles = cycles_entry(run)
+    # the run's figure (measured or simulated) over Vela's estimate of the same program
+    cycles["total_over_vela_estimate"] = ratio(run.cycles.total_cycles, estimate_total)
+    if vr.run.cycle_check is not None:
+        cycles["check"] = cycle_check_entry(vr.run.cycle_check)
+    return {
+        "runner": run.runner,
+        "cycles": cycles,
+        "outputs_match_reference": vr.run.outputs_match_reference,
+        "max_diff_lsb": vr.run.max_diff_lsb,
+        "exact_match_rate": vr.run.exact_match_rate,
+        "details": {
+            k: v
+            for k, v in run.details.items()
+            if isinstance(v, (str, int, float, bool, list, dict))
+        },
+    }
+
+
+def _variant_report(name: str, vr: VariantResult, task: TaskResult | None) -> dict[str, Any]:
+    """report.json variants.<name>."""
+    entry = variant_entry(vr.program)
+    evaluation = scored(vr)
+    if evaluation is not None and evaluation.accuracy is not None:
+        entry["accuracy"] = accuracy_entry(
+            evaluation.accuracy,
+            evaluation.runs[0].runner,
+            "run" if vr.run is not None else "host reference",
+        )
+    if vr.run is not None:
+        entry["run"] = _run_entry(vr, entry["estimate"]["total_cycles"])
+    if vr.vela_problems:
+        entry["vela_problems"] = [problem.to_dict() for problem in vr.vela_problems]
+    if task is not None and name in task.variants:
+        entry.setdefault("accuracy", {}).update(task_entry(task, name))
+    return entry
+
+
+def _eval_entry(task: TaskResult, seeds: int) -> dict[str, Any]:
+    """report.json eval: the labelled data, its metric, the float model and reference file."""
+    entry: dict[str, Any] = {
+        "data": task.data,
+        "metric": task.metric,
+        "seeds": seeds,
+        "calibrations": list(task.calibrations),
+        "float": task.float_model.value if task.float_model else None,
+        "reference_file": (
+            {
+                "file": task.reference_file[0],
+                task.metric: task.reference_file[1].value,
+                "runner": task.reference_file[1].runner,
+            }
+            if task.reference_file
+            else None
+        ),
+    }
+    if task.fused_loss is not None:
+        entry["fused_below_unfused"] = {
+            "by": round(task.fused_loss.by, 6),
+            "why": task.fused_loss.why,
+            "blocks": [
+                {**asdict(e), "fused_loss_db": round(e.fused_loss_db, 3)}
+                for e in task.fused_loss.blocks
+            ],
+        }
+    return entry
+
+
 def report_dict(result: JobResult) -> dict[str, Any]:
     job = result.job
-    variants = {}
-    for name, vr in result.variants.items():
-        entry = variant_entry(vr.program)
-        evaluation = scored(vr)
-        if evaluation is not None and evaluation.accuracy is not None:
-            entry["accuracy"] = accuracy_entry(
-                evaluation.accuracy,
-                evaluation.runs[0].runner,
-                "run" if vr.run is not None else "host reference",
-            )
-        if vr.run is not None:
-            run = vr.run.evaluation.runs[0]
-            cycles = cycles_entry(run)
-            estimate = entry["estimate"]["total_cycles"]
-            # the run's figure (measured or simulated) over Vela's estimate of the same program
-            cycles["total_over_vela_estimate"] = ratio(run.cycles.total_cycles, estimate)
-            if vr.run.cycle_check is not None:
-                cycles["check"] = cycle_check_entry(vr.run.cycle_check)
-            entry["run"] = {
-                "runner": run.runner,
-                "cycles": cycles,
-                "outputs_match_reference": vr.run.outputs_match_reference,
-                "max_diff_lsb": vr.run.max_diff_lsb,
-                "exact_match_rate": vr.run.exact_match_rate,
-                "details": {
-                    k: v
-                    for k, v in run.details.items()
-                    if isinstance(v, (str, int, float, bool, list, dict))
-                },
-            }
-        if vr.vela_problems:
-            entry["vela_problems"] = [problem.to_dict() for problem in vr.vela_problems]
-        if result.task is not None and name in result.task.variants:
-            entry.setdefault("accuracy", {}).update(task_entry(result.task, name))
-        variants[name] = entry
+    variants = {
+        name: _variant_report(name, vr, result.task) for name, vr in result.variants.items()
+    }
     report: dict[str, Any] = {
         "schema": SCHEMA_VERSION,
         "model": job.model,
@@ -166,32 +206,7 @@ def report_dict(result: JobResult) -> dict[str, Any]:
     if result.comparison is not None:
         report["comparison"] = comparison_entry(result.comparison)
     if result.task is not None:
-        task = result.task
-        report["eval"] = {
-            "data": task.data,
-            "metric": task.metric,
-            "seeds": job.seeds,
-            "calibrations": list(task.calibrations),
-            "float": task.float_model.value if task.float_model else None,
-            "reference_file": (
-                {
-                    "file": task.reference_file[0],
-                    task.metric: task.reference_file[1].value,
-                    "runner": task.reference_file[1].runner,
-                }
-                if task.reference_file
-                else None
-            ),
-        }
-        if task.fused_loss is not None:
-            report["eval"]["fused_below_unfused"] = {
-                "by": round(task.fused_loss.by, 6),
-                "why": task.fused_loss.why,
-                "blocks": [
-                    {**asdict(e), "fused_loss_db": round(e.fused_loss_db, 3)}
-                    for e in task.fused_loss.blocks
-                ],
-            }
+        report["eval"] = _eval_entry(result.task, job.seeds)
     return report
 
 

@@ -58,20 +58,25 @@ def verdict(log: UartLog, check: OutputCheck | None = None) -> Verdict:
         line = log.first_bundle_failure[1]
         return Verdict("differ", f"ran, outputs differ: {line}", line)
     if log.complete or log.eot or log.inference_done:
-        if check is not None and check.match is False:
-            return Verdict("differ", f"ran, outputs differ: {check.note}", check.note)
-        checked = (check is not None and check.match) or log.test_results
-        if not (log.complete or log.eot or checked):
-            read = _what_was_read(log)
-            return Verdict(
-                "read",
-                f"read {read}; nothing checked (no end, no compared outputs, no test result)",
-                "",
-            )
-        return Verdict("passed", "ran and passed", "")
+        return _finished(log, check)
     if log.last_program_line:
         return Verdict("hung", f"hung after {log.last_program_line}", log.last_program_line)
     return Verdict("nothing", "printed nothing", "")
+
+
+def _finished(log: UartLog, check: OutputCheck | None) -> Verdict:
+    """The verdict of a capture that shows an end or a finished inference, and no failure."""
+    if check is not None and check.match is False:
+        return Verdict("differ", f"ran, outputs differ: {check.note}", check.note)
+    checked = (check is not None and check.match) or log.test_results
+    if not (log.complete or log.eot or checked):
+        read = _what_was_read(log)
+        return Verdict(
+            "read",
+            f"read {read}; nothing checked (no end, no compared outputs, no test result)",
+            "",
+        )
+    return Verdict("passed", "ran and passed", "")
 
 
 def _what_was_read(log: UartLog) -> str:

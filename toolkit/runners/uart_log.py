@@ -374,28 +374,15 @@ class UartLogParser:
             )
             return
         stripped = line.strip()
-        simulator = bool(_SIMULATOR_LINE.match(stripped))
-        if stripped and not simulator:
+        if stripped and not _SIMULATOR_LINE.match(stripped):
             self._last_program_line = stripped
-        failures_before = len(self._failures)
-        if record := _RECORD.match(line):
-            self._record(
-                LogRecord(
-                    record["level"],
-                    record["file"],
-                    int(record["line"]) if record["line"] and len(record["line"]) < 10 else None,
-                    record["func"] or "",
-                    record["message"],
-                )
-            )
-            payload = record["message"].strip()
-        elif record := _MLEK_RECORD.match(line):
-            self._record(LogRecord(_MLEK_LEVELS[record["level"]], "", None, "", record["message"]))
-            payload = record["message"].strip()
-        else:
-            payload = stripped
-        self._failure_markers(line, stripped, record)
-        if self._payload(payload, line) or record or len(self._failures) > failures_before:
+        failures_before = self._failure_count
+        record = _log_record(line)
+        if record is not None:
+            self._record(record)
+        self._failure_markers(line, stripped, record.level if record else "")
+        payload = record.message.strip() if record else stripped
+        if self._payload(payload, line) or record or self._failure_count > failures_before:
             self._recognised += 1
 
     def _record(self, record: LogRecord) -> None:
@@ -403,10 +390,9 @@ class UartLogParser:
         if len(self._records) < KEPT:
             self._records.append(record)
 
-    def _failure_markers(self, line: str, stripped: str, record: re.Match | None) -> None:
+    def _failure_markers(self, line: str, stripped: str, level: str) -> None:
         # As ExecuTorch's own checks (runner_utils.py, run_fvp.sh) read a log.
-        level = record["level"] if record else ""
-        if level in ("E", "ERROR") or line.startswith(("E ", "E:")):
+        if level == "E" or line.startswith(("E ", "E:")):
             self._fail("error", line)
         elif level == "F" or line.startswith(("F ", "F:")):
             self._fail("fatal", line)
@@ -571,6 +557,22 @@ def _value(kind: str | None, text: str) -> OutputValue:
 
 def _same(a: OutputValue, b: OutputValue) -> bool:
     return a == b or (a != a and b != b)  # NaN printed twice is the same value
+
+
+def _log_record(line: str) -> LogRecord | None:
+    """An ExecuTorch log record or an ML kit's (its level as one letter), or None."""
+    if record := _RECORD.match(line):
+        number = record["line"]
+        return LogRecord(
+            record["level"],
+            record["file"],
+            int(number) if number and len(number) < 10 else None,
+            record["func"] or "",
+            record["message"],
+        )
+    if record := _MLEK_RECORD.match(line):
+        return LogRecord(_MLEK_LEVELS[record["level"]], "", None, "", record["message"])
+    return None
 
 
 def _banner_kind(payload: str) -> int | None:

@@ -88,6 +88,36 @@ def _unsupported(regs: Registers, reason: str) -> UnsupportedError:
     )
 
 
+def _table(
+    regs: Registers, ofm: FeatureMap, memory: Memory, function: int, clip: tuple[int, int]
+) -> Lut | InterpolatedLut:
+    """The LUT slot ACTIVATION selects, as the OFM's type reads it (module docstring)."""
+    range_lo, range_hi = clip
+    slot = function - LUT_FIRST
+    offset = memory.lut_base + slot * LUT_SLOT_BYTES
+    eight_bit = (ofm.elem_size == 1 and clip == outstage.limits(ofm.dtype)) or (
+        ofm.elem_size == 4 and range_hi - range_lo + 1 == LUT_ENTRIES
+    )
+    lut: Lut | InterpolatedLut
+    if eight_bit:
+        lut = Lut(offset, ofm.dtype, range_lo)  # little-endian
+    elif ofm.elem_size == 2 and ofm.signed and clip == outstage.limits(ofm.dtype):
+        lut = InterpolatedLut(offset, ofm.dtype)
+    else:
+        raise _unsupported(
+            regs,
+            f"a table lookup into a {8 * ofm.elem_size}-bit "
+            f"{'' if ofm.signed else 'un'}signed OFM with clip range {regs.get('ACTIVATION', 0) >> 12}",
+        )
+    op = regs.command
+    memory.check_internal(
+        lut.offset,
+        lut.offset + lut.nbytes,
+        f"{op.name} at command-stream offset {op.offset:#x} (LUT slot {slot})",
+    )
+    return lut
+
+
 def output_finish(regs: Registers, ofm: FeatureMap, memory: Memory) -> Finish:
     """Zero point, clip and (if ACTIVATION selects one) table lookup for this operation's OFM."""
     value = regs.get("ACTIVATION", 0)
@@ -111,34 +141,12 @@ def output_finish(regs: Registers, ofm: FeatureMap, memory: Memory) -> Finish:
     else:
         lo = max(regs.s16("ACTIVATION_MIN", -32768), range_lo)
         hi = min(regs.s16("ACTIVATION_MAX", 32767), range_hi)
-    lut: Lut | InterpolatedLut | None = None
-    if function != NONE:
-        slot = function - LUT_FIRST
-        offset = memory.lut_base + slot * LUT_SLOT_BYTES
-        eight_bit = (ofm.elem_size == 1 and (range_lo, range_hi) == type_range) or (
-            ofm.elem_size == 4 and range_hi - range_lo + 1 == LUT_ENTRIES
-        )
-        if eight_bit:
-            lut = Lut(offset, ofm.dtype, range_lo)  # little-endian
-        elif ofm.elem_size == 2 and ofm.signed and (range_lo, range_hi) == type_range:
-            lut = InterpolatedLut(offset, ofm.dtype)
-        else:
-            raise _unsupported(
-                regs,
-                f"a table lookup into a {8 * ofm.elem_size}-bit "
-                f"{'' if ofm.signed else 'un'}signed OFM with clip range "
-                f"{clip_range}",
-            )
+    lut = None if function == NONE else _table(regs, ofm, memory, function, (range_lo, range_hi))
+    if lut is not None and hi < range_lo:  # every value clips to hi, below the first entry
         op = regs.command
-        memory.check_internal(
-            lut.offset,
-            lut.offset + lut.nbytes,
-            f"{op.name} at command-stream offset {op.offset:#x} (LUT slot {slot})",
+        raise PayloadError(
+            f"{at(op.offset, 'NPU_SET_ACTIVATION_MAX', hi)} is below the first index of "
+            f"the activation table ({range_lo}) that {op.name} looks its outputs up in: "
+            "the command stream is damaged"
         )
-        if hi < range_lo:  # every value clips to hi, below the table's first entry
-            raise PayloadError(
-                f"{at(op.offset, 'NPU_SET_ACTIVATION_MAX', hi)} is below the first index of "
-                f"the activation table ({range_lo}) that {op.name} looks its outputs up in: "
-                "the command stream is damaged"
-            )
     return Finish(zero_point, lo, hi, ofm.dtype, lut)
