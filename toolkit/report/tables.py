@@ -14,6 +14,7 @@ from ..evaluation.cycle_check import cycle_check_lines
 from ..evaluation.variants import VariantComparison
 from ..results import JobResult, TaskResult, VariantResult
 from .job_report import io_layout_hint, scored, variant_warnings
+from .session_rows import session_rows
 
 
 def _fmt(value) -> str:
@@ -131,22 +132,33 @@ def _runner_rows(t: _Rows, runner_runs: list, tot: list) -> None:
         _prediction_rows(
             t, runs[0].runner, measured, [c.prediction.total_cycles for c in checks], tot
         )
+    _host_reference_rows(t, runner_runs)
+    session_rows(runs, t.add)
+
+
+def _host_reference_rows(t: _Rows, runner_runs: list) -> None:
+    """The runner's outputs against the host reference: not checked where the runner is it."""
+    if any(r.not_checked for r in runner_runs):
+        t.add("outputs == host reference", ["not checked" for _ in runner_runs])
+        return
     t.add("outputs == host reference", [r.outputs_match_reference for r in runner_runs])
     t.add("max diff vs host reference (LSB)", [r.max_diff_lsb for r in runner_runs])
 
 
 def _total_rows(t: _Rows, runs: list, tot: list) -> None:
-    """The runner's total cycles (the PMU prediction, for the simulator) over Vela's estimate."""
+    """The runner's total cycles (the PMU prediction, for the simulator) over Vela's estimate
+    (not for the estimate itself: that is 1 by construction)."""
     total = [r.cycles.total_cycles for r in runs if r.cycles.total_cycles is not None]
     if len(total) != len(runs):
         return
     kind = runs[0].cycles.kind
     label = "NPU TOTAL, PMU prediction" if kind == "simulated" else "total cycles"
     t.add(f"{label} ({runs[0].runner}, {kind})", total, t.both(total))
-    t.add(
-        f"  {runs[0].runner} / Vela estimate (total)",
-        [f"{value / e:.3f}x" if e else "-" for value, e in zip(total, tot)],
-    )
+    if kind != "estimate":
+        t.add(
+            f"  {runs[0].runner} / Vela estimate (total)",
+            [f"{value / e:.3f}x" if e else "-" for value, e in zip(total, tot)],
+        )
 
 
 def _prediction_rows(t: _Rows, runner: str, measured: list, predicted: list, tot: list) -> None:
@@ -234,6 +246,8 @@ def notes(result: JobResult, terse: bool = False) -> list[str]:
             f"Inputs: calibrated on {result.calibration_source}; evaluated on "
             f"{result.evaluation_inputs}"
         )
+    unchecked = {v.run.not_checked for v in result.variants.values() if v.run and v.run.not_checked}
+    lines.extend(f"Outputs {note}" for note in sorted(unchecked))
     for name, v in result.variants.items():
         lines.extend(_variant_notes(name, v, terse))
     if result.task is not None and result.task.fused_loss is not None:

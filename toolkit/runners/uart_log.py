@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..artifacts import CycleFigures
+from .pmu_delegates import DelegatePmu, DelegatePmuReader
 
 FailureKind = Literal[
     "error",
@@ -220,6 +221,9 @@ class UartLog:
     # number, text); bundle_failed: a Test_result: FAIL line was printed
     first_bundle_failure: tuple[int, str] | None = None
     bundle_failed: bool = False
+    delegations: int | None = None  # "NPU delegations: N": command streams the NPU ran
+    delegates: tuple[DelegatePmu, ...] = ()  # per-delegate PMU figures (executorch#22511)
+    pmu_events: tuple[str, ...] = ()  # the legend: the event each ethosu_pmu_cntrK counts
 
     @property
     def ok(self) -> bool:
@@ -277,6 +281,7 @@ class UartLogParser:
         self._bundle_failed = False
         self._recognised = 0
         self._last_program_line = ""
+        self._delegates = DelegatePmuReader()
 
     @property
     def failures(self) -> tuple[Failure, ...]:
@@ -353,6 +358,9 @@ class UartLogParser:
             failure_count=self._failure_count,
             first_bundle_failure=self._bundle_failure,
             bundle_failed=self._bundle_failed,
+            delegations=self._delegates.delegations,
+            delegates=self._delegates.delegates(),
+            pmu_events=self._events,
         )
 
     def _fail(self, kind: FailureKind, text: str) -> None:
@@ -440,6 +448,8 @@ class UartLogParser:
             self._cpu_cycles = _count(m)
         elif m := _INFERENCES.match(payload):
             self._inferences = _number(m["n"], "inference count")
+        elif self._delegates.read(payload):
+            pass
         elif m := _MLEK_PMU.match(payload):
             self._mlek[m["name"]] = _number(m["total"], "counter")
         else:
