@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import subprocess
 import tempfile
 
 import pytest
@@ -55,3 +56,17 @@ def compiled(tmp_path_factory):
         return run_job(Job(model=model, out_dir=out, eval_samples=eval_samples))
 
     return build
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 96 KiB tmpfs (root only: mount(8)): fills up in the middle of a compile."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", str(disk)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.decode().strip()}")
+    yield disk
+    subprocess.run(["umount", str(disk)], check=True)

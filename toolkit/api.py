@@ -16,13 +16,18 @@ without it, a temporary folder that is removed when the Python process ends.
 from __future__ import annotations
 
 import atexit
+import os
 import shutil
 import tempfile
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .api_options import check_option_types
+from .child_process import alive
 from .console_capture import quiet_third_party_warnings, quiet_torch_import
 from .errors import UserError
 from .resolve import FUSION_CHOICES, RUNNER_CHOICES, fusion_variants
@@ -46,6 +51,7 @@ def compile(  # noqa: A001 - toolkit.compile, as the CLI's verb
 ) -> JobResult:
     """Quantize, lower and compile one variant (fusion "on": fused, "off": unfused) and run it on
     the host reference (the TOSA reference model)."""
+    check_option_types({"fusion": fusion, "output": output, "progress": progress, **options})
     return _run(model, example_inputs, _variants(fusion, False), output, progress, options)
 
 
@@ -58,6 +64,7 @@ def compare(
     **options: Any,
 ) -> JobResult:
     """Compile fused and unfused; result.comparison holds what fusion changed."""
+    check_option_types({"output": output, "progress": progress, **options})
     return _run(model, example_inputs, ("fused", "unfused"), output, progress, options)
 
 
@@ -82,6 +89,22 @@ def deploy(
     result.variants[v].run.outputs_match_reference says whether the runner agreed with the host."""
     from .resolve import resolve_runner, resolve_target
 
+    check_option_types(
+        {
+            "runner": runner,
+            "fusion": fusion,
+            "compare_fusion": compare_fusion,
+            "output": output,
+            "progress": progress,
+            "runner_elf": runner_elf,
+            "port": port,
+            "baud": baud,
+            "build": build,
+            "flash": flash,
+            "fvp_fast": fvp_fast,
+            **options,
+        }
+    )
     if runner not in RUNNER_CHOICES:
         raise UserError(f"runner '{runner}' is not one of {', '.join(RUNNER_CHOICES)}")
     variants = _variants(fusion, compare_fusion)
@@ -145,9 +168,13 @@ def _run(
 
         loaded = None if isinstance(model, str) else live_model(model, example_inputs)
         spec = model if loaded is None else loaded.spec
-        out_dir = Path(output) if output is not None else _temporary_folder()
-        job = _job(spec, variants, out_dir, options)
-        result = run_job(job, progress or _silent, runner, runner_note, loaded)
+        job = _job(spec, variants, Path(output) if output is not None else Path(), options)
+        if output is not None:
+            result = run_job(job, progress or _silent, runner, runner_note, loaded)
+        else:
+            with _temporary_folder() as out_dir:
+                job = replace(job, out_dir=out_dir)
+                result = run_job(job, progress or _silent, runner, runner_note, loaded)
     from .report.tables import write_markdown
 
     write_markdown(result, result.report_path.with_name("report.md"))
@@ -168,10 +195,30 @@ def _job(spec: str, variants: tuple[Variant, ...], out_dir: Path, options: dict[
     return job_for(spec, variants, out_dir=out_dir, **options)
 
 
-def _temporary_folder() -> Path:
-    folder = tempfile.mkdtemp(prefix="etk-")
+_TEMPORARY = "etk-api-{pid}-"
+
+
+@contextmanager
+def _temporary_folder() -> Iterator[Path]:
+    """A folder for a run without output=: removed when the process ends, or at once when the
+    run fails. A process that ends without running its exit handlers (killed, os._exit as a
+    pytest-xdist worker does) leaves it: the next API call removes those of gone processes."""
+    _remove_orphaned_folders()
+    folder = tempfile.mkdtemp(prefix=_TEMPORARY.format(pid=os.getpid()))
+    try:
+        yield Path(folder)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
     atexit.register(shutil.rmtree, folder, True)
-    return Path(folder)
+
+
+def _remove_orphaned_folders() -> None:
+    prefix = _TEMPORARY.split("{")[0]
+    for folder in Path(tempfile.gettempdir()).glob(f"{prefix}*-*"):
+        pid = folder.name[len(prefix) :].split("-", 1)[0]
+        if pid.isdigit() and not alive(int(pid)) and not folder.is_symlink():
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _silent(_message: str) -> None:

@@ -8,6 +8,27 @@ from pathlib import Path
 from .artifacts import QUANTS, Quant, Variant
 from .errors import UserError
 
+# What a job (a command line, an API call, a bench suite's settings) may ask: each evaluation
+# sample is a run on the runner, each seed a compile; a seed stays a 32-bit generator seed with
+# the evaluation's offset added.
+MAX_SAMPLES = 10_000
+MAX_SEEDS = 100
+MAX_SEED = 2**31 - 1
+
+
+def shown(value: int) -> str:
+    """An integer as the user wrote it, cut when it is longer than a line can hold."""
+    text = str(value)
+    return text if len(text) <= 40 else f"{text[:20]}... ({len(text):,} digits)"
+
+
+def check_range(name: str, value: int, low: int, high: int) -> None:
+    """UserError unless low <= value <= high (name: the flag, e.g. --eval-samples)."""
+    if value < low:
+        raise UserError(f"{name} must be at least {low}, got {shown(value)}")
+    if value > high:
+        raise UserError(f"{name} {shown(value)} is out of range: give {low} to {high:,}")
+
 
 @dataclass(frozen=True)
 class Job:

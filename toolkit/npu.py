@@ -76,10 +76,16 @@ class NpuConfig:
         )
 
 
-def check_accelerator(name: str) -> str:
+def check_accelerator(
+    name: str, offered: tuple[str, ...] = KNOWN_ACCELERATORS, by: str = ""
+) -> str:
+    """name, if Vela knows it; else UserError suggesting the configurations of its family among
+    offered (a target's NPUs, by: the target's name), or all of offered when none is."""
     if name not in KNOWN_ACCELERATORS:
+        same_family = [a for a in offered if accelerator_family(a) == accelerator_family(name)]
         raise UserError(
-            f"unknown NPU configuration '{name}': use one of {', '.join(KNOWN_ACCELERATORS)}"
+            f"unknown NPU configuration '{name}': {f'{by} offers' if by else 'use one of'} "
+            f"{', '.join(same_family or offered)}"
         )
     return name
 

@@ -38,9 +38,36 @@ def make_output_folder(folder: Path, what: str = "output folder") -> Path:
     return folder
 
 
+def _missing_folders(folder: Path) -> list[Path]:
+    """folder and those of its parents that do not exist, deepest first."""
+    missing = []
+    for path in (folder, *folder.parents):
+        if os.path.lexists(path):
+            break
+        missing.append(path)
+    return missing
+
+
+def _remove_if_only_the_lock(created: list[Path]) -> None:
+    """After a failed run: the folders this run created, when they hold nothing but its lock
+    (a bad MODEL, refused after the lock was taken) - no empty folder with a stale lock."""
+    if not created:
+        return
+    try:
+        if {p.name for p in created[0].iterdir()} - {LOCK_NAME}:
+            return
+        (created[0] / LOCK_NAME).unlink(missing_ok=True)
+        for path in created:
+            path.rmdir()
+    except OSError:
+        pass  # something else is in there, or it is already gone: leave it
+
+
 @contextmanager
 def locked_output_folder(folder: Path, what: str = "output folder"):
-    """Hold folder for this run; UserError naming the pid of another run that holds it."""
+    """Hold folder for this run; UserError naming the pid of another run that holds it. A run
+    that fails leaves no folder it created with nothing in it but the lock."""
+    created = _missing_folders(Path(folder))
     folder = make_output_folder(folder, what)
     refuse_links(folder, what)
     lock = folder / LOCK_NAME
@@ -66,6 +93,10 @@ def locked_output_folder(folder: Path, what: str = "output folder"):
             ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        yield folder
+        try:
+            yield folder
+        except BaseException:
+            _remove_if_only_the_lock(created)  # still holding the lock: nobody else is in
+            raise
     finally:
         os.close(fd)  # releases the lock

@@ -12,14 +12,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .artifacts import LoadedModel, Program, Variant
+from .artifacts import CalibrationSet, LoadedModel, Program, Variant
 from .console_capture import COMPILER_SIDE, quiet_torch_import
 from .errors import UserError
 from .evaluation.cycle_check import check_cycles
-from .evaluation.eval_data import LabelledData, load_labelled
+from .evaluation.eval_data import LabelledData, load_labelled, sample_shape
 from .evaluation.evaluate import (
     EVAL_SEED_OFFSET,
     Evaluation,
+    EvaluationInputs,
     evaluate,
     evaluate_on_host,
     evaluation_inputs,
@@ -37,7 +38,7 @@ from .evaluation.task_eval import (
     task_metric,
 )
 from .evaluation.variants import compare_variants
-from .job import Job
+from .job import MAX_SAMPLES, MAX_SEED, MAX_SEEDS, Job, check_range
 from .lower.build_variant import compile_variant
 from .lower.compiled_tflite import load_compiled_program
 from .lower.parallel import compile_variants
@@ -165,21 +166,22 @@ def _reference_file(spec: str) -> Path | None:
     return trained_file(name) if name in TRAINED_FILES else None
 
 
-def _calibrations(job: Job, model: LoadedModel):
-    if job.seeds < 1:
-        raise UserError(f"--seeds must be at least 1, got {job.seeds}")
+def _calibrations(
+    job: Job, model: LoadedModel
+) -> tuple[list[CalibrationSet], CalibrationSet | None]:
+    """The calibration set of each seed, and the user's whole calibration data (None: random)."""
     if job.seeds > 1 and job.eval_data is None:
         raise UserError("--seeds repeats calibration to measure accuracy: pass --eval-data DIR too")
     if job.calibration_dir is None:
         return [
             random_calibration(model.example_inputs, job.calibration_samples, job.seed + k)
             for k in range(job.seeds)
-        ]
+        ], None
     full = folder_calibration(job.calibration_dir, model.example_inputs)
     if job.seeds == 1 and job.calibration_subset is None:
-        return [full]
+        return [full], full
     size = job.calibration_subset or max(1, len(full.samples) // 2)
-    return [calibration_subset(full, size, job.seed + k) for k in range(job.seeds)]
+    return [calibration_subset(full, size, job.seed + k) for k in range(job.seeds)], full
 
 
 def run_job(
@@ -198,12 +200,13 @@ def run_job(
 
 def check_job(job: Job) -> None:
     """What can be checked before anything loads or compiles."""
-    for name, value in (
-        ("--eval-samples", job.eval_samples),
-        ("--calibration-samples", job.calibration_samples),
+    for name, value, low, high in (
+        ("--eval-samples", job.eval_samples, 1, MAX_SAMPLES),
+        ("--calibration-samples", job.calibration_samples, 1, MAX_SAMPLES),
+        ("--seed", job.seed, 0, MAX_SEED),
+        ("--seeds", job.seeds, 1, MAX_SEEDS),
     ):
-        if value < 1:
-            raise UserError(f"{name} must be at least 1, got {value}")
+        check_range(name, value, low, high)
     if job.quant != "int8" and is_tflite(job.model):
         raise UserError(
             f"--quant {job.quant} quantizes a PyTorch model: a .tflite file runs as it is (int8)"
@@ -223,40 +226,22 @@ def _run_job(
     )
     check_vela_options(npu, job.extra_vela)
     if loaded is None and is_tflite(job.model):
-        model, tflite = _tflite_variant(job, npu, target, runner, progress)
-        npu = tflite.program.npu  # a compiled file's own NPU
-        result = JobResult(
-            job,
-            model,
-            target,
-            npu,
-            "none (a quantized .tflite file)",
-            {"tflite": tflite},
-            None,
-            runner_note,
-            Path(job.out_dir) / "report.json",
-            _tflite_task(job, tflite.program, progress),
-        )
-        write_json_atomic(result.report_path, report_dict(result))
-        return result
+        return _tflite_job(job, npu, target, runner, runner_note, progress)
     if loaded is None:
         progress(f"loading {job.model}")
     model = load_model(job.model, job.input_shape) if loaded is None else loaded
     if job.io_layout == "nhwc":
         model = channels_last_io(model)
     rewrites = resolve_rewrites(job.rewrites)
-    calibrations = _calibrations(job, model)
+    calibrations, user_data = _calibrations(job, model)
     calibration = calibrations[0]
     input_shape = tuple(model.example_inputs[0].shape)
     data = load_labelled(job.eval_data, input_shape) if job.eval_data else None
-    if getattr(runner, "fixed_inputs", lambda _: None)(target) == "ones":
-        job = replace(job, eval_samples=1)  # the firmware's own inputs: one all-ones sample
-        inputs = ones_inputs(model)
-    else:
-        inputs = evaluation_inputs(model, job.eval_samples, job.seed)
+    fed = _fed_inputs(job, model, runner, target, user_data)
+    job = replace(job, eval_samples=len(fed.samples))
+    inputs = fed.samples
     floats = float_outputs(model, inputs)
     out_dir = Path(job.out_dir)
-    host = TosaReferenceRunner()
     results: dict[str, VariantResult] = {}
     progress(f"compiling {' and '.join(job.variants)} for {npu.accelerator}")
     programs = compile_variants(
@@ -271,19 +256,10 @@ def _run_job(
         job.quant,
     )
     for variant in job.variants:
-        program = programs[variant]
-        check_fits(program, target)
-        progress(f"host reference run of {variant}")
-        reference = evaluate_on_host(program, host, inputs, floats)
-        save_arrays(program.out_dir / "reference", "input", inputs)
-        save_arrays(program.out_dir / "reference", "output", reference.outputs)
-        save_arrays(program.out_dir / "reference", "float_output", floats)
-        run = None
-        if runner is not None:
-            progress(f"running {variant} on {runner.name}")
-            run = _runner_run(program, runner, target, reference)
-            save_arrays(program.out_dir / f"run_{runner.name}", "output", run.evaluation.outputs)
-        results[variant] = VariantResult(program, reference, run, program_problems(program))
+        check_fits(programs[variant], target)
+        results[variant] = _variant_result(
+            programs[variant], inputs, floats, runner, target, progress
+        )
     comparison = (
         compare_variants(results["fused"].program, results["unfused"].program)
         if {"fused", "unfused"} <= set(results)
@@ -312,9 +288,75 @@ def _run_job(
         runner_note,
         out_dir / "report.json",
         task,
+        fed.source,
     )
     write_json_atomic(result.report_path, report_dict(result))
     return result
+
+
+def _tflite_job(
+    job: Job,
+    npu: NpuConfig,
+    target: Target,
+    runner: Runner | None,
+    runner_note: str,
+    progress: Callable[[str], None],
+) -> JobResult:
+    """A .tflite MODEL's job: its one variant, as Vela compiles the file."""
+    model, tflite = _tflite_variant(job, npu, target, runner, progress)
+    result = JobResult(
+        job,
+        model,
+        target,
+        tflite.program.npu,  # a compiled file's own NPU
+        "none (a quantized .tflite file)",
+        {"tflite": tflite},
+        None,
+        runner_note,
+        Path(job.out_dir) / "report.json",
+        _tflite_task(job, tflite.program, progress),
+        f"random(seed={job.seed + EVAL_SEED_OFFSET}, samples={job.eval_samples}): integer "
+        "codes uniform over each input's range",
+    )
+    write_json_atomic(result.report_path, report_dict(result))
+    return result
+
+
+def _fed_inputs(
+    job: Job,
+    model: LoadedModel,
+    runner: Runner | None,
+    target: Target,
+    user_data: CalibrationSet | None,
+) -> EvaluationInputs:
+    """The evaluation inputs: the firmware's own all-ones sample where it feeds those, else
+    drawn from the user's calibration data or like example_inputs()."""
+    if getattr(runner, "fixed_inputs", lambda _: None)(target) == "ones":
+        return EvaluationInputs(ones_inputs(model), "1 all-ones sample (what the firmware feeds)")
+    return evaluation_inputs(model, job.eval_samples, job.seed, user_data)
+
+
+def _variant_result(
+    program: Program,
+    inputs,
+    floats,
+    runner: Runner | None,
+    target: Target,
+    progress: Callable[[str], None],
+) -> VariantResult:
+    """A compiled variant's host reference run and (with a runner) its run on the target; the
+    arrays saved under OUT/VARIANT/reference and run_RUNNER."""
+    progress(f"host reference run of {program.variant}")
+    reference = evaluate_on_host(program, TosaReferenceRunner(), inputs, floats)
+    save_arrays(program.out_dir / "reference", "input", inputs)
+    save_arrays(program.out_dir / "reference", "output", reference.outputs)
+    save_arrays(program.out_dir / "reference", "float_output", floats)
+    run = None
+    if runner is not None:
+        progress(f"running {program.variant} on {runner.name}")
+        run = _runner_run(program, runner, target, reference)
+        save_arrays(program.out_dir / f"run_{runner.name}", "output", run.evaluation.outputs)
+    return VariantResult(program, reference, run, program_problems(program))
 
 
 def _task(
@@ -394,7 +436,7 @@ def _fused_loss(
     from .evaluation.block_errors import block_errors, explain_fused_loss
 
     progress("fused below unfused: measuring each block's error against float")
-    windows = data_windows(data, shape).reshape(-1, *shape[1:])[:BLOCK_ERROR_SAMPLES]
-    samples = tuple((torch.from_numpy(np.ascontiguousarray(w[None])),) for w in windows)
+    windows = data_windows(data, shape).reshape(-1, *sample_shape(shape))[:BLOCK_ERROR_SAMPLES]
+    samples = tuple((torch.from_numpy(np.ascontiguousarray(w.reshape(shape))),) for w in windows)
     errors = block_errors(model, calibration, npu, rewrites, samples, quant)
     return FusedLoss(means["unfused"] - means["fused"], explain_fused_loss(errors), errors)

@@ -76,6 +76,7 @@ class JobResult:
     runner_note: str = ""
     report_path: Path = field(default=Path())
     task: TaskResult | None = None
+    evaluation_inputs: str = ""  # what the evaluation fed: evaluate.EvaluationInputs.source
 
     def to_dict(self) -> dict[str, Any]:
         """What report.json holds (docs/report-format.md)."""

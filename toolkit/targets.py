@@ -124,7 +124,7 @@ class Target:
         """The NPU configuration to compile for, with user overrides applied (--vela-config
         wins over the target's [npu.vela] config)."""
         accelerator = accelerator or self.default_npu
-        check_accelerator(accelerator)
+        check_accelerator(accelerator, tuple(self.supported_npus), f"target '{self.name}'")
         if accelerator not in self.supported_npus:
             raise UserError(
                 f"target '{self.name}' has no {accelerator}: use one of "

@@ -3,11 +3,14 @@ what was expected, as one line."""
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
 
 from .errors import UserError
+
+_DIGITS = re.compile(r"value has (\d+) digits")
 
 
 def load_toml(path: Path, kind: str) -> dict[str, Any]:
@@ -16,12 +19,21 @@ def load_toml(path: Path, kind: str) -> dict[str, Any]:
         return tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UserError(f"{kind} {path} does not exist") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{kind} {path} is not valid TOML: {exc}") from None
     except UnicodeDecodeError as exc:
         raise UserError(
             f"{kind} {path} is not UTF-8 text (byte {exc.start}): save it as UTF-8"
         ) from None
+    except (ValueError, RecursionError) as exc:  # TOMLDecodeError is a ValueError
+        raise UserError(f"{kind} {path} is not valid TOML: {_problem(exc)}") from None
+
+
+def _problem(exc: Exception) -> str:
+    if isinstance(exc, RecursionError):  # tomllib parses nested arrays and tables recursively
+        return "nested too deeply"
+    digits = _DIGITS.search(str(exc))
+    if digits and not isinstance(exc, tomllib.TOMLDecodeError):  # Python's int-from-text limit
+        return f"an integer of {int(digits[1]):,} digits (TOML integers are 64-bit)"
+    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
 
 
 class TomlTable:
@@ -34,7 +46,8 @@ class TomlTable:
         return UserError(f"{self.kind} {self.path}: key '{self.prefix}{key}' {message}")
 
     def wrong(self, key: str, expected: str, got: Any = None) -> UserError:
-        what = "missing" if got is None else f"is {type(got).__name__} {got!r}"
+        shown = repr(got) if len(repr(got)) <= 80 else f"{repr(got)[:60]}..."
+        what = "missing" if got is None else f"is {type(got).__name__} {shown}"
         return self.fail(key, f"{what}, expected {expected}")
 
     def sub(self, data: dict[str, Any], prefix: str) -> TomlTable:

@@ -107,20 +107,6 @@ def test_a_fifo_as_the_lock_file_is_refused_in_one_line(tmp_path, capsys):
     )
 
 
-@pytest.fixture
-def small_disk(tmp_path):
-    """A 96 KiB tmpfs (root only: mount(8)): fills up in the middle of a compile."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", str(disk)], capture_output=True
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.decode().strip()}")
-    yield disk
-    subprocess.run(["umount", str(disk)], check=True)
-
-
 def test_a_full_disk_is_one_line_and_leaves_no_partial_file(small_disk):
     out = small_disk / "out"
     done = subprocess.run([*ETK, *ZOO, "-o", str(out)], capture_output=True, text=True, timeout=600)

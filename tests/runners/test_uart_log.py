@@ -63,7 +63,7 @@ def test_whole_u55_log():
         (2, "ETHOSU_PMU_AXI0_WR_DATA_BEAT_WRITTEN", 12, 6.0),
         (3, "ETHOSU_PMU_NPU_IDLE", 1006, 503.0),
     ]
-    assert len(log.lines) == len(log.records) == 17
+    assert log.line_count == len(log.records) == log.record_count == 17
     assert log.records[0] == LogRecord(
         "I", "arm_executor_runner.cpp", 560, "main", "Running executor with parameter:"
     )
@@ -216,7 +216,7 @@ def test_end_marker_and_eot():
         + "\n"
     )
     assert log.complete and log.eot and log.ok
-    assert all("\x04" not in line for line in log.lines)
+    assert all("\x04" not in line for line in log.tail_lines)
 
 
 @pytest.mark.parametrize(
@@ -265,7 +265,7 @@ def test_garbled_bytes_are_counted_and_flagged():
     log = parse_uart_log(b"I [executorch:a.cpp:1 f()] fine\n\xff\xfe\x80garbage\x01\nok\n")
     assert log.garbled_bytes == 4
     assert [(f.kind, f.line_no) for f in log.failures] == [("garbled", 2)]
-    assert log.lines[2] == "ok"
+    assert log.tail_lines[2] == "ok"
 
 
 def test_incremental_feed_matches_whole_text_even_across_multibyte_characters():
@@ -276,7 +276,7 @@ def test_incremental_feed_matches_whole_text_even_across_multibyte_characters():
     incremental = parser.finish()
     assert incremental == parse_uart_log(data)
     assert incremental.garbled_bytes == 0
-    assert incremental.lines[-1] == "I [executorch:a.cpp:1 f()] 5 \u00b5s"  # CR stripped
+    assert incremental.tail_lines[-1] == "I [executorch:a.cpp:1 f()] 5 \u00b5s"  # CR stripped
 
 
 def test_halted_after_end_marker_or_hard_fault_and_last_line_without_newline():
@@ -289,7 +289,7 @@ def test_halted_after_end_marker_or_hard_fault_and_last_line_without_newline():
     ended.feed("Program complete, exiting.")
     assert not ended.halted  # the line is not finished yet
     log = ended.finish()
-    assert log.complete and log.lines == ("Program complete, exiting.",)
+    assert log.complete and log.tail_lines == ("Program complete, exiting.",)
 
 
 def test_tail_gives_the_last_lines():

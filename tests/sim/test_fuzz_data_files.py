@@ -10,6 +10,7 @@ import traceback
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 ACC = "ethos-u55-128"
@@ -80,10 +81,12 @@ if __name__ == "fuzz":
     fuzz(sys.argv[1], int(sys.argv[2]))
 
 
-def test_mutated_tflite_files_run_or_are_refused(tmp_path):
+# 225 and 227 set a LUT operation's ACTIVATION_MAX below the table (an IndexError before)
+@pytest.mark.parametrize("seed", [5, 225, 227])
+def test_mutated_tflite_files_run_or_are_refused(tmp_path, seed):
     from .test_native_trust_boundary import run_fuzz_child  # here: the child runs no package
 
-    done = run_fuzz_child(__file__, tmp_path, 5)
+    done = run_fuzz_child(__file__, tmp_path, seed)
     assert done.returncode == 0, done.stderr[-3000:]
     ran, refused, crashed = (int(v) for v in done.stdout.split()[-3:])
     assert crashed == 0, done.stderr[-3000:]

@@ -8,6 +8,7 @@ on a fresh worker, and recorded as failed if its worker dies again.
 from __future__ import annotations
 
 import multiprocessing
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
@@ -37,7 +38,7 @@ def _start(ctx, out_root: str) -> _Worker:
     from .worker import worker_main
 
     parent, child = ctx.Pipe()
-    process = ctx.Process(target=worker_main, args=(child, out_root), daemon=True)
+    process = ctx.Process(target=worker_main, args=(child, out_root, os.getpid()), daemon=True)
     process.start()
     child.close()
     return _Worker(process, parent)

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import UserError
 from .record import BenchRecord
 from .suite import RunSpec
 
@@ -86,17 +87,53 @@ def repair_torn_tail(path: Path) -> int:
 
 
 def read_records(path: Path) -> list[BenchRecord]:
-    """Every record in file order; a torn last line (power loss) is ignored."""
+    """Every record in file order; a line that is not JSON (torn by a power loss) is ignored,
+    one that is JSON but no record etk bench writes is refused: UserError naming the line."""
     if not path.exists():
         return []
     records = []
-    for line in path.read_text().splitlines():
+    for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
         try:
             data = json.loads(line)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             continue
+        problem = record_problem(data)
+        if problem:
+            raise UserError(
+                f"{path} line {number} is not a bench record ({problem}): etk bench did not "
+                "write it; move the file away or choose another --out"
+            )
         records.append(BenchRecord.from_json(data))
     return records
+
+
+_REQUIRED = {"schema": int, "key": str, "label": str, "spec": dict, "status": str}
+
+
+def record_problem(data: Any) -> str:
+    """Why data is not a line etk bench writes ('' when it is)."""
+    if not isinstance(data, dict):
+        return f"a JSON {_JSON_NAMES.get(type(data), type(data).__name__)}, not a record"
+    for key, kind in _REQUIRED.items():
+        if key not in data:
+            return f"no {key!r}"
+        if not isinstance(data[key], kind) or isinstance(data[key], bool):
+            return f"{key!r} is {type(data[key]).__name__}"
+    if data["schema"] != RECORD_SCHEMA:
+        return f"schema {data['schema']}, this etk writes {RECORD_SCHEMA}"
+    if data["status"] not in ("ok", "failed"):
+        return f"status {data['status'][:20]!r}"
+    return ""
+
+
+_JSON_NAMES = {
+    list: "array",
+    str: "string",
+    int: "number",
+    float: "number",
+    bool: "boolean",
+    type(None): "null",
+}
 
 
 def latest(records: Iterable[BenchRecord]) -> dict[str, BenchRecord]:

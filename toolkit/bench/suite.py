@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from ..artifacts import QUANTS
 from ..errors import UserError
-from ..job import check_quant
+from ..job import MAX_SAMPLES, MAX_SEED, check_quant, shown
 from ..resolve import FUSION_CHOICES, FUSION_VARIANT, SUITE_RUNNER_CHOICES, is_tflite
 from ..toml_table import TomlTable, load_toml
 
@@ -231,13 +231,16 @@ def _vela_options(reader: TomlTable) -> tuple[VelaOptions, ...]:
 def _settings(reader: TomlTable) -> Settings:
     table = reader.get("settings", dict, "a table", default={})
     sub = reader.sub(table, "settings.")
-    values = {
-        key: sub.get(key, int, "an integer", default)
-        for key, default in (("seed", 0), ("eval_samples", 8), ("calibration_samples", 8))
-    }
-    for key in ("eval_samples", "calibration_samples"):
-        if values[key] < 1:
-            raise sub.fail(key, f"is {values[key]}, expected at least 1")
+    values = {}
+    for key, default, low, high in (
+        ("seed", 0, 0, MAX_SEED),
+        ("eval_samples", 8, 1, MAX_SAMPLES),
+        ("calibration_samples", 8, 1, MAX_SAMPLES),
+    ):
+        value = sub.get(key, int, "an integer", default)
+        if not low <= value <= high:
+            raise sub.fail(key, f"is {shown(value)}, expected {low} to {high:,}")
+        values[key] = value
     return Settings(**values)
 
 

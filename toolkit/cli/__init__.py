@@ -71,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"etk: {exc}", file=sys.stderr)
         return 3
+    except BrokenPipeError:  # an OSError, but no folder's
+        return _output_closed()
     except OSError as exc:
         if args.debug or exc.errno not in _FOLDER_ERRORS:
             raise
@@ -79,6 +81,20 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("etk: interrupted", file=sys.stderr)
         return 130
+
+
+def _output_closed() -> int:
+    """stdout's reader went away (`etk log --json | head`): say so once; what Python would still
+    flush at exit goes nowhere instead of into a second BrokenPipeError."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    print(
+        "etk: error: the output was closed before etk finished writing it (a pipe's reader "
+        "ended, as `| head` does): nothing else is wrong",
+        file=sys.stderr,
+    )
+    return 2
 
 
 def _before_the_verb(args: argparse.Namespace) -> None:
@@ -117,6 +133,8 @@ def _folder_error(exc: OSError, out: os.PathLike[str] | str | None) -> str:
     """One line for an OS error; out: the run's output folder (a failed write names no file)."""
     where = os.fspath(exc.filename) if exc.filename else None
     if exc.errno in _FULL:
+        if exc.filename2:  # a copy: filename is what was read, filename2 what filled the disk
+            where = os.fspath(exc.filename2)
         folder = os.path.dirname(where) if where else os.fspath(out) if out else "."
         where = where or f"into {folder}"
         return f"cannot write {where}: {exc.strerror}; free space in {folder} or choose another folder (-o/--out)"

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from rich.console import Console
@@ -27,6 +30,36 @@ def _lsb(text: str) -> int:
 LARGE_SUITE = 5000  # runs; a suite past this is started only with --large
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, handled as Ctrl-C is: the runs that finished are kept, the workers stopped."""
+
+
+def _terminated(_signum, _frame) -> None:
+    raise Terminated()
+
+
+@contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupted(args, console: Console, by_sigterm: bool) -> int:
+    """What finished is recorded: say how to go on; the exit code of the signal."""
+    done = len(latest(read_records(args.out / RESULTS_NAME)))
+    console.print(
+        f"interrupted{' (SIGTERM)' if by_sigterm else ''}: {done} runs are recorded in "
+        f"{args.out}; continue with etk bench {args.suite} --out {args.out} --resume",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+    return 128 + signal.SIGTERM if by_sigterm else 130
+
+
 def _bench(args) -> int:
     from ..bench.session import (
         run_suite,  # the worker pool imports torch and ExecuTorch
@@ -44,17 +77,12 @@ def _bench(args) -> int:
     cycle_tolerance = parse_percent(args.tolerance_cycles)
     baseline = load_baseline(args.baseline) if args.baseline else None
     try:
-        outcome = run_suite(
-            suite, args.out, args.jobs, args.resume, args.scheduler, console, _farm(args)
-        )
-    except KeyboardInterrupt:
-        done = len(latest(read_records(args.out / RESULTS_NAME)))
-        console.print(
-            f"interrupted: {done} runs are recorded in {args.out}; continue with "
-            f"etk bench {args.suite} --out {args.out} --resume",
-            markup=False,
-        )
-        return 130
+        with _sigterm_interrupts():
+            outcome = run_suite(
+                suite, args.out, args.jobs, args.resume, args.scheduler, console, _farm(args)
+            )
+    except KeyboardInterrupt as stop:
+        return _interrupted(args, console, isinstance(stop, Terminated))
     console.print(
         f"{outcome.ran} runs made ({outcome.failed} failed), {outcome.skipped} already "
         f"recorded; results in {outcome.results}",

@@ -62,6 +62,9 @@ def _print_busy(removal: Removal) -> None:
     if removal.busy:
         keys = ", ".join(e.key for e in removal.busy)
         print(f"left {_entries(len(removal.busy))} in use by another process: {keys}")
+    if removal.stuck:
+        keys = ", ".join(e.key for e in removal.stuck)
+        print(f"could not remove {_entries(len(removal.stuck))} (check permissions): {keys}")
 
 
 def _info(args) -> int:

@@ -29,17 +29,14 @@ def _cycle_check(measured: CycleFigures, program_dir: Path) -> CycleCheck | None
 
 
 def _log(args) -> int:
+    from ..runners.capture_file import parse_capture
     from ..runners.console_log import check_outputs, console_cycles, run_entry
-    from ..runners.uart_log import parse_uart_log
 
     path = Path(args.capture)
-    try:
-        log = parse_uart_log(path.read_bytes())
-    except OSError as exc:
-        raise UserError(f"cannot read {path}: {exc.strerror}") from None
+    log = parse_capture(path)
     if not log.recognised:
         raise UserError(
-            f"{path} holds no run: none of its {len(log.lines)} lines is an "
+            f"{path} holds no run: none of its {log.line_count} lines is an "
             f"ExecuTorch or ML-kit log record, PMU report, output or failure; pass the "
             f"firmware's console capture (UART or FVP output)"
         )
@@ -50,31 +47,41 @@ def _log(args) -> int:
     if args.json:
         print(json.dumps(entry, indent=2))
     else:
-        cycles = entry["cycles"]
-        print(f"{path}: {entry['verdict']}")
-        if cycles["kind"] == "measured":
-            figures = [
-                f"NPU {cycles['npu_cycles']}" if cycles["npu_cycles"] is not None else "",
-                f"CPU {cycles['cpu_cycles']}" if cycles["cpu_cycles"] is not None else "",
-            ]
-            print(f"  cycles per inference (measured): {', '.join(f for f in figures if f)}")
-            for name, count in cycles["counters"].items():
-                print(f"  {name}: {count}")
-        if cycle_check is not None:
-            for line in cycle_check_lines(cycle_check):
-                print(f"  {line}")
-        if log.outputs:
-            print(
-                f"  outputs printed: {', '.join(str(len(v)) for v in log.outputs)} value(s)"
-                f"{' (some skipped by the firmware)' if log.outputs_elided else ''}"
-            )
-        if log.top_classes:
-            print(f"  top classes: {', '.join(str(c) for c, _ in log.top_classes)}")
-        if log.inference_ms is not None:
-            print(f"  inference: {log.inference_ms:g} ms (as the firmware timed it)")
-        if check is not None:
-            print(f"  outputs: {check.note}")
+        print("\n".join(_summary(path, entry, log, check, cycle_check)))
     return 0 if entry["status"] in ("passed", "read") else 1
+
+
+def _measured(cycles: dict) -> list[str]:
+    if cycles["kind"] != "measured":
+        return []
+    figures = [
+        f"{unit} {cycles[key]}"
+        for unit, key in (("NPU", "npu_cycles"), ("CPU", "cpu_cycles"))
+        if cycles[key] is not None
+    ]
+    return [
+        f"  cycles per inference (measured): {', '.join(figures)}",
+        *(f"  {name}: {count}" for name, count in cycles["counters"].items()),
+    ]
+
+
+def _summary(path: Path, entry: dict, log, check, cycle_check: CycleCheck | None) -> list[str]:
+    """The terminal's lines for a run entry: verdict, measured cycles, what else was printed."""
+    lines = [f"{path}: {entry['verdict']}", *_measured(entry["cycles"])]
+    if cycle_check is not None:
+        lines += [f"  {line}" for line in cycle_check_lines(cycle_check)]
+    if log.outputs:
+        lines.append(
+            f"  outputs printed: {', '.join(str(len(v)) for v in log.outputs)} value(s)"
+            f"{' (some skipped by the firmware)' if log.outputs_elided else ''}"
+        )
+    if log.top_classes:
+        lines.append(f"  top classes: {', '.join(str(c) for c, _ in log.top_classes)}")
+    if log.inference_ms is not None:
+        lines.append(f"  inference: {log.inference_ms:g} ms (as the firmware timed it)")
+    if check is not None:
+        lines.append(f"  outputs: {check.note}")
+    return lines
 
 
 def register(subparsers) -> None:

@@ -23,6 +23,7 @@ from ..npu import NpuConfig
 from ..quantize.activations import canonicalize_activations, describe_activation
 from ..quantize.decisions import ACTIVATIONS, DEQUANTIZE, QUANTIZE
 from ..quantize.quantizer import export_module, quantize
+from ..quantize.same_padding import explicit_same_padding
 from ..rewrites import apply_rewrites
 
 
@@ -97,6 +98,7 @@ def block_errors(
     """Per fused block, in graph order: both variants' output SQNR against float on samples."""
     floating = export_module(model)
     canonicalize_activations(floating)
+    explicit_same_padding(floating)
     apply_rewrites(floating, rewrites)
     fused = quantize(model, calibration, "fused", npu, rewrites=rewrites, quant=quant)
     unfused = quantize(model, calibration, "unfused", npu, rewrites=rewrites, quant=quant)

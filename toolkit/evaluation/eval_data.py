@@ -33,6 +33,13 @@ def _hash(x: np.ndarray, y: np.ndarray) -> str:
     return hashlib.sha256(x.tobytes() + y.tobytes()).hexdigest()[:16]
 
 
+def sample_shape(input_shape: tuple[int, ...]) -> tuple[int, ...]:
+    """One sample's shape: the input's after a leading batch of 1; the whole input's when it
+    has no batch axis (its first dimension is not 1, e.g. (10,) or (49, 10))."""
+    shape = tuple(input_shape)
+    return shape[1:] if shape[:1] == (1,) else shape
+
+
 def is_labelled_folder(folder: Path) -> bool:
     return (Path(folder) / "x.npy").is_file()
 
@@ -53,7 +60,7 @@ def load_labelled(folder: Path, input_shape: tuple[int, ...], labels: bool = Tru
             "N inputs in the model's layout) and y.npy (N integer labels)"
         )
     x = _load(folder / "x.npy")
-    sample = tuple(input_shape[1:])
+    sample = sample_shape(input_shape)
     if (
         x.ndim < 1 + len(sample)
         or tuple(x.shape[-len(sample) :] if sample else ()) != sample

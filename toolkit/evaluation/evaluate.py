@@ -12,12 +12,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..artifacts import LoadedModel, Program, RunResult
+from ..artifacts import CalibrationSet, LoadedModel, Program, RunResult
 from ..atomic_write import write_atomic
 from ..errors import ToolError, UserError
+from ..models.input_draws import describe_draws, draw_samples
 from ..runners.base import HostRunner, Runner
 from ..targets import Target
-from .metrics import Accuracy, output_accuracy
+from .metrics import Accuracy, input_clipping, output_accuracy
 
 EVAL_SEED_OFFSET = 1000  # evaluation inputs never coincide with calibration inputs
 # ExecuTorch's Zephyr hello-executorch sample (src/arm_executor_runner.cpp, prepare_input_tensors)
@@ -36,16 +37,32 @@ class Evaluation:
     kept: tuple[int, ...] | None = None  # the samples these runs are of; None: every sample
 
 
+@dataclass(frozen=True)
+class EvaluationInputs:
+    samples: tuple[tuple[np.ndarray, ...], ...]
+    source: str  # what was fed, for the report: "random(seed=1000, samples=8): ..."
+
+
 def evaluation_inputs(
-    model: LoadedModel, samples: int, seed: int
-) -> tuple[tuple[np.ndarray, ...], ...]:
-    generator = torch.Generator().manual_seed(seed + EVAL_SEED_OFFSET)
-    return tuple(
-        tuple(
-            torch.randn(x.shape, generator=generator, dtype=x.dtype).numpy()
-            for x in model.example_inputs
+    model: LoadedModel, samples: int, seed: int, data: CalibrationSet | None = None
+) -> EvaluationInputs:
+    """samples inputs: from the user's calibration data when given (a seeded choice, at most
+    all of it), else drawn like the example inputs (models/input_draws.py)."""
+    if data is not None:
+        count = min(samples, len(data.samples))
+        picked = np.random.default_rng(seed + EVAL_SEED_OFFSET).permutation(len(data.samples))
+        chosen = tuple(
+            tuple(x.detach().numpy() for x in data.samples[i]) for i in sorted(picked[:count])
         )
-        for _ in range(samples)
+        return EvaluationInputs(
+            chosen, f"{count} of the {len(data.samples)} samples of {data.source}"
+        )
+    generator = torch.Generator().manual_seed(seed + EVAL_SEED_OFFSET)
+    drawn = draw_samples(model.example_inputs, samples, generator)
+    return EvaluationInputs(
+        tuple(tuple(x.numpy() for x in sample) for sample in drawn),
+        f"random(seed={seed + EVAL_SEED_OFFSET}, samples={samples}): "
+        f"{describe_draws(model.example_inputs)}",
     )
 
 
@@ -142,6 +159,7 @@ def _scored(
             )
             for i, spec in enumerate(program.output_specs)
         ),
+        input_clipping(inputs, program.input_quant),
     )
     return Evaluation(tuple(inputs), tuple(reference_floats), outputs, runs, acc)
 

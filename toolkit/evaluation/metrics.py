@@ -63,18 +63,50 @@ class OutputAccuracy:
     top1_agreement: float | None  # classifier logits only
     clipped: int  # values at qmin/qmax whose float value lies beyond the calibrated range
     clipped_error_share: float  # the clipped values' share of the squared error (0..1)
+    nonfinite_float: int = 0  # NaN or infinite values of the float model's output
+
+
+@dataclass(frozen=True)
+class InputClipping:
+    """Evaluation input values outside the range the input's quantize represents."""
+
+    clipped: int
+    values: int
+
+
+def input_clipping(samples, input_quant) -> InputClipping:
+    """Over every sample (a tuple of arrays, one per input) and quantized input."""
+    clipped = values = 0
+    for sample in samples:
+        for x, quant in zip(sample, input_quant):
+            if quant is None:
+                continue
+            low, high = _representable(quant)
+            x = np.asarray(x, np.float64)
+            clipped += int(np.sum((x < low) | (x > high)))
+            values += x.size
+    return InputClipping(clipped, values)
+
+
+def _representable(quant: TensorQuant) -> tuple[float, float]:
+    """Beyond half a step past qmin/qmax a float value is clipped, not rounded."""
+    return (
+        (quant.qmin - quant.zero_point - 0.5) * quant.scale,
+        (quant.qmax - quant.zero_point + 0.5) * quant.scale,
+    )
 
 
 @dataclass(frozen=True)
 class Accuracy:
-    """Every model output; the headline figures are the worst (lowest SQNR) output's."""
+    """Every model output; the headline figures are the worst (lowest SQNR, NaN first) output's."""
 
     samples: int
     outputs: tuple[OutputAccuracy, ...]
+    inputs: InputClipping | None = None  # None: the inputs were not looked at
 
     @property
     def worst(self) -> OutputAccuracy:
-        return min(self.outputs, key=lambda o: o.sqnr_db)
+        return min(self.outputs, key=lambda o: (not math.isnan(o.sqnr_db), o.sqnr_db))
 
     @property
     def sqnr_db(self) -> float:
@@ -106,9 +138,7 @@ def output_accuracy(
     clipped = np.zeros(ref.shape, bool)
     if quant is not None:
         codes = np.rint(test / quant.scale) + quant.zero_point
-        # beyond half a step past qmin/qmax a float value is clipped, not rounded
-        low = (quant.qmin - quant.zero_point - 0.5) * quant.scale
-        high = (quant.qmax - quant.zero_point + 0.5) * quant.scale
+        low, high = _representable(quant)
         clipped = ((codes <= quant.qmin) & (ref < low)) | ((codes >= quant.qmax) & (ref > high))
     error = (ref - test) ** 2
     return OutputAccuracy(
@@ -120,35 +150,62 @@ def output_accuracy(
         top1_agreement=top1_agreement(ref, test) if classifier else None,
         clipped=int(clipped.sum()),
         clipped_error_share=float(error[clipped].sum() / error.sum()) if error.any() else 0.0,
+        nonfinite_float=int(ref.size - np.isfinite(ref).sum()),
     )
 
 
 def low_sqnr_warnings(acc: Accuracy, host: Accuracy | None = None) -> list[str]:
-    """One line per output below SQNR_FLOOR_DB, with its likely cause. host: the host
+    """One line per output below SQNR_FLOOR_DB or NaN, with its likely cause. host: the host
     reference's figures of the same program, when acc is another runner's."""
     lines = []
     for out in acc.outputs:
-        if out.sqnr_db < SQNR_FLOOR_DB:
+        if math.isnan(out.sqnr_db):
+            lines.append(f"output {out.index} SQNR nan vs float: {_nan_cause(out, acc.samples)}")
+        elif out.sqnr_db < SQNR_FLOOR_DB:
             lines.append(
                 f"output {out.index} SQNR {out.sqnr_db:.1f} dB vs float (below "
-                f"{SQNR_FLOOR_DB:g} dB): {_cause(out, acc.samples, host)}"
+                f"{SQNR_FLOOR_DB:g} dB): {_cause(out, acc, host)}"
             )
     return lines
 
 
-def _cause(out: OutputAccuracy, samples: int, host: Accuracy | None) -> str:
+def _nan_cause(out: OutputAccuracy, samples: int) -> str:
+    if out.nonfinite_float:
+        return (
+            f"the float model gives {out.nonfinite_float:,} of {samples * math.prod(out.shape):,}"
+            " values NaN or infinite on the evaluation inputs (inputs outside its domain); "
+            "evaluate on data it takes (--calibration-data DIR, or example_inputs() of the "
+            "inputs' range)"
+        )
+    return "the program's outputs hold NaN or infinite values (a float operator on the CPU)"
+
+
+def _cause(out: OutputAccuracy, acc: Accuracy, host: Accuracy | None) -> str:
     host_db = host.outputs[out.index].sqnr_db if host is not None else None
     if host_db is not None and host_db >= SQNR_FLOOR_DB:
         return f"the host reference has {host_db:.1f} dB: the runner's outputs differ from it"
-    values = samples * math.prod(out.shape)
+    values = acc.samples * math.prod(out.shape)
     clipped = (
         f"{out.clipped:,} of {values:,} values clipped at qmin/qmax, "
         f"{out.clipped_error_share:.0%} of the error"
     )
+    inputs = acc.inputs.clipped if acc.inputs is not None else 0
+    beyond = (
+        f"{inputs:,} of {acc.inputs.values:,} input values lie outside the calibrated input "
+        "range and were clipped at the input's quantize"
+        if acc.inputs is not None and inputs
+        else ""
+    )
     if out.clipped_error_share >= 0.5:
         return (
-            f"{clipped}: the calibrated range is too narrow; calibrate on more or "
-            "representative data (--calibration-data, --calibration-samples)"
+            f"{clipped}: the calibrated range is too narrow{f' ({beyond})' if beyond else ''}; "
+            "calibrate on more or representative data (--calibration-data, "
+            "--calibration-samples)"
+        )
+    if beyond:  # the error is not rounding: the inputs were clipped before anything ran
+        return (
+            f"{clipped}; {beyond}: calibrate on data like the evaluation inputs "
+            "(--calibration-data DIR, --calibration-samples)"
         )
     return (
         f"rounding, not clipping ({clipped}): a dynamic range wider than int8 holds, in this "

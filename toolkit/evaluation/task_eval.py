@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from ..artifacts import Program
-from .eval_data import LabelledData
+from .eval_data import LabelledData, sample_shape
 from .task_metrics import reconstruction_scores, roc_auc, top1
 
 FLOAT_BATCH = 256
@@ -32,12 +32,12 @@ class TaskAccuracy:
 
 
 def task_metric(input_shape: tuple[int, ...], output_shape: tuple[int, ...]) -> str:
-    return "auc" if tuple(output_shape[1:]) == tuple(input_shape[1:]) else "top1"
+    return "auc" if sample_shape(output_shape) == sample_shape(input_shape) else "top1"
 
 
 def data_windows(data: LabelledData, input_shape: tuple[int, ...]) -> np.ndarray:
-    """(N, W, *input[1:]): one window per clip unless x.npy holds several."""
-    sample = tuple(input_shape[1:])
+    """(N, W, *sample): one window per clip unless x.npy holds several."""
+    sample = sample_shape(input_shape)
     return data.x if data.x.ndim == 2 + len(sample) else data.x[:, None]
 
 
@@ -51,10 +51,14 @@ def float_accuracy(
     module, data: LabelledData, input_shape: tuple[int, ...], metric: str
 ) -> TaskAccuracy:
     windows = data_windows(data, input_shape)
-    flat = torch.from_numpy(windows.reshape(-1, *input_shape[1:]))
+    flat = torch.from_numpy(windows.reshape(-1, *sample_shape(input_shape)))
     with torch.no_grad():
-        batches = [module(flat[i : i + FLOAT_BATCH]) for i in range(0, len(flat), FLOAT_BATCH)]
-    outputs = torch.cat(batches).numpy().reshape(len(windows), windows.shape[1], -1)
+        if tuple(input_shape[:1]) == (1,):  # a batch axis: batches of FLOAT_BATCH
+            batches = [module(flat[i : i + FLOAT_BATCH]) for i in range(0, len(flat), FLOAT_BATCH)]
+            stacked = torch.cat(batches)
+        else:  # none: one sample at a time
+            stacked = torch.stack([module(x) for x in flat])
+    outputs = stacked.numpy().reshape(len(windows), windows.shape[1], -1)
     outputs = outputs[:, 0] if metric == "top1" else outputs.reshape(windows.shape)
     return TaskAccuracy(
         metric, _score(metric, data, windows, outputs), len(data.y), "float (PyTorch)"

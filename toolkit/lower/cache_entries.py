@@ -7,6 +7,7 @@ being published, or left by an interrupted one, and go with a clear.
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ class CacheEntry:
 class Removal:
     removed: tuple[CacheEntry, ...]
     busy: tuple[CacheEntry, ...]  # another process held the key: left in place
+    stuck: tuple[CacheEntry, ...] = ()  # could not be removed (permissions, a busy mount)
 
     @property
     def freed(self) -> int:
@@ -40,10 +42,10 @@ def list_entries(root: Path) -> list[CacheEntry]:
     """The entries in root, least recently used first (none when root does not exist)."""
     if not root.is_dir():
         return []
-    entries = [
+    entries = [  # a link is no entry etk made: neither counted nor followed
         CacheEntry(p.name, p, _size(p), p.stat().st_mtime)
         for p in root.iterdir()
-        if p.is_dir() and not p.name.startswith(".")
+        if p.is_dir() and not p.is_symlink() and not p.name.startswith(".")
     ]
     return sorted(entries, key=lambda e: (e.last_used, e.key))
 
@@ -62,15 +64,17 @@ def least_recently_used(entries: list[CacheEntry], max_size: int) -> list[CacheE
 
 def remove_entries(root: Path, entries: list[CacheEntry]) -> Removal:
     """Remove each entry holding its key's lock; an entry in use by another process stays."""
-    removed, busy = [], []
+    removed: list[CacheEntry] = []
+    busy: list[CacheEntry] = []
+    stuck: list[CacheEntry] = []
     for entry in entries:
         with key_lock(root, entry.key, wait=False) as held:
             if not held:
                 busy.append(entry)
                 continue
             shutil.rmtree(entry.path, ignore_errors=True)
-            removed.append(entry)
-    return Removal(tuple(removed), tuple(busy))
+            (stuck if os.path.lexists(entry.path) else removed).append(entry)
+    return Removal(tuple(removed), tuple(busy), tuple(stuck))
 
 
 def remove_stale_partials(root: Path) -> None:

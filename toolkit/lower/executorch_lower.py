@@ -15,6 +15,7 @@ from executorch.backends.arm.util._factory import create_partitioner
 from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 
 from ..artifacts import CpuOp, QuantizedModel, RewriteRecord, TensorQuant, TensorSpec
+from ..child_process import alive
 from ..console_capture import capture_fds
 from ..errors import ToolError, UserError
 from ..graph_info import node_source
@@ -22,6 +23,7 @@ from ..npu import NpuConfig
 from ..quantize.quantizer import compile_spec
 from ..rewrite_names import LOWERING_REWRITES
 from ..rewrites import lowering_rewrites
+from .delegate_outputs import check_delegate_outputs
 from .partition import capture_partition_rejections
 from .vela_runs import keep_vela_run, recorded_vela_runs
 
@@ -159,18 +161,8 @@ def remove_orphaned_dump_folders() -> None:
     """Remove the dump folders of lowerings whose process is gone (killed: no finally ran)."""
     for folder in Path(tempfile.gettempdir()).glob(f"{_DUMP_PREFIX}*-*"):
         pid = folder.name[len(_DUMP_PREFIX) :].split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)) and not folder.is_symlink():
+        if pid.isdigit() and not alive(int(pid)) and not folder.is_symlink():
             shutil.rmtree(folder, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's
-    return True
 
 
 def _lower(
@@ -204,6 +196,7 @@ def _lower(
         raise ToolError(f"ExecuTorch lowering failed: {type(exc).__name__}: {exc}") from exc
     (work_dir / "lowering.log").write_text(log.text)
     calls = [n for n in graph.graph.nodes if _is_delegate_call(n)]
+    check_delegate_outputs(graph, calls)
     payloads = tuple(getattr(graph, c.args[0].target).processed_bytes for c in calls)
     vela_dirs = tuple(
         keep_vela_run(vela_runs, payload, index, work_dir) for index, payload in enumerate(payloads)

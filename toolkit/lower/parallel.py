@@ -9,34 +9,21 @@ OUT/VARIANT as every compile does, and compile_variant here then finds it under 
 
 from __future__ import annotations
 
-import ctypes
 import multiprocessing
 import os
 import pickle
-import signal
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 from ..artifacts import CalibrationSet, LoadedModel, Program, Quant, Variant
+from ..child_process import end_with_parent
 from ..errors import ToolError
 from ..npu import NpuConfig
 from .build_variant import compile_variant
 
 
-def _end_with_parent(parent: int) -> None:
-    """Linux: the kernel sends this process SIGTERM when its parent dies, however it dies
-    (SIGTERM's default action runs no Python cleanup, so the parent could not end it itself)."""
-    if sys.platform != "linux":
-        return
-    PR_SET_PDEATHSIG = 1
-    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    if os.getppid() != parent:  # it died before the request was made
-        os._exit(1)
-
-
 def _child(connection, args, parent: int) -> None:
-    _end_with_parent(parent)
+    end_with_parent(parent)
     import torch
 
     # GNU OpenMP's worker threads do not survive a fork: a parallel region in the child would

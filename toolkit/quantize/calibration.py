@@ -10,6 +10,7 @@ import torch
 
 from ..artifacts import CalibrationSet
 from ..errors import UserError
+from ..models.input_draws import describe_draws, draw_samples
 
 
 def _hash(samples) -> str:
@@ -21,15 +22,13 @@ def _hash(samples) -> str:
 
 
 def random_calibration(example_inputs: tuple, samples: int = 8, seed: int = 0) -> CalibrationSet:
-    """Standard-normal inputs shaped like the example inputs, from a seeded generator."""
+    """Inputs shaped and ranged like the example inputs (models/input_draws.py), from a seeded
+    generator."""
     if samples < 1:
         raise UserError(f"--calibration-samples must be at least 1, got {samples}")
-    generator = torch.Generator().manual_seed(seed)
-    data = tuple(
-        tuple(torch.randn(x.shape, generator=generator, dtype=x.dtype) for x in example_inputs)
-        for _ in range(samples)
-    )
-    return CalibrationSet(data, f"random(seed={seed}, samples={samples})", seed, _hash(data))
+    data = draw_samples(example_inputs, samples, torch.Generator().manual_seed(seed))
+    source = f"random(seed={seed}, samples={samples}): {describe_draws(example_inputs)}"
+    return CalibrationSet(data, source, seed, _hash(data))
 
 
 def _load_file(path: Path, n_inputs: int) -> list[np.ndarray]:

@@ -45,6 +45,7 @@ from ..rewrites.channel_shuffle import SHUFFLE_CONV
 from .activations import HARDTANH_TARGETS, RELU_TARGETS, canonicalize_activations
 from .decisions import BLOCK_PARENTS, QUANTIZE, fusion_decisions, lower_bound
 from .observe import calibrate
+from .same_padding import explicit_same_padding
 
 
 def compile_spec(npu: NpuConfig, extra_vela: tuple[str, ...] = ()) -> EthosUCompileSpec:
@@ -214,9 +215,10 @@ def quantize(
 ) -> QuantizedModel:
     graph = export_module(model)
     canonicalize_activations(graph)
+    explicit_same_padding(graph)
     rewrite_records = apply_rewrites(graph, rewrites)
     prepared = prepare_pt2e(graph, make_quantizer(npu, variant, config, quant))
-    calibrate(prepared, calibration.samples)
+    calibrate(prepared, calibration.samples, calibration.source)
     converted = convert_pt2e(prepared)
     if variant == "fused":
         split_blocks_above_qmin(converted)

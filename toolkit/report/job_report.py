@@ -61,6 +61,12 @@ def variant_warnings(name: str, vr: VariantResult) -> list[str]:
         self_check = vr.run.evaluation.runs[0].details.get("self_check", "")
         if self_check.startswith("delegate"):
             lines.append(self_check)
+    if not vr.program.delegates and vr.program.variant != "tflite":
+        lines.append(
+            "no delegate: nothing runs on the NPU, every operator on the CPU (see its CPU "
+            "operators); the NPU's results and cycles were not checked."
+        )
+    lines.extend(float_cpu_modules(vr.program))
     if len(vr.program.delegates) > 1:
         lines.append(
             f"the model is split into {len(vr.program.delegates)} delegates; the CPU runs "
@@ -71,6 +77,24 @@ def variant_warnings(name: str, vr: VariantResult) -> list[str]:
         host = vr.reference.accuracy if vr.reference is not None else None
         lines.extend(low_sqnr_warnings(evaluation.accuracy, host))
     return [f"{name}: {line}" for line in lines]
+
+
+def float_cpu_modules(program) -> list[str]:
+    """A module of the model that runs on the CPU as several float operators (an activation
+    upstream has no quantized form of, such as Mish: exp, log1p, tanh, ... each on the CPU)."""
+    groups: dict[str, list[str]] = {}
+    for op in program.cpu_ops:
+        parts = op.op.split(".")
+        short = parts[-2] if len(parts) >= 2 else parts[-1]
+        if "quantize" not in short:  # the float interface of the delegates, not computation
+            groups.setdefault(op.source, []).append(short)
+    return [
+        f"{source} runs on the CPU in float as {len(ops)} operators ({', '.join(ops)}): "
+        "none of it on the NPU, with a dequantize and a quantize around it; a module the NPU "
+        "runs (for an activation: ReLU, ReLU6, Hardswish, Sigmoid, Tanh) keeps it there"
+        for source, ops in groups.items()
+        if len(ops) > 1
+    ]
 
 
 def _run_entry(runner_run: RunnerRun, estimate: int | None) -> dict[str, Any]:
@@ -96,25 +120,60 @@ def _run_entry(runner_run: RunnerRun, estimate: int | None) -> dict[str, Any]:
     }
 
 
+def _variant_report(name: str, vr: VariantResult, task: TaskResult | None) -> dict[str, Any]:
+    """report.json variants.<name>."""
+    entry = variant_entry(vr.program)
+    evaluation = scored(vr)
+    if evaluation is not None and evaluation.accuracy is not None:
+        entry["accuracy"] = accuracy_entry(
+            evaluation.accuracy,
+            evaluation.runs[0].runner,
+            "run" if vr.run is not None else "host reference",
+        )
+    if vr.run is not None:
+        entry["run"] = _run_entry(vr.run, entry["estimate"]["total_cycles"])
+    if vr.vela_problems:
+        entry["vela_problems"] = [problem.to_dict() for problem in vr.vela_problems]
+    if task is not None and name in task.variants:
+        entry.setdefault("accuracy", {}).update(task_entry(task, name))
+    return entry
+
+
+def _eval_entry(task: TaskResult, seeds: int) -> dict[str, Any]:
+    """report.json eval: the labelled data, its metric, the float model and reference file."""
+    entry: dict[str, Any] = {
+        "data": task.data,
+        "metric": task.metric,
+        "seeds": seeds,
+        "calibrations": list(task.calibrations),
+        "float": task.float_model.value if task.float_model else None,
+        "reference_file": (
+            {
+                "file": task.reference_file[0],
+                task.metric: task.reference_file[1].value,
+                "runner": task.reference_file[1].runner,
+            }
+            if task.reference_file
+            else None
+        ),
+    }
+    if task.fused_loss is not None:
+        entry["fused_below_unfused"] = {
+            "by": round(task.fused_loss.by, 6),
+            "why": task.fused_loss.why,
+            "blocks": [
+                {**asdict(e), "fused_loss_db": round(e.fused_loss_db, 3)}
+                for e in task.fused_loss.blocks
+            ],
+        }
+    return entry
+
+
 def report_dict(result: JobResult) -> dict[str, Any]:
     job = result.job
-    variants = {}
-    for name, vr in result.variants.items():
-        entry = variant_entry(vr.program)
-        evaluation = scored(vr)
-        if evaluation is not None and evaluation.accuracy is not None:
-            entry["accuracy"] = accuracy_entry(
-                evaluation.accuracy,
-                evaluation.runs[0].runner,
-                "run" if vr.run is not None else "host reference",
-            )
-        if vr.run is not None:
-            entry["run"] = _run_entry(vr.run, entry["estimate"]["total_cycles"])
-        if vr.vela_problems:
-            entry["vela_problems"] = [problem.to_dict() for problem in vr.vela_problems]
-        if result.task is not None and name in result.task.variants:
-            entry.setdefault("accuracy", {}).update(task_entry(result.task, name))
-        variants[name] = entry
+    variants = {
+        name: _variant_report(name, vr, result.task) for name, vr in result.variants.items()
+    }
     report: dict[str, Any] = {
         "schema": SCHEMA_VERSION,
         "model": job.model,
@@ -135,6 +194,7 @@ def report_dict(result: JobResult) -> dict[str, Any]:
         "io_layout": job.io_layout,
         "rewrites": list(resolve_rewrites(job.rewrites)),
         "evaluation_samples": job.eval_samples,
+        "evaluation_inputs": result.evaluation_inputs,
         "variants": variants,
         "warnings": [w for name, vr in result.variants.items() for w in variant_warnings(name, vr)],
     }
@@ -146,32 +206,7 @@ def report_dict(result: JobResult) -> dict[str, Any]:
     if result.comparison is not None:
         report["comparison"] = comparison_entry(result.comparison)
     if result.task is not None:
-        task = result.task
-        report["eval"] = {
-            "data": task.data,
-            "metric": task.metric,
-            "seeds": job.seeds,
-            "calibrations": list(task.calibrations),
-            "float": task.float_model.value if task.float_model else None,
-            "reference_file": (
-                {
-                    "file": task.reference_file[0],
-                    task.metric: task.reference_file[1].value,
-                    "runner": task.reference_file[1].runner,
-                }
-                if task.reference_file
-                else None
-            ),
-        }
-        if task.fused_loss is not None:
-            report["eval"]["fused_below_unfused"] = {
-                "by": round(task.fused_loss.by, 6),
-                "why": task.fused_loss.why,
-                "blocks": [
-                    {**asdict(e), "fused_loss_db": round(e.fused_loss_db, 3)}
-                    for e in task.fused_loss.blocks
-                ],
-            }
+        report["eval"] = _eval_entry(result.task, job.seeds)
     return report
 
 

@@ -96,6 +96,11 @@ def accuracy_entry(acc: Accuracy, runner: str, outputs_of: str) -> dict[str, Any
         "outputs_of": outputs_of,
         "worst_output": worst.index,
         "outputs": [_output_entry(o) for o in acc.outputs],
+        "inputs_clipped": (
+            None
+            if acc.inputs is None
+            else {"values": acc.inputs.values, "clipped": acc.inputs.clipped}
+        ),
     }
 
 
@@ -108,6 +113,7 @@ def _output_entry(out: OutputAccuracy) -> dict[str, Any]:
         "max_abs_err_lsb": _finite(out.max_abs_err_lsb),
         "clipped": out.clipped,
         "clipped_error_share": _finite(out.clipped_error_share),
+        "nonfinite_float_values": out.nonfinite_float,
     }
     if out.top1_agreement is not None:  # classifier logits only
         entry["top1_agreement"] = _finite(out.top1_agreement)

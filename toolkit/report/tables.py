@@ -31,96 +31,147 @@ def _fmt(value) -> str:
     return str(value)
 
 
+class _Rows:
+    """The table being built: a label and one value per variant, and the fused - unfused delta
+    when the job compared them."""
+
+    def __init__(self, compared: bool):
+        self.compared = compared
+        self.table: list[list[str]] = []
+
+    def add(self, label: str, values, delta=None) -> None:
+        self.table.append(
+            [label, *(_fmt(v) for v in values)]
+            + ([_fmt(delta) if delta is not None else ""] if self.compared else [])
+        )
+
+    def both(self, values):
+        return values[0] - values[1] if self.compared and None not in values else None
+
+
 def rows(result: JobResult) -> tuple[list[str], list[list[str]]]:
     names = list(result.variants)
     header = ["", *names] + (["delta (fused - unfused)"] if result.comparison else [])
-    table: list[list[str]] = []
-
-    def add(label, values, delta=None):
-        table.append(
-            [label, *(_fmt(v) for v in values)]
-            + ([_fmt(delta) if delta is not None else ""] if result.comparison else [])
-        )
-
+    t = _Rows(result.comparison is not None)
     vs = [result.variants[n] for n in names]
     programs = [v.program for v in vs]
-
-    def both(values):
-        return values[0] - values[1] if result.comparison and None not in values else None
-
-    add("delegates", [len(p.delegates) for p in programs])
-    add("CPU operators", [len(p.cpu_ops) for p in programs])
-    if any(d.tosa_path for p in programs for d in p.delegates):  # .tflite programs have none
-        add("TOSA CLAMP ops", [p.tosa_ops.get("CLAMP", 0) for p in programs])
-        add("TOSA RESCALE ops", [p.tosa_ops.get("RESCALE", 0) for p in programs])
-    ops = [p.npu_ops for p in programs]
-    add("NPU operations (command stream)", ops, both(ops))
-    est = [sum(d.estimate.npu_cycles for d in p.delegates if d.estimate) for p in programs]
-    add("NPU cycles (Vela estimate)", est, both(est))
-    tot = [p.estimated_total_cycles for p in programs]
-    add("total cycles (Vela estimate)", tot, both(tot))
-    add("activations fused", [sum(d.fused for d in p.decisions) for p in programs])
-    evaluations = [scored(v) for v in vs]
-    accs = [e.accuracy for e in evaluations if e is not None and e.accuracy is not None]
-    if len(accs) == len(vs):
-        on = vs[0].run.evaluation.runs[0].runner if vs[0].run else "host ref"
-        sq = [a.sqnr_db for a in accs]
-        # the worst output's figures, named when there are several
-        shown = [
-            f"{_fmt(a.sqnr_db)} (output {a.worst.index})" if len(a.outputs) > 1 else a.sqnr_db
-            for a in accs
-        ]
-        add(f"SQNR vs float (dB, {on})", shown, both(sq))
-        add("max |err| vs float (LSB)", [a.max_abs_err_lsb for a in accs])
-        if any(a.top1_agreement is not None for a in accs):
-            add("top-1 agreement with float", [a.top1_agreement for a in accs])
+    tot = _program_rows(t, programs, result.job.quant)
+    _accuracy_rows(t, vs)
     if result.task is not None and all(n in result.task.variants for n in names):
         means = [float(np.mean([a.value for a in result.task.variants[n]])) for n in names]
-        delta = both(means)
-        add(
+        delta = t.both(means)
+        t.add(
             f"{_METRIC[result.task.metric]} on eval data",
             [f"{m:.4f}" for m in means],
             None if delta is None else f"{delta:+.4f}",
         )
     runner_runs = [v.run for v in vs if v.run]
     if len(runner_runs) == len(vs):
-        runs = [r.evaluation.runs[0] for r in runner_runs]
-        kind = runs[0].cycles.kind
-        measured = [r.cycles.npu_cycles for r in runs]
-        simulated = kind == "simulated"
-        add(
-            f"NPU {'compute cycles, op sum' if simulated else 'cycles'} ({runs[0].runner}, {kind})",
-            measured,
-            both(measured),
+        _runner_rows(t, runner_runs, tot)
+    return header, t.table
+
+
+def _program_rows(t: _Rows, programs: list, quant: str) -> list:
+    """What was compiled: delegates, operators, Vela's estimate, fusion; returns the estimated
+    total cycles of each variant."""
+    t.add("delegates", [len(p.delegates) for p in programs])
+    t.add("CPU operators", [len(p.cpu_ops) for p in programs])
+    if any(d.tosa_path for p in programs for d in p.delegates):  # .tflite programs have none
+        t.add("TOSA CLAMP ops", [p.tosa_ops.get("CLAMP", 0) for p in programs])
+        t.add("TOSA RESCALE ops", [p.tosa_ops.get("RESCALE", 0) for p in programs])
+    ops = [p.npu_ops for p in programs]
+    t.add("NPU operations (command stream)", ops, t.both(ops))
+    est = [sum(d.estimate.npu_cycles for d in p.delegates if d.estimate) for p in programs]
+    t.add("NPU cycles (Vela estimate)", est, t.both(est))
+    tot = [p.estimated_total_cycles for p in programs]
+    t.add("total cycles (Vela estimate)", tot, t.both(tot))
+    t.add(_FUSED_LABEL[quant], [sum(d.fused for d in p.decisions) for p in programs])
+    return tot
+
+
+_FUSED_LABEL = {
+    "int8": "activations fused",
+    # a16w8: no saturation is the activation (accuracy.md, "What fused and unfused mean")
+    "a16w8": "activations fused (a16w8: one range per block, the CLAMP stays)",
+}
+
+
+def _accuracy_rows(t: _Rows, vs: list[VariantResult]) -> None:
+    evaluations = [scored(v) for v in vs]
+    accs = [e.accuracy for e in evaluations if e is not None and e.accuracy is not None]
+    if len(accs) != len(vs):
+        return
+    on = vs[0].run.evaluation.runs[0].runner if vs[0].run else "host ref"
+    sq = [a.sqnr_db for a in accs]
+    # the worst output's figures, named when there are several
+    shown = [
+        f"{_fmt(a.sqnr_db)} (output {a.worst.index})" if len(a.outputs) > 1 else a.sqnr_db
+        for a in accs
+    ]
+    t.add(f"SQNR vs float (dB, {on})", shown, t.both(sq))
+    t.add("max |err| vs float (LSB)", [a.max_abs_err_lsb for a in accs])
+    if any(a.top1_agreement is not None for a in accs):
+        t.add("top-1 agreement with float", [a.top1_agreement for a in accs])
+
+
+def _runner_rows(t: _Rows, runner_runs: list, tot: list) -> None:
+    """The runner's cycles beside Vela's estimate (and etk's prediction), its agreement with
+    the host reference."""
+    runs = [r.evaluation.runs[0] for r in runner_runs]
+    kind = runs[0].cycles.kind
+    measured = [r.cycles.npu_cycles for r in runs]
+    simulated = kind == "simulated"
+    t.add(
+        f"NPU {'compute cycles, op sum' if simulated else 'cycles'} ({runs[0].runner}, {kind})",
+        measured,
+        t.both(measured),
+    )
+    _total_rows(t, runs, tot)
+    checks = [r.cycle_check for r in runner_runs if r.cycle_check is not None]
+    if len(checks) == len(runner_runs):
+        _prediction_rows(
+            t, runs[0].runner, measured, [c.prediction.total_cycles for c in checks], tot
         )
-        total = [r.cycles.total_cycles for r in runs if r.cycles.total_cycles is not None]
-        if len(total) == len(runs):
-            label = "NPU TOTAL, PMU prediction" if simulated else "total cycles"
-            add(f"{label} ({runs[0].runner}, {kind})", total, both(total))
-            if kind != "estimate":  # an estimate over itself is 1 by construction
-                add(
-                    f"  {runs[0].runner} / Vela estimate (total)",
-                    [f"{t / e:.3f}x" if e else "-" for t, e in zip(total, tot)],
-                )
-        checks = [r.cycle_check for r in runner_runs if r.cycle_check is not None]
-        if len(checks) == len(runner_runs):
-            predicted = [c.prediction.total_cycles for c in checks]
-            add("NPU TOTAL (etk prediction)", predicted, both(predicted))
-            add(
-                f"  {runs[0].runner} / etk prediction",
-                [f"{m / p:.3f}x" if m and p else "-" for m, p in zip(measured, predicted)],
-            )
-            add(
-                f"  {runs[0].runner} / Vela estimate (total)",
-                [f"{m / e:.3f}x" if m and e else "-" for m, e in zip(measured, tot)],
-            )
-        if any(r.not_checked for r in runner_runs):
-            add("outputs == host reference", ["not checked" for _ in runner_runs])
-        else:
-            add("outputs == host reference", [r.outputs_match_reference for r in runner_runs])
-            add("max diff vs host reference (LSB)", [r.max_diff_lsb for r in runner_runs])
-        session_rows(runs, add)
-    return header, table
+    _host_reference_rows(t, runner_runs)
+    session_rows(runs, t.add)
+
+
+def _host_reference_rows(t: _Rows, runner_runs: list) -> None:
+    """The runner's outputs against the host reference: not checked where the runner is it."""
+    if any(r.not_checked for r in runner_runs):
+        t.add("outputs == host reference", ["not checked" for _ in runner_runs])
+        return
+    t.add("outputs == host reference", [r.outputs_match_reference for r in runner_runs])
+    t.add("max diff vs host reference (LSB)", [r.max_diff_lsb for r in runner_runs])
+
+
+def _total_rows(t: _Rows, runs: list, tot: list) -> None:
+    """The runner's total cycles (the PMU prediction, for the simulator) over Vela's estimate
+    (not for the estimate itself: that is 1 by construction)."""
+    total = [r.cycles.total_cycles for r in runs if r.cycles.total_cycles is not None]
+    if len(total) != len(runs):
+        return
+    kind = runs[0].cycles.kind
+    label = "NPU TOTAL, PMU prediction" if kind == "simulated" else "total cycles"
+    t.add(f"{label} ({runs[0].runner}, {kind})", total, t.both(total))
+    if kind != "estimate":
+        t.add(
+            f"  {runs[0].runner} / Vela estimate (total)",
+            [f"{value / e:.3f}x" if e else "-" for value, e in zip(total, tot)],
+        )
+
+
+def _prediction_rows(t: _Rows, runner: str, measured: list, predicted: list, tot: list) -> None:
+    """A measured run beside etk's prediction and Vela's estimate."""
+    t.add("NPU TOTAL (etk prediction)", predicted, t.both(predicted))
+    t.add(
+        f"  {runner} / etk prediction",
+        [f"{m / p:.3f}x" if m and p else "-" for m, p in zip(measured, predicted)],
+    )
+    t.add(
+        f"  {runner} / Vela estimate (total)",
+        [f"{m / e:.3f}x" if m and e else "-" for m, e in zip(measured, tot)],
+    )
 
 
 TERMINAL_LAYER_DELTAS = 3
@@ -190,10 +241,15 @@ def notes(result: JobResult, terse: bool = False) -> list[str]:
         if v.run is not None and "inputs" in v.run.evaluation.runs[0].details
     }
     lines.extend(f"Inputs: {note}" for note in sorted(fixed_inputs))
+    if result.evaluation_inputs:
+        lines.append(
+            f"Inputs: calibrated on {result.calibration_source}; evaluated on "
+            f"{result.evaluation_inputs}"
+        )
     unchecked = {v.run.not_checked for v in result.variants.values() if v.run and v.run.not_checked}
     lines.extend(f"Outputs {note}" for note in sorted(unchecked))
     for name, v in result.variants.items():
-        lines.extend(_variant_notes(name, v))
+        lines.extend(_variant_notes(name, v, terse))
     if result.task is not None and result.task.fused_loss is not None:
         loss = result.task.fused_loss
         lines.append(
@@ -207,7 +263,34 @@ def notes(result: JobResult, terse: bool = False) -> list[str]:
     return lines
 
 
-def _variant_notes(name: str, v: VariantResult) -> list[str]:
+def _decision_notes(name: str, decisions, terse: bool) -> list[str]:
+    """Fusion decisions worth a note (not fused in the fused variant, fused by a raised zero
+    point or at a16w8), one line per activation and reason, naming every block it applies to
+    (in the terminal the first few)."""
+    grouped: dict[tuple[str, str, bool], list[str]] = {}
+    for d in decisions:
+        if not d.fused and name == "fused":
+            grouped.setdefault((d.activation, d.reason, False), []).append(
+                f"{d.parent} ({d.source})"
+            )
+        if d.zero_point_raised:
+            grouped.setdefault((d.activation, d.reason, True), []).append(d.parent)
+    lines = []
+    for (activation, reason, fused), parents in grouped.items():
+        shown = parents[:NAMED_BLOCKS] if terse else parents
+        more = f" and {len(parents) - len(shown)} more" if len(shown) < len(parents) else ""
+        count = f" ({len(parents)} blocks)" if len(parents) > 1 else ""
+        where = f"{activation} after {', '.join(shown)}{more}{count}"
+        lines.append(
+            f"{name}: {where}: {reason}" if fused else f"{name}: {where} not fused: {reason}"
+        )
+    return lines
+
+
+NAMED_BLOCKS = 4  # blocks a terminal note names before "and N more"
+
+
+def _variant_notes(name: str, v: VariantResult, terse: bool = False) -> list[str]:
     """A variant's fallback, warnings, rewrites, CPU operators, fusion decisions, cycle check."""
     lines = []
     if v.run is not None and "fallback" in v.run.evaluation.runs[0].details:
@@ -217,13 +300,7 @@ def _variant_notes(name: str, v: VariantResult) -> list[str]:
         lines.append(f"{name}: rewrite {record.rewrite} at {record.source}: {record.change}")
     for op in v.program.cpu_ops:
         lines.append(f"{name}: CPU operator {op.op} from {op.source}: {op.reason}")
-    for d in v.program.decisions:
-        if not d.fused and name == "fused":
-            lines.append(
-                f"{name}: {d.activation} after {d.parent} ({d.source}) not fused: {d.reason}"
-            )
-        if d.zero_point_raised:
-            lines.append(f"{name}: {d.activation} after {d.parent}: {d.reason}")
+    lines.extend(_decision_notes(name, v.program.decisions, terse))
     check = v.run.cycle_check if v.run is not None else None
     if check is not None:
         lines.extend(f"{name}: {line}" for line in cycle_check_lines(check)[1:])

@@ -24,7 +24,6 @@ from .uart_outputs import decode_outputs, missing_values
 # "read": the capture shows a finished inference (figures) but neither an end nor anything to
 # check it by (outputs compared, a test result): an MLEK profile block, a cut excerpt
 Status = Literal["passed", "differ", "failed", "hung", "nothing", "read"]
-_MISMATCH = "don't match expected BundleIO"  # the runner's line before Test_result: FAIL
 
 
 @dataclass(frozen=True)
@@ -49,37 +48,35 @@ class OutputCheck:
 
 
 def verdict(log: UartLog, check: OutputCheck | None = None) -> Verdict:
-    fail_at = next(
-        (
-            n
-            for n, line in enumerate(log.lines, 1)
-            if _MISMATCH in line or "Test_result: FAIL" in line
-        ),
-        None,
-    )
+    fail_at = log.first_bundle_failure[0] if log.first_bundle_failure else None
     # After a BundleIO FAIL the runner reports the mismatch and aborts on purpose.
     failures = [f for f in log.failures if fail_at is None or f.line_no < fail_at]
     if failures:
         first = next((f for f in failures if f.kind != "garbled"), failures[0])
         return Verdict("failed", f"failed: {first.text}", first.text)
-    if fail_at is not None:
-        line = log.lines[fail_at - 1]
-        return Verdict("differ", f"ran, outputs differ: {line.strip()}", line.strip())
+    if log.first_bundle_failure is not None:
+        line = log.first_bundle_failure[1]
+        return Verdict("differ", f"ran, outputs differ: {line}", line)
     if log.complete or log.eot or log.inference_done:
-        if check is not None and check.match is False:
-            return Verdict("differ", f"ran, outputs differ: {check.note}", check.note)
-        checked = (check is not None and check.match) or log.test_results
-        if not (log.complete or log.eot or checked):
-            read = _what_was_read(log)
-            return Verdict(
-                "read",
-                f"read {read}; nothing checked (no end, no compared outputs, no test result)",
-                "",
-            )
-        return Verdict("passed", "ran and passed", "")
+        return _finished(log, check)
     if log.last_program_line:
         return Verdict("hung", f"hung after {log.last_program_line}", log.last_program_line)
     return Verdict("nothing", "printed nothing", "")
+
+
+def _finished(log: UartLog, check: OutputCheck | None) -> Verdict:
+    """The verdict of a capture that shows an end or a finished inference, and no failure."""
+    if check is not None and check.match is False:
+        return Verdict("differ", f"ran, outputs differ: {check.note}", check.note)
+    checked = (check is not None and check.match) or log.test_results
+    if not (log.complete or log.eot or checked):
+        read = _what_was_read(log)
+        return Verdict(
+            "read",
+            f"read {read}; nothing checked (no end, no compared outputs, no test result)",
+            "",
+        )
+    return Verdict("passed", "ran and passed", "")
 
 
 def _what_was_read(log: UartLog) -> str:
@@ -114,7 +111,7 @@ def check_outputs(log: UartLog, program_dir: Path, sample: int = 0) -> OutputChe
     decoded = decode_outputs(log.outputs, specs, quants)
     worst, rates = 0.0, []
     for got, path, quant in zip(decoded.arrays, paths, quants):
-        want = np.load(path)
+        want = _reference_output(path, got.shape)
         worst = max(
             worst,
             max_abs_err_lsb(want, got, quant.scale)
@@ -130,6 +127,25 @@ def check_outputs(log: UartLog, program_dir: Path, sample: int = 0) -> OutputChe
         f"{decoded.note}"
     )
     return OutputCheck(match, worst, float(np.mean(rates)), note)
+
+
+def _reference_output(path: Path, shape: tuple[int, ...]) -> np.ndarray:
+    """A host reference output as etk saved it: numbers of the output's shape; UserError else
+    (an object array would need unpickling, which a data file never gets)."""
+    try:
+        want = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        problem = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise UserError(
+            f"{path} is not a host reference output ({problem}): run `etk compile`/`deploy` "
+            "for this program again"
+        ) from None
+    if want.dtype.kind not in "biuf" or want.size != int(np.prod(shape)):
+        raise UserError(
+            f"{path} holds {want.dtype} {tuple(want.shape)}, not the output's {tuple(shape)} "
+            "numbers: run `etk compile`/`deploy` for this program again"
+        )
+    return want.reshape(shape)
 
 
 def console_cycles(log: UartLog, source: Path) -> CycleFigures:
@@ -187,6 +203,6 @@ def run_entry(
             "complete": log.complete or log.eot,
             "banners": log.banners,
             "failures": [str(f) for f in log.failures],
-            "lines": len(log.lines),
+            "lines": log.line_count,
         },
     }

@@ -45,8 +45,6 @@ FIXED_ONES_NOTE = (
     "the firmware runs fixed all-ones inputs; outputs are compared on those (one sample)"
 )
 OWN_FIRMWARE_START_S = 120  # --no-flash: time for the user to start their firmware
-_BUNDLE_FAIL = "Test_result: FAIL"
-_BUNDLE_MISMATCH = "don't match expected BundleIO"  # logged just before the FAIL line
 
 Ending = Literal["end", "halted", "reset", "silent", "time-limit", "disconnected"]
 FaultKind = Literal["garbled", "dropped", "reset", "disconnected"]
@@ -117,11 +115,9 @@ def capture(link, raw_path: Path, first_output_limit_s: float, run_time_limit_s:
 
 def _bundle_fail_line(log: UartLog) -> int | None:
     """The first line of the runner's BundleIO FAIL report, or None when it passed."""
-    if not any(_BUNDLE_FAIL in line for line in log.lines):
+    if not log.bundle_failed or log.first_bundle_failure is None:
         return None
-    return next(
-        n for n, line in enumerate(log.lines, 1) if _BUNDLE_MISMATCH in line or _BUNDLE_FAIL in line
-    )
+    return log.first_bundle_failure[0]
 
 
 def check_capture(cap: Capture, program: Program, bundleio: bool = True) -> Fault | None:

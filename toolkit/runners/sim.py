@@ -72,31 +72,13 @@ class SimulatorRunner:
     def run(
         self, program: Program, inputs: Sequence[np.ndarray], target: Target | None = None
     ) -> RunResult:
-        from ..sim import SimError, UnsupportedError, load_payload, simulate
+        from ..sim import SimError, load_payload, simulate
         from ..sim.vela_tflite import is_vela_compiled, load_compiled_tflite, run_graph
 
         first_run = self._program_key(program) not in self._checked
         refused = self.refusal(program)
         if refused:
-            if self.fallback is None or program.graph_module is None:
-                elsewhere = (
-                    "use --runner tosa-ref"
-                    if program.graph_module is not None
-                    else "a .tflite model runs on the simulator only (no TOSA graph to run)"
-                )
-                raise UnsupportedError(
-                    f"the simulator cannot run {program.model_name} "
-                    f"({program.variant}): {refused}; {elsewhere}"
-                )
-            result = self.fallback.run(program, inputs, target)
-            return dataclasses.replace(
-                result,
-                details={
-                    **result.details,
-                    "fallback": f"the simulator cannot run it ({refused}); "
-                    f"ran {self.fallback.name} instead",
-                },
-            )
+            return self._fallback(program, inputs, target, refused)
         per_delegate = []
         disagreements = []
         check = first_run and self.self_check and program.graph_module is not None
@@ -147,31 +129,67 @@ class SimulatorRunner:
                 o.reshape(s.shape)
                 for o, s in zip(run_delegate(delegate, list(inputs)), program.output_specs)
             )
-        pmus = [r.pmu for r in per_delegate]
-        beats = {k: sum(p.beats[k] for p in pmus) for k in pmus[0].beats} if pmus else None
-        cycles = CycleFigures(
-            kind="simulated",
-            source="etk simulator cycle model",
-            npu_cycles=sum(int(r.npu_cycles) for r in per_delegate),
-            total_cycles=sum(p.total for p in pmus),
-            note="computed by etk's cycle model from the executed command "
-            "stream; not a measurement. NPU cycles are each operation's compute, "
-            "summed; total cycles predict the FVP PMU's NPU TOTAL: compute and "
-            "AXI traffic (such as weight reads from flash) through the "
-            "Corstone-300 timing adapters, DMA overlapping kernels, and each "
-            "kernel's pipeline fill overlapping the previous one's drain where "
-            "BLOCKDEP allows (so the total can be below the compute sum); "
-            "beats predict its AXI beat counters",
-            beats=beats,
-        )
         details: dict[str, object] = {
             "operations": sum(r.operation_count for r in per_delegate),
             "kernels": native_kernels.STATUS,
         }
-        if disagreements:
-            details["self_check"] = "; ".join(disagreements)
-        elif check:
-            details["self_check"] = (
-                "every delegate equals the TOSA reference model on the first sample"
+        if disagreements or check:
+            details["self_check"] = _self_check(disagreements, len(program.delegates))
+        return RunResult(self.name, outputs, _simulated_cycles(per_delegate), details)
+
+    def _fallback(
+        self, program: Program, inputs: Sequence[np.ndarray], target: Target | None, refused: str
+    ) -> RunResult:
+        """The fallback runner's run of a program the simulator refuses; UnsupportedError
+        without one (or for a .tflite program, which has no TOSA graph to run elsewhere)."""
+        from ..sim import UnsupportedError
+
+        if self.fallback is None or program.graph_module is None:
+            elsewhere = (
+                "use --runner tosa-ref"
+                if program.graph_module is not None
+                else "a .tflite model runs on the simulator only (no TOSA graph to run)"
             )
-        return RunResult(self.name, outputs, cycles, details)
+            raise UnsupportedError(
+                f"the simulator cannot run {program.model_name} "
+                f"({program.variant}): {refused}; {elsewhere}"
+            )
+        result = self.fallback.run(program, inputs, target)
+        return dataclasses.replace(
+            result,
+            details={
+                **result.details,
+                "fallback": f"the simulator cannot run it ({refused}); "
+                f"ran {self.fallback.name} instead",
+            },
+        )
+
+
+def _simulated_cycles(per_delegate: list) -> CycleFigures:
+    """The cycle model's figures over every delegate run (sim.SimulationResult each)."""
+    pmus = [r.pmu for r in per_delegate]
+    beats = {k: sum(p.beats[k] for p in pmus) for k in pmus[0].beats} if pmus else None
+    return CycleFigures(
+        kind="simulated",
+        source="etk simulator cycle model",
+        npu_cycles=sum(int(r.npu_cycles) for r in per_delegate),
+        total_cycles=sum(p.total for p in pmus),
+        note="computed by etk's cycle model from the executed command "
+        "stream; not a measurement. NPU cycles are each operation's compute, "
+        "summed; total cycles predict the FVP PMU's NPU TOTAL: compute and "
+        "AXI traffic (such as weight reads from flash) through the "
+        "Corstone-300 timing adapters, DMA overlapping kernels, and each "
+        "kernel's pipeline fill overlapping the previous one's drain where "
+        "BLOCKDEP allows (so the total can be below the compute sum); "
+        "beats predict its AXI beat counters",
+        beats=beats,
+    )
+
+
+def _self_check(disagreements: list[str], delegates: int) -> str:
+    """What the first sample's check against the TOSA reference model found."""
+    if disagreements:
+        return "; ".join(disagreements)
+    if not delegates:
+        return "not checked: no delegate, nothing ran on the NPU"
+    return "every delegate equals the TOSA reference model on the first sample"

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections import deque
 from dataclasses import dataclass
 from typing import Literal
 
@@ -51,6 +52,11 @@ FailureKind = Literal[
 OutputValue = int | float | bool
 
 EOT = "\x04"
+TAIL_LINES = 64  # lines a UartLog keeps from the end (for error messages)
+KEPT = 256  # log records, and failures, a UartLog keeps from the start (all are counted)
+_NEWLINE = re.compile(r"\r*\n|\r+")  # LF, CR LF (CR CR LF from some terminals), a lone CR
+_BUNDLE_FAIL = "Test_result: FAIL"
+_BUNDLE_MISMATCH = "don't match expected BundleIO"  # the runner's line before Test_result: FAIL
 
 _RECORD = re.compile(
     r"^(?P<level>[DIWEF]) \[?executorch:(?P<file>[^:\]\s]+)(?::(?P<line>\d+))?"
@@ -189,8 +195,9 @@ class Failure:
 
 @dataclass(frozen=True)
 class UartLog:
-    lines: tuple[str, ...]  # every line, EOT removed, undecodable bytes as U+FFFD
-    records: tuple[LogRecord, ...]
+    line_count: int  # lines read (a line ends at LF, CRs then LF, or CRs alone)
+    tail_lines: tuple[str, ...]  # the last TAIL_LINES lines, EOT removed, undecodable bytes U+FFFD
+    records: tuple[LogRecord, ...]  # the first KEPT of them (record_count: all)
     npu_cycles: Count | None  # ethosu_pmu_cycle_cntr, or the ML kit's NPU TOTAL (else ACTIVE)
     pmu_counters: tuple[PmuCounter, ...]
     cpu_cycles: Count | None  # "Inference runtime: N CPU cycles total"
@@ -205,9 +212,15 @@ class UartLog:
     eot: bool
     banners: int  # runner starts seen
     garbled_bytes: int  # undecodable bytes (one per U+FFFD) and stray control characters
-    failures: tuple[Failure, ...]
+    failures: tuple[Failure, ...]  # the first KEPT of them (failure_count: all)
     recognised: int  # lines that carry something a runner prints (record, figure, marker)
     last_program_line: str  # the last non-blank line not printed by the FVP itself
+    record_count: int = 0
+    failure_count: int = 0
+    # the first line of a BundleIO failure report (the mismatch, or Test_result: FAIL): (line
+    # number, text); bundle_failed: a Test_result: FAIL line was printed
+    first_bundle_failure: tuple[int, str] | None = None
+    bundle_failed: bool = False
     delegations: int | None = None  # "NPU delegations: N": command streams the NPU ran
     delegates: tuple[DelegatePmu, ...] = ()  # per-delegate PMU figures (executorch#22511)
     pmu_events: tuple[str, ...] = ()  # the legend: the event each ethosu_pmu_cntrK counts
@@ -230,8 +243,8 @@ class UartLog:
         )
 
     def tail(self, n: int = 15) -> str:
-        """The last n lines, non-text characters shown as '?'."""
-        return "\n".join(_CONTROL.sub("?", line) for line in self.lines[-n:])
+        """The last n lines (at most TAIL_LINES), non-text characters shown as '?'."""
+        return "\n".join(_CONTROL.sub("?", line) for line in self.tail_lines[-n:])
 
 
 class UartLogParser:
@@ -240,8 +253,11 @@ class UartLogParser:
     def __init__(self) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._pending = ""
-        self._lines: list[str] = []
+        self._line_count = 0
+        self._tail: deque[str] = deque(maxlen=TAIL_LINES)
         self._records: list[LogRecord] = []
+        self._record_count = 0
+        self._values = 0  # output values printed
         self._npu_cycles: Count | None = None
         self._counters: dict[int, Count] = {}
         self._events: tuple[str, ...] = ()
@@ -260,6 +276,9 @@ class UartLogParser:
         self._banners = 0
         self._garbled = 0
         self._failures: list[Failure] = []
+        self._failure_count = 0
+        self._bundle_failure: tuple[int, str] | None = None
+        self._bundle_failed = False
         self._recognised = 0
         self._last_program_line = ""
         self._delegates = DelegatePmuReader()
@@ -287,9 +306,13 @@ class UartLogParser:
         if EOT in text:
             self._eot = True
             text = text.replace(EOT, "")
-        *complete, self._pending = (self._pending + text).split("\n")
+        text = self._pending + text
+        held = text[len(text.rstrip("\r")) :]  # perhaps the first half of a CR LF
+        text = text[: len(text) - len(held)]
+        *complete, rest = _NEWLINE.split(text) if "\r" in text else text.split("\n")
+        self._pending = rest + held
         for line in complete:
-            self._line(line.rstrip("\r"))
+            self._line(line)
 
     def finish(self) -> UartLog:
         """The parsed log; a last line without a newline counts as a line."""
@@ -311,7 +334,8 @@ class UartLogParser:
         n_outputs = max(self._outputs, default=-1) + 1
         printed = [sorted(self._outputs.get(i, {}).items()) for i in range(n_outputs)]
         return UartLog(
-            lines=tuple(self._lines),
+            line_count=self._line_count,
+            tail_lines=tuple(self._tail),
             records=tuple(self._records),
             npu_cycles=npu,
             pmu_counters=tuple(counters),
@@ -330,16 +354,26 @@ class UartLogParser:
             failures=tuple(self._failures),
             recognised=self._recognised,
             last_program_line=self._last_program_line,
+            record_count=self._record_count,
+            failure_count=self._failure_count,
+            first_bundle_failure=self._bundle_failure,
+            bundle_failed=self._bundle_failed,
             delegations=self._delegates.delegations,
             delegates=self._delegates.delegates(),
             pmu_events=self._events,
         )
 
     def _fail(self, kind: FailureKind, text: str) -> None:
-        self._failures.append(Failure(kind, len(self._lines), text))
+        self._failure_count += 1
+        if len(self._failures) < KEPT:
+            self._failures.append(Failure(kind, self._line_count, text))
 
     def _line(self, line: str) -> None:
-        self._lines.append(line)
+        self._line_count += 1
+        self._tail.append(line)
+        if _BUNDLE_FAIL in line or _BUNDLE_MISMATCH in line:
+            self._bundle_failed = self._bundle_failed or _BUNDLE_FAIL in line
+            self._bundle_failure = self._bundle_failure or (self._line_count, line.strip())
         garbled = len(_CONTROL.findall(line))
         if garbled:
             self._garbled += garbled
@@ -348,36 +382,25 @@ class UartLogParser:
             )
             return
         stripped = line.strip()
-        simulator = bool(_SIMULATOR_LINE.match(stripped))
-        if stripped and not simulator:
+        if stripped and not _SIMULATOR_LINE.match(stripped):
             self._last_program_line = stripped
-        failures_before = len(self._failures)
-        if record := _RECORD.match(line):
-            self._records.append(
-                LogRecord(
-                    record["level"],
-                    record["file"],
-                    int(record["line"]) if record["line"] and len(record["line"]) < 10 else None,
-                    record["func"] or "",
-                    record["message"],
-                )
-            )
-            payload = record["message"].strip()
-        elif record := _MLEK_RECORD.match(line):
-            self._records.append(
-                LogRecord(_MLEK_LEVELS[record["level"]], "", None, "", record["message"])
-            )
-            payload = record["message"].strip()
-        else:
-            payload = stripped
-        self._failure_markers(line, stripped, record)
-        if self._payload(payload, line) or record or len(self._failures) > failures_before:
+        failures_before = self._failure_count
+        record = _log_record(line)
+        if record is not None:
+            self._record(record)
+        self._failure_markers(line, stripped, record.level if record else "")
+        payload = record.message.strip() if record else stripped
+        if self._payload(payload, line) or record or self._failure_count > failures_before:
             self._recognised += 1
 
-    def _failure_markers(self, line: str, stripped: str, record: re.Match | None) -> None:
+    def _record(self, record: LogRecord) -> None:
+        self._record_count += 1
+        if len(self._records) < KEPT:
+            self._records.append(record)
+
+    def _failure_markers(self, line: str, stripped: str, level: str) -> None:
         # As ExecuTorch's own checks (runner_utils.py, run_fvp.sh) read a log.
-        level = record["level"] if record else ""
-        if level in ("E", "ERROR") or line.startswith(("E ", "E:")):
+        if level == "E" or line.startswith(("E ", "E:")):
             self._fail("error", line)
         elif level == "F" or line.startswith(("F ", "F:")):
             self._fail("fatal", line)
@@ -436,8 +459,7 @@ class UartLogParser:
     def _read_outputs(self, payload: str) -> bool:
         if m := _OUTPUT.match(payload):
             i = self._output_index(m["i"])
-            j = self._value_index(i, m["j"])
-            self._outputs.setdefault(i, {})[j] = _value(m["type"], m["value"])
+            self._set_value(i, self._value_index(i, m["j"]), _value(m["type"], m["value"]))
         elif m := _ZEPHYR_TENSOR.match(payload):
             i = self._output_index(m["i"])
             self._zephyr_tensor = (i, m["type"])
@@ -445,12 +467,23 @@ class UartLogParser:
         elif self._zephyr_tensor and (m := _ZEPHYR_VALUE.match(payload)):
             i, scalar_type = self._zephyr_tensor
             kind = "float" if scalar_type in ("Float", "Double", "Half") else "int"
-            self._outputs[i][self._value_index(i, m["j"])] = _value(kind, m["value"])
+            self._set_value(i, self._value_index(i, m["j"]), _value(kind, m["value"]))
         elif m := _TOP_CLASS.match(payload):
             self._top.append((_number(m["cls"], "class"), _float(m["score"], "score")))
         else:
             return False
         return True
+
+    def _set_value(self, i: int, j: int, value: OutputValue) -> None:
+        values = self._outputs.setdefault(i, {})
+        if j in values:
+            if not _same(values[j], value):
+                raise _Damaged(f"Output[{i}][{j}] printed twice, {values[j]} then {value}")
+            return
+        if self._values >= _VALUES_LIMIT:
+            raise _Damaged(f"more than {_VALUES_LIMIT:,} output values printed")
+        self._values += 1
+        values[j] = value
 
     def _read_status(self, payload: str, line: str) -> bool:
         if m := _INFERENCE_MS.match(payload):
@@ -479,8 +512,9 @@ class UartLogParser:
         self._banner_kinds.add(kind)
 
 
-# What a capture can claim, whatever it says: memory and time stay linear in its size.
+# What a capture can claim, whatever it says: time stays linear in its size, memory bounded.
 _COUNTER_LIMIT = 1 << 64  # a PMU or CPU counter is at most 64 bits
+_VALUES_LIMIT = 1 << 22  # printed output values (a 4-megapixel map is more than Ethos-U runs)
 _DIGITS = 20  # digits of a 64-bit counter; a longer number is not read (Python's int limit)
 _OUTPUT_SLACK = 64  # an output index at most this far past the outputs printed so far
 _VALUE_SLACK = 4096  # a value index at most this far past the values printed of its output
@@ -529,6 +563,26 @@ def _value(kind: str | None, text: str) -> OutputValue:
     if len(text.lstrip("+-")) > _DIGITS:
         raise _Damaged(f"integer value {text[:24]}... has {len(text)} digits")
     return int(text)
+
+
+def _same(a: OutputValue, b: OutputValue) -> bool:
+    return a == b or (a != a and b != b)  # NaN printed twice is the same value
+
+
+def _log_record(line: str) -> LogRecord | None:
+    """An ExecuTorch log record or an ML kit's (its level as one letter), or None."""
+    if record := _RECORD.match(line):
+        number = record["line"]
+        return LogRecord(
+            record["level"],
+            record["file"],
+            int(number) if number and len(number) < 10 else None,
+            record["func"] or "",
+            record["message"],
+        )
+    if record := _MLEK_RECORD.match(line):
+        return LogRecord(_MLEK_LEVELS[record["level"]], "", None, "", record["message"])
+    return None
 
 
 def _banner_kind(payload: str) -> int | None:

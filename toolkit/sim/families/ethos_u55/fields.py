@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from ... import outstage
 from ...activation import InterpolatedLut, Lut
-from ...errors import UnsupportedError, at
+from ...errors import PayloadError, UnsupportedError, at
 from ...kernel import NO_UPSCALE, Kernel
 from ...layouts import FeatureMap, feature_map
 from ...memory import LUT_BYTES, LUT_SLOT_BYTES
@@ -229,6 +229,13 @@ def output_finish(regs: Registers, ofm: FeatureMap, accelerator: Accelerator) ->
                 f"a table lookup into a {8 * ofm.elem_size}-bit "
                 f"{'' if ofm.signed else 'un'}signed OFM with clip range "
                 f"{clip_range}",
+            )
+        if hi < range_lo:  # every value clips to hi, below the table's first entry
+            op = regs.command
+            raise PayloadError(
+                f"{at(op.offset, 'NPU_SET_ACTIVATION_MAX', hi)} is below the first index of "
+                f"the activation table ({range_lo}) that {op.name} looks its outputs up in: "
+                "the command stream is damaged"
             )
     return Finish(zero_point, lo, hi, ofm.dtype, lut)
 
