@@ -148,6 +148,84 @@ def test_a_crafted_cache_entry_is_compiled_again_by_etk_and_runs_nothing(tmp_pat
     assert not library.exists()
 
 
+def test_a_graph_not_compiled_here_runs_in_a_child_of_its_own_with_the_same_bits(
+    stored, monkeypatch
+):
+    """A stored graph passed the zero-input probe; any other input could still crash it, so
+    etk runs it in a child (lower/tosa_isolated.py), and gets the in-process bits."""
+    import tosa_reference_model
+
+    from toolkit.lower import tosa_isolated, tosa_probe
+    from toolkit.runners.tosa_ref import run_tosa_delegate
+
+    program = load_stored_program(stored)
+    assert program is not None
+    delegate = program.delegates[0]
+    inputs = [np.random.default_rng(3).integers(-128, 128, (1, 3, 16, 16)).astype(np.int8)]
+    here, _status = tosa_reference_model.run(delegate.tosa_path.read_bytes(), inputs)
+    monkeypatch.setattr(tosa_probe, "_COMPILED", set())  # as in a later etk process
+    before = set(tosa_isolated._Children.live)
+    outputs = run_tosa_delegate(delegate, inputs)
+    assert len(set(tosa_isolated._Children.live) - before) == 1
+    assert [o.tobytes() for o in outputs] == [o.tobytes() for o in here]
+
+
+def test_a_graph_that_kills_the_reference_model_is_one_line_and_etk_lives(stored, tmp_path):
+    """Byte 48 of this graph's flatbuffer set to 0xff kills the reference model (SIGSEGV) on any
+    input (found by scripts/fuzz_stored_tosa.py): in a child, that is a ToolError naming the
+    file, and the next run starts a new child."""
+    from dataclasses import replace
+
+    from toolkit.errors import ToolError
+    from toolkit.runners.tosa_ref import run_tosa_delegate
+
+    program = load_stored_program(stored)
+    assert program is not None
+    delegate = program.delegates[0]
+    damaged = bytearray(delegate.tosa_path.read_bytes())
+    damaged[48] = 0xFF
+    path = tmp_path / "delegate0.tosa"
+    path.write_bytes(bytes(damaged))
+    zeros = [np.zeros((1, 3, 16, 16), np.int8)]
+    with pytest.raises(ToolError, match=r"died \(signal 11\) running .*delegate0.tosa") as died:
+        run_tosa_delegate(replace(delegate, tosa_path=path), zeros)
+    assert "\n" not in str(died.value)
+    assert run_tosa_delegate(delegate, zeros)[0].shape == (1, 8, 16, 16)
+
+
+def test_vela_reads_a_stored_graph_in_a_child_and_a_damaged_one_is_a_tool_error(
+    stored, tmp_path, monkeypatch
+):
+    """Vela's C++ core is a native reader too: a graph not compiled here is estimated in a child
+    (sim/vela_estimate_isolated.py) with the in-process figures; a file it cannot read is one line."""
+    from dataclasses import replace
+
+    from toolkit.errors import ToolError
+    from toolkit.lower import tosa_probe
+    from toolkit.sim.vela_estimate import _cached_estimates, vela_estimates
+
+    program = load_stored_program(stored)
+    assert program is not None
+    delegate, npu = program.delegates[0], program.npu
+    here = vela_estimates(str(delegate.tosa_path), npu.accelerator)
+    monkeypatch.setattr(tosa_probe, "_COMPILED", set())
+    _cached_estimates.cache_clear()
+    child = _cached_estimates(str(delegate.tosa_path), npu.accelerator, None, None)
+
+    def unnamed(estimates):  # Vela numbers the operations it adds per process ('#43')
+        return [e._replace(name="#") if e.name.startswith("#") else e for e in estimates]
+
+    assert unnamed(child) == unnamed(here)
+    assert [e.operator for e in here].count("Conv2D") == 1
+    path = tmp_path / "delegate0.tosa"
+    path.write_bytes(bytes(random.Random(1).randrange(256) for _ in range(4000)))
+    with pytest.raises(ToolError, match="Vela could not read .*delegate0.tosa") as failed:
+        _cached_estimates(
+            str(replace(delegate, tosa_path=path).tosa_path), npu.accelerator, None, None
+        )
+    assert "\n" not in str(failed.value)
+
+
 def test_constants_are_raw_numbers_not_a_pickle(stored, tmp_path):
     folder = tmp_path / "crafted"
     shutil.copytree(stored, folder)

@@ -7,7 +7,8 @@ its checksums recomputed, so before etk's own process hands it to a native reade
 process runs each stored graph once on zero inputs of the graph's own input shapes, under a
 memory limit and a timeout. A graph the child cannot run (a crash, a hang, a Python error, a
 status other than VALID) makes the store damaged: it is compiled again. Graphs this process
-compiled or already probed are not probed again.
+compiled or already probed are not probed again. A graph that passes can still crash on other
+inputs: it is run in a child from then on too (tosa_isolated.py).
 
 The child is this file run as a script in isolated mode (`python -I`: no environment variables,
 no script folder on sys.path), given the files as a JSON list on stdin; it prints one JSON line
@@ -24,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 _TRUSTED: set[str] = set()  # SHA-256 of graphs this process wrote or probed
+_COMPILED: set[str] = set()  # SHA-256 of graphs this process wrote: run in this process
 _TIMEOUT_S = 120
 _CHILD_MEMORY = 8 << 30
 
@@ -33,8 +35,14 @@ def _digest(data: bytes) -> str:
 
 
 def trust_compiled(data: bytes) -> None:
-    """A graph this process compiled: it needs no probe when read back."""
+    """A graph this process compiled: it needs no probe when read back, and runs in-process."""
     _TRUSTED.add(_digest(data))
+    _COMPILED.add(_digest(data))
+
+
+def compiled_here(data: bytes) -> bool:
+    """Whether this process compiled the graph (any other runs in tosa_isolated's child)."""
+    return _digest(data) in _COMPILED
 
 
 class ProbeFailed(ValueError):

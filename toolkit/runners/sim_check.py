@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 
 from ..artifacts import Delegate
-from ..console_capture import capture_fds
 from ..errors import ToolError
 
 _TENSOR = re.compile(
@@ -71,19 +70,15 @@ def refusal(delegate: Delegate, npu) -> str | None:
 
 def tosa_intermediates(delegate: Delegate, inputs: list[np.ndarray]) -> dict[str, np.ndarray]:
     """Every integer tensor of the delegate's TOSA graph for these inputs, flattened, by name."""
-    import tosa_reference_model
+    from .tosa_ref import reference_run
 
-    assert delegate.tosa_path is not None, "a .tflite model's delegate has no TOSA graph"
-    with capture_fds() as log:
-        _, status = tosa_reference_model.run(
-            delegate.tosa_path.read_bytes(), inputs, dump_intermediates=1
-        )
-    if "VALID" not in str(status):
-        raise ToolError(f"TOSA reference model rejected delegate {delegate.index}: {status}")
+    run = reference_run(delegate, inputs, intermediates=True)
+    if "VALID" not in run.status:
+        raise ToolError(f"TOSA reference model rejected delegate {delegate.index}: {run.status}")
     tensors: dict[str, np.ndarray] = {}
     name: str | None = None
     values: list[int] = []
-    for line in log.text.splitlines():
+    for line in run.log.splitlines():
         match = _TENSOR.match(line)
         if match:
             name, values = match.group(1), []

@@ -11,27 +11,37 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..artifacts import CycleFigures, Delegate, Program, RunResult
-from ..console_capture import capture_fds
 from ..errors import ToolError
+from ..lower.tosa_isolated import ChildDied, run_reference_model
 from ..targets import Target
 from .base import Availability
 from .host_interpreter import execute
 
 
 def run_tosa_delegate(delegate: Delegate, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    import tosa_reference_model
-
     # the callers run programs with a host graph (host_interpreter.execute), compiled from TOSA
     tosa_path = delegate.tosa_path
     assert tosa_path is not None, "a .tflite model's delegate has no TOSA graph"
-    with capture_fds() as log:  # the model warns about serializer versions
-        outputs, status = tosa_reference_model.run(tosa_path.read_bytes(), inputs)
-    if "VALID" not in str(status):
+    run = reference_run(delegate, inputs)
+    if "VALID" not in run.status:
         raise ToolError(
             f"TOSA reference model rejected delegate {delegate.index} "
-            f"({tosa_path.name}): {status}\n{log.text.strip()[-400:]}"
+            f"({tosa_path.name}): {run.status}\n{run.log.strip()[-400:]}"
         )
-    return list(outputs)
+    return list(run.outputs)
+
+
+def reference_run(delegate: Delegate, inputs: list[np.ndarray], intermediates: bool = False):
+    """The reference model's run of the delegate's graph (tosa_isolated: in a child unless this
+    process compiled it); a child that dies is a ToolError naming the file as damaged."""
+    assert delegate.tosa_path is not None, "a .tflite model's delegate has no TOSA graph"
+    try:
+        return run_reference_model(delegate.tosa_path.read_bytes(), inputs, intermediates)
+    except ChildDied as exc:
+        raise ToolError(
+            f"the TOSA reference model died ({exc}) running {delegate.tosa_path}: the stored "
+            "program is damaged; remove it (etk cache clear, or a new -o folder) and run again"
+        ) from None
 
 
 def estimate_figures(program: Program) -> CycleFigures:

@@ -138,7 +138,13 @@ def vela_estimates(
 def _cached_estimates(
     tosa_path: str, accelerator: str, system_config: str | None, memory_mode: str | None
 ) -> tuple[VelaOpEstimate, ...]:
-    return vela_estimates(tosa_path, accelerator, system_config, memory_mode)
+    from ..lower.tosa_probe import compiled_here
+
+    if compiled_here(Path(tosa_path).read_bytes()):
+        return vela_estimates(tosa_path, accelerator, system_config, memory_mode)
+    from .vela_estimate_isolated import estimates_in_child  # a stored file: Vela reads it there
+
+    return estimates_in_child(tosa_path, accelerator, system_config, memory_mode)
 
 
 def scheduled_operations(tosa_path: str | Path, npu) -> tuple[VelaOpEstimate, ...]:
