@@ -9,6 +9,8 @@ import sysconfig
 import torch
 from torch.fx import Node
 
+from .artifacts import LayerSource
+
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 # Frames inside installed libraries are how a module ran, not where the user wrote it.
 _LIBRARY_ROOTS = tuple(
@@ -19,21 +21,62 @@ _LIBRARY_ROOTS = tuple(
 )
 
 
-def node_source(node: Node) -> str:
-    """'features.3 (Conv2d) at model.py:42', as far as the node's metadata tells."""
-    parts = []
+def _module(node: Node) -> tuple[str, str] | None:
+    """(module path, module type name) of the innermost module the node ran in."""
     stack = node.meta.get("nn_module_stack") or {}
-    if stack:
-        path, module_type = list(stack.values())[-1]
-        path = re.sub(r"^L\['self'\]\.?", "", str(path)) or "<root>"
-        type_name = getattr(module_type, "__name__", str(module_type).rsplit(".", 1)[-1])
-        parts.append(f"{path} ({type_name.strip(chr(39) + '>')})")
+    if not stack:
+        return None
+    path, module_type = list(stack.values())[-1]
+    path = re.sub(r"^L\['self'\]\.?", "", str(path))
+    type_name = getattr(module_type, "__name__", str(module_type).rsplit(".", 1)[-1])
+    return path, type_name.strip(chr(39) + ">")
+
+
+def _user_frame(node: Node) -> tuple[str, int] | None:
+    """(file name, line) of the innermost frame of the user's code in the node's stack trace."""
     frames = [
         f
         for f in _FRAME.findall(node.meta.get("stack_trace") or "")
         if not f[0].startswith(_LIBRARY_ROOTS)
     ]
-    if frames:
-        file, line = frames[-1]
-        parts.append(f"at {file.rsplit('/', 1)[-1]}:{line}")
+    if not frames:
+        return None
+    file, line = frames[-1]
+    return file.rsplit("/", 1)[-1], int(line)
+
+
+def _origin_name(node: Node) -> str:
+    """The name of the node this one was first made from, through the passes that copied it."""
+    sources = node.meta.get("from_node") or []
+    if not sources:
+        return node.name
+    origin = sources[0]
+    while origin.from_node:
+        origin = origin.from_node[0]
+    return str(origin.name)
+
+
+def node_layer(node: Node) -> LayerSource:
+    """The call of the user's model the node came from, as far as its metadata tells."""
+    module = _module(node) or ("", "")
+    frame = _user_frame(node) or ("", 0)
+    torch_fn = node.meta.get("torch_fn")
+    if torch_fn:
+        call_id, qualified = str(torch_fn[0]), str(torch_fn[1])
+        call = qualified.rsplit(".", 1)[-1]
+    else:
+        call_id = _origin_name(node)
+        call = str(getattr(node.target, "__name__", node.target)).split(".")[0]
+    return LayerSource(module[0], module[1], call, call_id, frame[0], frame[1])
+
+
+def node_source(node: Node) -> str:
+    """'features.3 (Conv2d) at model.py:42', as far as the node's metadata tells."""
+    parts = []
+    module = _module(node)
+    if module is not None:
+        parts.append(f"{module[0] or '<root>'} ({module[1]})")
+    frame = _user_frame(node)
+    if frame is not None:
+        parts.append(f"at {frame[0]}:{frame[1]}")
     return " ".join(parts) or node.name
