@@ -27,7 +27,8 @@ class LayerProfile:
     delegates: list[int] = field(default_factory=list)
     npu_ops: int = 0  # kernel operations (not DMA)
     dma_ops: int = 0
-    cycles: int = 0  # each operation's own: the longest of its compute and its traffic
+    dma_cycles: int = 0  # its weight and LUT DMAs' (they run beside the kernels: not in cycles)
+    cycles: int = 0  # each kernel's own: the longest of its compute and its traffic
     compute_cycles: int = 0
     macs: int = 0
     mac_cycles: int = 0  # compute cycles of its convolutions and depthwise convolutions
@@ -62,12 +63,14 @@ class LayerProfile:
     def add(self, op: OpFigures, row: VelaOperation | None, delegate: int) -> None:
         if delegate not in self.delegates:
             self.delegates.append(delegate)
+        self._add_traffic(op)
         if op.kind == "dma":
             self.dma_ops += 1
-        else:
-            self.npu_ops += op.kernels
-            kind = op.kind or (row.operator if row else "?")
-            self.kinds[kind] = self.kinds.get(kind, 0) + op.kernels
+            self.dma_cycles += op.cycles
+            return
+        self.npu_ops += op.kernels
+        kind = op.kind or (row.operator if row else "?")
+        self.kinds[kind] = self.kinds.get(kind, 0) + op.kernels
         self.cycles += op.cycles
         self.compute_cycles += op.compute
         self.macs += op.macs
@@ -83,6 +86,8 @@ class LayerProfile:
             self.mac_cycles += op.compute
             if op.shape is not None and op.cycles > self.shape_cycles:
                 self.shape, self.shape_cycles = op.shape, op.cycles
+
+    def _add_traffic(self, op: OpFigures) -> None:
         for memory, (read, written) in op.traffic.items():
             moved = self.traffic.setdefault(memory, [0, 0])
             moved[0] += read
@@ -98,9 +103,11 @@ class ProgramProfile:
     peak_macs: int  # the configuration's MACs per cycle (8-bit)
     kind: str  # "simulated", "estimate", or "simulated and estimate" (per delegate)
     layers: list[LayerProfile]
-    total_cycles: int = 0  # every NPU operation's cycles, summed
+    delegates: int = 0
+    total_cycles: int = 0  # every NPU kernel operation's cycles, summed
     unattributed_cycles: int = 0  # those of operations with no module path and source line
     unattributed_ops: int = 0
+    dma_cycles: int = 0  # the DMAs' (weights, LUTs), which run beside the kernels
     pmu_total: int | None = None  # the predicted PMU NPU TOTAL (simulated delegates)
     measured: CycleFigures | None = None  # an FVP's or a board's figures of the whole program
     missing: list[str] = field(default_factory=list)  # why a delegate has no figures
@@ -139,13 +146,16 @@ def _add_delegate(profile: ProgramProfile, layers: dict, program: Program, index
         profile.missing.append(f"delegate {index}: no per-operation figures")
         return ""
     attribution = delegate.attribution
-    operations = attribution.operations if attribution is not None else ()
-    for op, row in _rows(figures, operations):
-        source = attribution.layers[row.layer] if row is not None and row.layer >= 0 else None
-        profile.total_cycles += op.cycles
-        if source is None or not source.located:
-            profile.unattributed_cycles += op.cycles
-            profile.unattributed_ops += op.kernels if op.kind != "dma" else 0
+    layer_sources = attribution.layers if attribution is not None else ()
+    for op, row in _rows(figures, attribution.operations if attribution is not None else ()):
+        source = layer_sources[row.layer] if row is not None and row.layer >= 0 else None
+        if op.kind == "dma":
+            profile.dma_cycles += op.cycles
+        else:
+            profile.total_cycles += op.cycles
+            if source is None or not source.located:
+                profile.unattributed_cycles += op.cycles
+                profile.unattributed_ops += op.kernels
         if source is None:
             continue
         layer = layers.setdefault(source.key, LayerProfile(source))
@@ -171,7 +181,9 @@ def _add_vela_estimates(layers: dict, attribution) -> None:
 def profile_program(program: Program, measured: CycleFigures | None = None) -> ProgramProfile:
     """Per-layer figures of every delegate; `measured`: a run's cycle figures, kept when an FVP
     or a board measured them."""
-    profile = ProgramProfile(program.variant, program.npu.accelerator, program.npu.macs, "", [])
+    profile = ProgramProfile(
+        program.variant, program.npu.accelerator, program.npu.macs, "", [], len(program.delegates)
+    )
     layers: dict[str, LayerProfile] = {}
     kinds = {_add_delegate(profile, layers, program, i) for i in range(len(program.delegates))}
     kinds.discard("")

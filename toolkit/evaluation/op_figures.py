@@ -27,6 +27,8 @@ class OpShape(NamedTuple):
     block: tuple[int, int, int]  # OFM block h, w, c
     ublock: tuple[int, int, int]  # the MAC array's u-block h, w, c
     ifm_bytes: int  # bytes per IFM element
+    output_cycles: float  # the output stage's cycles per OFM element
+    part_kernel_first: bool = False  # Vela's traversal for shallow IFMs: 8 channels a step
 
 
 class OpFigures(NamedTuple):
@@ -56,7 +58,7 @@ def _zeros(program) -> list[np.ndarray]:
 def _simulated(delegate: Delegate, program: Program) -> DelegateFigures:
     """Our cycle model's figures for each operation of the delegate's command stream."""
     from ..sim import load_payload, simulate
-    from ..sim.cycles import memory_system
+    from ..sim.cycles import memory_system, output_cycles_per_element
     from ..sim.families import accelerator
     from ..sim.traffic import beat_bytes, op_transfers
 
@@ -88,6 +90,8 @@ def _simulated(delegate: Delegate, program: Program) -> DelegateFigures:
                 rec.block,
                 ublock,
                 rec.ifm_elem_size,
+                output_cycles_per_element(rec, npu.accelerator),
+                rec.part_kernel_first,
             )
         operations.append(
             OpFigures(

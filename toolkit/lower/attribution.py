@@ -88,15 +88,34 @@ def edge_transposes(tosa: TosaProgram) -> set[int]:
     }
 
 
-def added_by(operator: str, vela_source: str, at_edge: bool, layer: LayerSource | None) -> str:
-    """What added the operation: "" (the call's own), "layout" (an edge TRANSPOSE) or
-    "lowering" (anything else neither the user's code nor the TOSA operator asked for)."""
-    if at_edge and (layer is None or layer.call not in PERMUTE_CALLS):
+def _same_kind(a: str, b: str) -> bool:
+    return a == b or {a, b} <= MAC_OPERATORS
+
+
+def added_by(
+    operator: str, vela_source: str, siblings: set[str], at_edge: bool, layer: LayerSource | None
+) -> str:
+    """What added the operation: "" (the call's own), "layout" (an edge TRANSPOSE ExecuTorch put
+    for NCHW) or "lowering" (a transpose the call did not ask for, or an operation Vela put
+    around the TOSA operator's own: `siblings`, the operators Vela made from that TOSA operator).
+    An operator Vela runs as another kind alone (RESIZE as an AvgPool) is the call's own."""
+    permutes = layer is not None and layer.call in PERMUTE_CALLS
+    if at_edge and not permutes:
         return "layout"
-    if operator == vela_source or {operator, vela_source} <= MAC_OPERATORS:
-        if operator != "Transpose" or layer is None or layer.call in PERMUTE_CALLS:
-            return ""
-    return "lowering"
+    if operator == "Transpose" and not permutes:
+        return "lowering"
+    if _same_kind(operator, vela_source):
+        return ""
+    return "lowering" if any(_same_kind(o, vela_source) for o in siblings) else ""
+
+
+def _operator(db: DebugDatabase, queued) -> str:
+    """What Vela scheduled for a queued operation (its source operator if it has no estimate)."""
+    perf = db.perf.get(queued.scheduled)
+    if perf is not None:
+        return perf.operator
+    source = db.optimised_source.get(queued.optimised, -1)
+    return db.source_operator.get(source, ("", -1))[0]
 
 
 def attribute_delegate(
@@ -109,11 +128,14 @@ def attribute_delegate(
     layers: list[LayerSource] = []
     index: dict[str, int] = {}
     operations = []
+    siblings: dict[int, set[str]] = {}
+    for queued in db.queue:
+        source = db.optimised_source.get(queued.optimised, -1)
+        siblings.setdefault(source, set()).add(_operator(db, queued))
     for queued in db.queue:
         source = db.optimised_source.get(queued.optimised, -1)
         vela_source, tosa_index = db.source_operator.get(source, ("", -1))
-        perf = db.perf.get(queued.scheduled)
-        operator = perf.operator if perf is not None else vela_source
+        operator = _operator(db, queued)
         tosa_operator, layer = "", None
         if 0 <= tosa_index < len(tosa.operators):
             tosa_operator, layer = tosa.operators[tosa_index].op, by_operator[tosa_index]
@@ -129,7 +151,7 @@ def attribute_delegate(
                 operator,
                 tosa_operator,
                 position,
-                added_by(operator, vela_source, tosa_index in edges, layer),
+                added_by(operator, vela_source, siblings[source], tosa_index in edges, layer),
             )
         )
     estimates = tuple(

@@ -21,6 +21,7 @@ from .json_report import (
     cycles_entry,
     variant_entry,
 )
+from .layers import add_layer_comparison, layers_entry
 from .layout_hint import layout_hint
 
 
@@ -73,43 +74,48 @@ def variant_warnings(name: str, vr: VariantResult) -> list[str]:
     return [f"{name}: {line}" for line in lines]
 
 
+def _variant_report(name: str, vr: VariantResult, result: JobResult) -> dict[str, Any]:
+    """report.json variants.<name>."""
+    entry = variant_entry(vr.program)
+    evaluation = scored(vr)
+    if evaluation is not None and evaluation.accuracy is not None:
+        entry["accuracy"] = accuracy_entry(
+            evaluation.accuracy,
+            evaluation.runs[0].runner,
+            "run" if vr.run is not None else "host reference",
+        )
+    if vr.run is not None:
+        run = vr.run.evaluation.runs[0]
+        cycles = cycles_entry(run)
+        estimate = entry["estimate"]["total_cycles"]
+        # the run's figure (measured or simulated) over Vela's estimate of the same program
+        cycles["total_over_vela_estimate"] = ratio(run.cycles.total_cycles, estimate)
+        if vr.run.cycle_check is not None:
+            cycles["check"] = cycle_check_entry(vr.run.cycle_check)
+        entry["run"] = {
+            "runner": run.runner,
+            "cycles": cycles,
+            "outputs_match_reference": vr.run.outputs_match_reference,
+            "max_diff_lsb": vr.run.max_diff_lsb,
+            "exact_match_rate": vr.run.exact_match_rate,
+            "details": {
+                k: v
+                for k, v in run.details.items()
+                if isinstance(v, (str, int, float, bool, list, dict))
+            },
+        }
+    if vr.vela_problems:
+        entry["vela_problems"] = [problem.to_dict() for problem in vr.vela_problems]
+    if result.task is not None and name in result.task.variants:
+        entry.setdefault("accuracy", {}).update(task_entry(result.task, name))
+    if vr.layers is not None:
+        entry["layers"] = layers_entry(vr.layers, result.job.io_layout)
+    return entry
+
+
 def report_dict(result: JobResult) -> dict[str, Any]:
     job = result.job
-    variants = {}
-    for name, vr in result.variants.items():
-        entry = variant_entry(vr.program)
-        evaluation = scored(vr)
-        if evaluation is not None and evaluation.accuracy is not None:
-            entry["accuracy"] = accuracy_entry(
-                evaluation.accuracy,
-                evaluation.runs[0].runner,
-                "run" if vr.run is not None else "host reference",
-            )
-        if vr.run is not None:
-            run = vr.run.evaluation.runs[0]
-            cycles = cycles_entry(run)
-            estimate = entry["estimate"]["total_cycles"]
-            # the run's figure (measured or simulated) over Vela's estimate of the same program
-            cycles["total_over_vela_estimate"] = ratio(run.cycles.total_cycles, estimate)
-            if vr.run.cycle_check is not None:
-                cycles["check"] = cycle_check_entry(vr.run.cycle_check)
-            entry["run"] = {
-                "runner": run.runner,
-                "cycles": cycles,
-                "outputs_match_reference": vr.run.outputs_match_reference,
-                "max_diff_lsb": vr.run.max_diff_lsb,
-                "exact_match_rate": vr.run.exact_match_rate,
-                "details": {
-                    k: v
-                    for k, v in run.details.items()
-                    if isinstance(v, (str, int, float, bool, list, dict))
-                },
-            }
-        if vr.vela_problems:
-            entry["vela_problems"] = [problem.to_dict() for problem in vr.vela_problems]
-        if result.task is not None and name in result.task.variants:
-            entry.setdefault("accuracy", {}).update(task_entry(result.task, name))
-        variants[name] = entry
+    variants = {name: _variant_report(name, vr, result) for name, vr in result.variants.items()}
     report: dict[str, Any] = {
         "schema": SCHEMA_VERSION,
         "model": job.model,
@@ -140,6 +146,7 @@ def report_dict(result: JobResult) -> dict[str, Any]:
         report["runner"] = result.runner_note
     if result.comparison is not None:
         report["comparison"] = comparison_entry(result.comparison)
+        add_layer_comparison(report["comparison"], result)
     if result.task is not None:
         task = result.task
         report["eval"] = {
