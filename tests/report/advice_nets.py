@@ -1,0 +1,68 @@
+"""Small nets whose lowering explodes, and the rewrites the per-layer advice proposes for them
+(toolkit/evaluation/layer_rewrites.py pins their figures; tests/report/test_layer_advice.py
+checks them). Each is a MODEL spec: `etk compare tests/report/advice_nets.py:depthwise_multiplier`.
+
+A 3x3 depthwise convolution with channel multiplier 2 (Conv2d(16, 32, 3, groups=16)), and a head
+that averages H and W with x.mean((2, 3)); the same net with the depthwise convolution written
+as a multiplier-1 depthwise then a 1x1 convolution, and with nn.AdaptiveAvgPool2d(1) as its head.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from toolkit.models.zoo import seeded_model
+
+SHAPE = (1, 3, 16, 16)
+
+
+class DepthwiseMultiplier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU())
+        self.expand = nn.Sequential(nn.Conv2d(16, 32, 3, padding=1, groups=16), nn.ReLU())
+        self.project = nn.Sequential(nn.Conv2d(32, 32, 1), nn.ReLU())
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        x = self.project(self.expand(self.stem(x)))
+        return self.head(x.mean(dim=(2, 3)))
+
+
+class DepthwiseThenPointwise(DepthwiseMultiplier):
+    """The multiplier written as a depthwise convolution and a 1x1 convolution."""
+
+    def __init__(self):
+        super().__init__()
+        self.expand = nn.Sequential(
+            nn.Conv2d(16, 16, 3, padding=1, groups=16), nn.Conv2d(16, 32, 1), nn.ReLU()
+        )
+
+
+class PoolHead(DepthwiseMultiplier):
+    """The mean over H and W written as an adaptive average pool."""
+
+    def __init__(self):
+        super().__init__()
+        self.pool = nn.AdaptiveAvgPool2d(1)
+
+    def forward(self, x):
+        x = self.project(self.expand(self.stem(x)))
+        return self.head(self.pool(x).flatten(1))
+
+
+def example_inputs():
+    return (torch.randn(SHAPE, generator=torch.Generator().manual_seed(0)),)
+
+
+def depthwise_multiplier():
+    return seeded_model(DepthwiseMultiplier, SHAPE)[0]
+
+
+def depthwise_then_pointwise():
+    return seeded_model(DepthwiseThenPointwise, SHAPE)[0]
+
+
+def pool_head():
+    return seeded_model(PoolHead, SHAPE)[0]
