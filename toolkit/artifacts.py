@@ -112,12 +112,22 @@ class RewriteRecord:
 
 
 @dataclass(frozen=True)
+class ActivationError:
+    """What a layer's int8 output quantization keeps of its signal on the calibration inputs."""
+
+    layer: LayerSource
+    sqnr_db: float  # signal over the rounding and clipping error of its output quantize
+    clipped: float  # share of its output values beyond the calibrated range
+
+
+@dataclass(frozen=True)
 class QuantizedModel:
     variant: Variant
     graph_module: Any = field(repr=False)  # torch.fx.GraphModule after convert_pt2e
     example_inputs: tuple = field(repr=False)
     decisions: tuple[FusionDecision, ...] = ()
     rewrites: tuple[RewriteRecord, ...] = ()
+    activation_errors: tuple[ActivationError, ...] = ()  # int8 outputs only
 
 
 @dataclass(frozen=True)
@@ -225,6 +235,7 @@ class Program:
     output_quant: tuple[TensorQuant | None, ...]  # per model output
     decisions: tuple[FusionDecision, ...] = ()
     rewrites: tuple[RewriteRecord, ...] = ()
+    activation_errors: tuple[ActivationError, ...] = ()  # int8 outputs (quantize/)
     graph_module: Any = field(
         default=None, repr=False, compare=False
     )  # edge graph, delegates as calls

@@ -4,7 +4,8 @@ checks them). Each is a MODEL spec: `etk compare tests/report/advice_nets.py:dep
 
 A 3x3 depthwise convolution with channel multiplier 2 (Conv2d(16, 32, 3, groups=16)), and a head
 that averages H and W with x.mean((2, 3)); the same net with the depthwise convolution written
-as a multiplier-1 depthwise then a 1x1 convolution, and with nn.AdaptiveAvgPool2d(1) as its head.
+as a multiplier-1 depthwise then a 1x1 convolution, and with nn.AdaptiveAvgPool2d(1) as its head;
+and a net with an outlier channel, for the a16w8 advice.
 """
 
 from __future__ import annotations
@@ -52,6 +53,20 @@ class PoolHead(DepthwiseMultiplier):
         return self.head(self.pool(x).flatten(1))
 
 
+class OutlierChannel(nn.Module):
+    """A convolution one of whose 16 output channels is 100 times larger than the others (as an
+    outlier channel in a trained net): its per-tensor int8 range leaves the others few steps."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 16, 3, padding=1)
+        self.conv2 = nn.Sequential(nn.Conv2d(16, 16, 1), nn.ReLU())
+        self.head = nn.Linear(16 * 16 * 16, 10)
+
+    def forward(self, x):
+        return self.head(self.conv2(self.conv1(x)).flatten(1))
+
+
 def example_inputs():
     return (torch.randn(SHAPE, generator=torch.Generator().manual_seed(0)),)
 
@@ -66,3 +81,11 @@ def depthwise_then_pointwise():
 
 def pool_head():
     return seeded_model(PoolHead, SHAPE)[0]
+
+
+def outlier_channel():
+    model = seeded_model(OutlierChannel, SHAPE)[0]
+    with torch.no_grad():
+        model.conv1.weight[0] *= 100
+        model.conv1.bias[0] *= 100
+    return model

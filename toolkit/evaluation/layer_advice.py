@@ -23,6 +23,9 @@ TOP_LAYERS = 3
 HIGH_IMPACT_SHARE = 0.05  # layers below this share of the cycles get no per-layer advice
 CONV_LOW, CONV_VERY_LOW, DEPTHWISE_LOW = 0.55, 0.30, 0.03  # MLIA's MAC utilisation thresholds
 EXPLOSION_OPS = 8  # NPU operations added to one call that make it an explosion
+# a layer's int8 output below this median channel SQNR keeps too few steps for 8 bits (random
+# and trained nets keep 40 to 50 dB per layer; an outlier channel 100x the others: 4 dB)
+A16W8_SQNR_DB = 30.0
 LUT_CALLS = frozenset(
     {"sigmoid", "tanh", "softmax", "log_softmax", "gelu", "elu", "silu", "hardswish", "mish"}
     | {"softplus", "selu", "exp", "hardsigmoid", "logsigmoid"}
@@ -79,7 +82,7 @@ def _output_stage(shape: OpShape, peak_macs: int) -> tuple[float, str] | None:
     return (
         kept,
         f"{per_element} MACs per output element ({channels}{kh}x{kw} kernel): the output stage "
-        f"writes {1 / shape.output_cycles:g} elements per cycle, {peak_macs / per_element:g} "
+        f"writes {1 / shape.output_cycles:g} elements per cycle, {peak_macs / per_element:.3g} "
         "would keep the MACs busy",
     )
 
@@ -238,9 +241,35 @@ def _cpu_and_activations(profile: ProgramProfile) -> list[Advice]:
     return advice
 
 
-def advise(profile: ProgramProfile, io_layout: str = "nchw") -> tuple[Advice, ...]:
+def _a16w8(profile: ProgramProfile) -> list[Advice]:
+    """Layers whose int8 output keeps too little of their signal (quantize/activation_errors)."""
+    coarse = [
+        layer
+        for layer in profile.layers
+        if layer.output_sqnr_db is not None and layer.output_sqnr_db < A16W8_SQNR_DB
+    ]
+    return [
+        Advice(
+            "a16w8",
+            (layer.source.describe(),),
+            f"{layer.source.describe()}: its int8 output keeps {layer.output_sqnr_db:.1f} dB of "
+            f"its signal on the calibration inputs (median over its channels; "
+            f"{_pct(layer.output_clipped)} of values beyond the calibrated range): too few "
+            "steps for 8 bits. --quant a16w8 (int16 activations, int8 weights) makes each step "
+            "256 times finer; its 16-bit feature maps cost NPU cycles.",
+            {"output_sqnr_db": layer.output_sqnr_db or 0.0, "clipped": layer.output_clipped},
+        )
+        for layer in coarse
+    ]
+
+
+def advise(
+    profile: ProgramProfile, io_layout: str = "nchw", quant: str = "int8"
+) -> tuple[Advice, ...]:
     """Every item of advice for one program, the costliest layers first."""
     advice = _cost(profile) + _io_layout(profile, io_layout)
+    if quant == "int8":
+        advice += _a16w8(profile)
     for layer in profile.ranked():
         if profile.share(layer) < HIGH_IMPACT_SHARE:
             continue

@@ -42,6 +42,9 @@ class LayerProfile:
     shape: OpShape | None = None  # its costliest MAC operation's
     shape_cycles: int = 0
     cpu_ops: list[str] = field(default_factory=list)  # "op (reason)"
+    # what its int8 output keeps of its signal on the calibration inputs (quantize/)
+    output_sqnr_db: float | None = None
+    output_clipped: float = 0.0
 
     @property
     def key(self) -> str:
@@ -178,6 +181,22 @@ def _add_vela_estimates(layers: dict, attribution) -> None:
                 layers[key].vela_cycles += estimate.op_cycles
 
 
+def _add_cpu_and_accuracy(layers: dict[str, LayerProfile], program: Program) -> None:
+    """The CPU operators of each call (a call only the CPU runs becomes a layer of its own), and
+    what each layer's int8 output keeps of its signal."""
+    for op in program.cpu_ops:
+        if op.layer is not None:
+            cpu = layers.setdefault(op.layer.key, LayerProfile(op.layer))
+            cpu.cpu_ops.append(f"{op.op} ({op.reason})")
+    for error in program.activation_errors:
+        layer = layers.get(error.layer.key)
+        worse = layer is not None and (
+            layer.output_sqnr_db is None or error.sqnr_db < layer.output_sqnr_db
+        )
+        if layer is not None and worse:
+            layer.output_sqnr_db, layer.output_clipped = error.sqnr_db, error.clipped
+
+
 def profile_program(program: Program, measured: CycleFigures | None = None) -> ProgramProfile:
     """Per-layer figures of every delegate; `measured`: a run's cycle figures, kept when an FVP
     or a board measured them."""
@@ -188,10 +207,7 @@ def profile_program(program: Program, measured: CycleFigures | None = None) -> P
     kinds = {_add_delegate(profile, layers, program, i) for i in range(len(program.delegates))}
     kinds.discard("")
     profile.kind = " and ".join(sorted(kinds, reverse=True))
-    for op in program.cpu_ops:
-        if op.layer is not None:
-            layer = layers.setdefault(op.layer.key, LayerProfile(op.layer))
-            layer.cpu_ops.append(f"{op.op} ({op.reason})")
+    _add_cpu_and_accuracy(layers, program)
     profile.layers = list(layers.values())
     if measured is not None and measured.kind == "measured":
         profile.measured = measured

@@ -210,6 +210,7 @@ def _build(
         output_quant=lowered.output_quant,
         decisions=quantized.decisions,
         rewrites=quantized.rewrites + lowered.rewrites,
+        activation_errors=quantized.activation_errors,
         graph_module=lowered.graph_module,
         timings=timings,
     )

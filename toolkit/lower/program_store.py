@@ -17,6 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ..artifacts import (
+    ActivationError,
     CpuOp,
     Delegate,
     DelegateAttribution,
@@ -215,6 +216,10 @@ def _program(folder: Path, data: dict) -> Program:
             for d in data["decisions"]
         ),
         rewrites=tuple(RewriteRecord(**r) for r in data["rewrites"]),
+        activation_errors=tuple(
+            ActivationError(LayerSource(**e["layer"]), e["sqnr_db"], e["clipped"])
+            for e in data.get("activation_errors", ())
+        ),
         graph_module=load_host_graph(folder / HOST_GRAPH_FILE),
         timings={},
     )

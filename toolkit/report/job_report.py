@@ -109,7 +109,7 @@ def _variant_report(name: str, vr: VariantResult, result: JobResult) -> dict[str
     if result.task is not None and name in result.task.variants:
         entry.setdefault("accuracy", {}).update(task_entry(result.task, name))
     if vr.layers is not None:
-        entry["layers"] = layers_entry(vr.layers, result.job.io_layout)
+        entry["layers"] = layers_entry(vr.layers, result.job.io_layout, result.job.quant)
     return entry
 
 

@@ -47,10 +47,12 @@ def _layer_entry(profile: ProgramProfile, layer: LayerProfile) -> dict[str, Any]
         "vela_estimate_cycles": layer.vela_cycles,
         "shape": None if layer.shape is None else layer.shape._asdict(),
         "cpu_ops": list(layer.cpu_ops),
+        "output_sqnr_db": layer.output_sqnr_db,
+        "output_clipped": layer.output_clipped,
     }
 
 
-def layers_entry(profile: ProgramProfile, io_layout: str) -> dict[str, Any]:
+def layers_entry(profile: ProgramProfile, io_layout: str, quant: str = "int8") -> dict[str, Any]:
     """report.json variants.<v>.layers."""
     kind = profile.kind or "none"
     measured = profile.measured
@@ -79,7 +81,7 @@ def layers_entry(profile: ProgramProfile, io_layout: str) -> dict[str, Any]:
         "peak_macs_per_cycle": profile.peak_macs,
         "missing": list(profile.missing),
         "layers": [_layer_entry(profile, layer) for layer in profile.layers],
-        "advice": [asdict(item) for item in advise(profile, io_layout)],
+        "advice": [asdict(item) for item in advise(profile, io_layout, quant)],
     }
 
 
@@ -128,7 +130,7 @@ def layer_records(result) -> dict[str, Any]:
     """The per-layer part of a JobResult's report.json, for the terminal and report.md."""
     return {
         "variants": {
-            name: {"layers": layers_entry(vr.layers, result.job.io_layout)}
+            name: {"layers": layers_entry(vr.layers, result.job.io_layout, result.job.quant)}
             for name, vr in result.variants.items()
             if vr.layers is not None
         }
