@@ -154,22 +154,46 @@ def _advice(report: dict[str, Any]) -> str:
     return ""
 
 
+def _fusion(report: dict[str, Any]) -> dict[str, str]:
+    """Per layer key, what fusion did with its activation (comparison.layers)."""
+    rows = report.get("comparison", {}).get("layers", [])
+    return {
+        row["key"]: f"{row['activation']}: {'fused' if row['activation_fused'] else 'not fused'}"
+        for row in rows
+        if row["activation"]
+    }
+
+
+def _layer_cells(first: dict[str, Any]) -> list[str]:
+    use, sqnr = first["mac_utilisation"], first.get("output_sqnr_db")
+    added = ", ".join(f"{k} {v['npu_ops']}" for k, v in first["added"].items())
+    traffic = "; ".join(
+        f"{m} {t['read']:,}/{t['write']:,}" for m, t in first["traffic_bytes"].items()
+    )
+    return [
+        f"{100 * first['share']:.1f}%",
+        f"{first['npu_ops']:,}",
+        added or "-",
+        f"{first['macs']:,}",
+        "-" if use is None else f"{100 * use:.0f}%",
+        first["bound"],
+        traffic or "-",
+        f"{first['vela_estimate_cycles']:,}",
+        "-" if sqnr is None else f"{sqnr:.1f} dB",
+    ]
+
+
 def _layer_table(report: dict[str, Any]) -> str:
     variants, rows = _rows(report)
+    fusion = _fusion(report)
     head = ["layer", *(f"{n} cycles" for n in variants), "share", "NPU ops", "added ops", "MACs"]
     head += ["MAC use", "bound", "traffic (bytes read/written)", "Vela estimate"]
+    head += ["int8 output SQNR", "activation"]
     body = []
     for label, records in rows:
         first = records.get(variants[0]) or next(iter(records.values()))
-        use = first["mac_utilisation"]
-        added = ", ".join(f"{k} {v['npu_ops']}" for k, v in first["added"].items())
-        traffic = "; ".join(
-            f"{m} {t['read']:,}/{t['write']:,}" for m, t in first["traffic_bytes"].items()
-        )
         cells = [label, *(f"{records[n]['cycles']:,}" if n in records else "-" for n in variants)]
-        cells += [f"{100 * first['share']:.1f}%", f"{first['npu_ops']:,}", added or "-"]
-        cells += [f"{first['macs']:,}", "-" if use is None else f"{100 * use:.0f}%", first["bound"]]
-        cells += [traffic or "-", f"{first['vela_estimate_cycles']:,}"]
+        cells += _layer_cells(first) + [fusion.get(first["key"], "-")]
         body.append("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
     header = "".join(f"<th>{_e(h)}</th>" for h in head)
     return f'<table class="layers"><tr>{header}</tr>{"".join(body)}</table>'

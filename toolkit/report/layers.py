@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from ..artifacts import FusionDecision
+from ..artifacts import FusionDecision, LayerSource
 from ..evaluation.layer_advice import advise
 from ..evaluation.layer_profile import LayerProfile, ProgramProfile
 
@@ -89,6 +89,27 @@ def _decision_for(key: str, decisions: tuple[FusionDecision, ...]) -> FusionDeci
     return next((d for d in decisions if d.parent_layer and d.parent_layer.key == key), None)
 
 
+_NO_LAYER = LayerProfile(LayerSource("", "", "", ""))  # a layer a variant does not have
+
+
+def _comparison_row(
+    f: LayerProfile, u: LayerProfile, decision: FusionDecision | None
+) -> dict[str, Any]:
+    source = (f if f is not _NO_LAYER else u).source
+    return {
+        "layer": source.describe(),
+        "key": source.key,
+        "fused_cycles": f.cycles,
+        "unfused_cycles": u.cycles,
+        "delta_cycles": f.cycles - u.cycles,
+        "fused_npu_ops": f.npu_ops,
+        "unfused_npu_ops": u.npu_ops,
+        "activation": decision.activation if decision else None,
+        "activation_fused": decision.fused if decision else None,
+        "fusion_reason": decision.reason if decision else None,
+    }
+
+
 def layer_comparison(
     fused: ProgramProfile, unfused: ProgramProfile, decisions: tuple[FusionDecision, ...]
 ) -> list[dict[str, Any]]:
@@ -96,26 +117,13 @@ def layer_comparison(
     with what fusion did to its activation."""
     by_key = {layer.key: layer for layer in fused.layers}
     others = {layer.key: layer for layer in unfused.layers}
-    rows = []
-    for key in list(by_key) + [k for k in others if k not in by_key]:
-        f, u = by_key.get(key), others.get(key)
-        source = (f or u).source  # type: ignore[union-attr]
-        decision = _decision_for(key, decisions)
-        rows.append(
-            {
-                "layer": source.describe(),
-                "key": key,
-                "fused_cycles": f.cycles if f else 0,
-                "unfused_cycles": u.cycles if u else 0,
-                "delta_cycles": (f.cycles if f else 0) - (u.cycles if u else 0),
-                "fused_npu_ops": f.npu_ops if f else 0,
-                "unfused_npu_ops": u.npu_ops if u else 0,
-                "activation": decision.activation if decision else None,
-                "activation_fused": decision.fused if decision else None,
-                "fusion_reason": decision.reason if decision else None,
-            }
+    keys = list(by_key) + [k for k in others if k not in by_key]
+    return [
+        _comparison_row(
+            by_key.get(key, _NO_LAYER), others.get(key, _NO_LAYER), _decision_for(key, decisions)
         )
-    return rows
+        for key in keys
+    ]
 
 
 def add_layer_comparison(comparison: dict[str, Any], result) -> None:
@@ -137,6 +145,24 @@ def layer_records(result) -> dict[str, Any]:
     }
 
 
+def _table_row(layer: dict[str, Any], others: dict[str, dict[str, int]]) -> list[str]:
+    use = layer["mac_utilisation"]
+    if layer["module"]:
+        name = f"{layer['module']} ({layer['module_type']})"
+    else:
+        name = f"{layer['call']} ({layer['module_type']}.forward)"
+    return [
+        name,
+        f"{layer['file']}:{layer['line']}" if layer["line"] else "?",
+        f"{layer['cycles']:,}",
+        f"{100 * layer['share']:.1f}%",
+        *(f"{cycles.get(layer['key'], 0):,}" for cycles in others.values()),
+        f"{layer['npu_ops']:,}",
+        "-" if use is None else f"{100 * use:.0f}%",
+        layer["bound"],
+    ]
+
+
 def top_layer_rows(report: dict[str, Any], count: int | None = TERMINAL_LAYERS):
     """(title, header, rows) of the costliest layers of the report's first variant (`count` of
     them; None: all), with the other variant's cycles beside them; None when the report has no
@@ -146,30 +172,15 @@ def top_layer_rows(report: dict[str, Any], count: int | None = TERMINAL_LAYERS):
     if not records:
         return None
     first, record = next(iter(records.items()))
-    others = [name for name in records if name != first]
-    other_cycles = {
-        name: {layer["key"]: layer["cycles"] for layer in records[name]["layers"]}
-        for name in others
+    others = {
+        name: {layer["key"]: layer["cycles"] for layer in other["layers"]}
+        for name, other in records.items()
+        if name != first
     }
     ranked = sorted((x for x in record["layers"] if x["cycles"]), key=lambda x: -x["cycles"])
     header = ["layer", "source", f"{first} cycles", "share", *(f"{n} cycles" for n in others)]
     header += ["NPU ops", "MAC use", "bound"]
-    rows = []
-    for layer in ranked if count is None else ranked[:count]:
-        use = layer["mac_utilisation"]
-        name = layer["module"] or f"{layer['call']} ({layer['module_type']}.forward)"
-        rows.append(
-            [
-                name if not layer["module"] else f"{name} ({layer['module_type']})",
-                f"{layer['file']}:{layer['line']}" if layer["line"] else "?",
-                f"{layer['cycles']:,}",
-                f"{100 * layer['share']:.1f}%",
-                *(f"{other_cycles[n].get(layer['key'], 0):,}" for n in others),
-                f"{layer['npu_ops']:,}",
-                "-" if use is None else f"{100 * use:.0f}%",
-                layer["bound"],
-            ]
-        )
+    rows = [_table_row(layer, others) for layer in ranked[:count]]
     cycles = record["cycles"]
     title = (
         f"costliest layers ({cycles['kind']} cycles; {100 * cycles['attributed']:.1f}% of "
