@@ -11,6 +11,7 @@ the outlier-channel net whose int8 output needs int16 activations.
 from __future__ import annotations
 
 import functools
+import json
 import tomllib
 from pathlib import Path
 
@@ -180,3 +181,16 @@ def test_outlier_channel_gets_the_a16w8_advice_and_a16w8_helps(advice_net):
     assert not [
         a for a in advise(wide.variants["fused"].layers, quant="a16w8") if a.kind == "a16w8"
     ]
+
+
+def test_ethos_u85_layers_are_vela_estimates(tmp_path):
+    """corstone-320 (Ethos-U85, not simulated yet): the same attribution, Vela's estimate."""
+    result = run_job(
+        Job(model="zoo:conv2d_relu", target="corstone-320", variants=("fused",), out_dir=tmp_path)
+    )
+    vr = result.variants["fused"]
+    profile = vr.layers
+    assert profile.kind == "estimate" and profile.coverage == 1.0
+    assert sum(x.npu_ops for x in profile.layers) == vr.program.npu_ops
+    record = json.loads(result.report_path.read_text())
+    assert record["variants"]["fused"]["layers"]["cycles"]["kind"] == "estimate"

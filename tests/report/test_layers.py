@@ -5,7 +5,6 @@ terminal table and report.html (`etk report OUT --html` too)."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 
 import pytest
 from rich.console import Console
@@ -14,7 +13,6 @@ from toolkit.cli import main as etk_main
 from toolkit.evaluation.layer_advice import advise, mac_losses
 from toolkit.evaluation.layer_profile import profile_program
 from toolkit.evaluation.op_figures import OpShape
-from toolkit.npu import npu_config
 from toolkit.report.tables import print_result
 
 
@@ -125,14 +123,16 @@ def test_report_html_beside_report_json_and_from_etk_report(ds_cnn, tmp_path, ca
     assert "is a job's folder: pass --html" in capsys.readouterr().err
 
 
-def test_an_npu_the_simulator_does_not_run_gets_vela_estimate(conv2d_relu):
-    """Ethos-U85 is not simulated yet: its layers carry Vela's per-operation estimate, labelled."""
+def test_an_npu_the_simulator_does_not_run_gets_vela_estimate(conv2d_relu, monkeypatch):
+    """Where the simulator does not run the NPU (Ethos-U85 today), the layers carry Vela's
+    per-operation estimate, labelled, and the kernel operations counted in the stream."""
+    monkeypatch.setattr("toolkit.sim.simulates", lambda name: False)
     program = conv2d_relu.variants["fused"].program
-    u85 = replace(program, npu=npu_config("ethos-u85-256", None, None))
-    profile = profile_program(u85)
+    profile = profile_program(program)
     assert profile.kind == "estimate" and profile.pmu_total is None
     estimates = program.delegates[0].attribution.estimates
     assert profile.total_cycles == sum(e.op_cycles for e in estimates)
+    assert sum(x.npu_ops for x in profile.layers) == program.npu_ops
     assert profile.coverage == 1.0
 
 

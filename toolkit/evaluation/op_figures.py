@@ -108,14 +108,39 @@ def _simulated(delegate: Delegate, program: Program) -> DelegateFigures:
     return DelegateFigures(tuple(operations), "simulated", result.pmu.total)
 
 
-def _estimated(attribution: DelegateAttribution) -> DelegateFigures:
+def _kernels(delegate: Delegate, program: Program, attribution: DelegateAttribution):
+    """Per scheduled operation, the NPU kernel commands of its queued operations: counted in the
+    decoded command stream where the decoder knows the NPU, else one per queued operation."""
+    from ..lower.npu_ops import KERNEL_OPERATIONS
+    from ..sim.families import commands, decodes
+    from ..sim.payload import load_payload
+
+    rows = sorted(attribution.operations, key=lambda o: o.offset)
+    if not decodes(program.npu.accelerator):
+        offsets = [row.offset for row in rows]
+    else:
+        stream = load_payload(delegate.payload or delegate.vela_npz_path).command_stream
+        decoded = commands(program.npu.accelerator).decode(stream)
+        offsets = [c.offset for c in decoded if c.name in KERNEL_OPERATIONS]
+    counts: dict[int, int] = {}
+    i = 0
+    for offset in offsets:  # each belongs to the first queued operation at or after it
+        while i < len(rows) and rows[i].offset < offset:
+            i += 1
+        if i < len(rows):
+            counts[rows[i].scheduled] = counts.get(rows[i].scheduled, 0) + 1
+    return counts
+
+
+def _estimated(delegate: Delegate, program: Program) -> DelegateFigures:
     """Vela's estimate of each scheduled operation, at the offset of its last queued operation;
     memory-bound where an access-cycle figure exceeds its NPU cycles (as MLIA reads it)."""
-    last: dict[int, int] = {}
-    queued: dict[int, int] = {}
-    for op in attribution.operations:
-        last[op.scheduled] = op.offset
-        queued[op.scheduled] = queued.get(op.scheduled, 0) + 1
+    attribution = delegate.attribution
+    assert attribution is not None
+    last = {
+        op.scheduled: op.offset for op in sorted(attribution.operations, key=lambda o: o.offset)
+    }
+    kernels = _kernels(delegate, program, attribution)
     operations = [
         OpFigures(
             last[e.scheduled],
@@ -126,7 +151,7 @@ def _estimated(attribution: DelegateAttribution) -> DelegateFigures:
             max(e.access_cycles.values(), default=0) > e.npu_cycles,
             {},
             None,
-            queued[e.scheduled],
+            kernels.get(e.scheduled, 0),
         )
         for e in attribution.estimates
         if e.scheduled in last
@@ -147,4 +172,4 @@ def delegate_figures(delegate: Delegate, program: Program) -> DelegateFigures | 
             pass  # a program the simulator refuses: Vela's estimate, labelled
     if delegate.attribution is None:
         return None
-    return _estimated(delegate.attribution)
+    return _estimated(delegate, program)
