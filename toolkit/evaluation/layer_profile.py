@@ -55,7 +55,7 @@ class LayerProfile:
 
     @property
     def bound(self) -> str:
-        """ "compute", "memory" or "lowering": what most of its cycles are; "" without cycles."""
+        """What most of its cycles are: "compute", "memory" or "lowering" ("" without cycles)."""
         added = sum(self.added_cycles.values())
         memory = self.memory_bound_cycles
         compute = self.cycles - added - memory
