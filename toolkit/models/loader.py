@@ -134,9 +134,9 @@ def _file_model(spec: str, shapes) -> LoadedModel:
             f"example_inputs() in {path.name}"
         )
     _check_interface(model, inputs, spec)
-    return LoadedModel(
-        spec, f"{path.stem}.{name}", model, inputs, _model_hash(model, inputs, path.read_bytes())
-    )
+    # the name too: two definitions in one file can share their weights and differ in forward
+    code = path.read_bytes() + b"\0" + name.encode()
+    return LoadedModel(spec, f"{path.stem}.{name}", model, inputs, _model_hash(model, inputs, code))
 
 
 def _check_interface(model: nn.Module, inputs: tuple, spec: str) -> None:

@@ -281,7 +281,7 @@ def _print_layers(result: JobResult, console: Console) -> None:
     title, header, layer_rows = table
     rich_table = Table(title=title)
     for i, column in enumerate(header):
-        rich_table.add_column(column, justify="left" if i in (0, len(header) - 1) else "right")
+        rich_table.add_column(column, justify="left" if i in (0, 1, len(header) - 1) else "right")
     for row in layer_rows:
         rich_table.add_row(*row)
     console.print(rich_table)
