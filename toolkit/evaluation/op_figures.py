@@ -3,7 +3,7 @@ the NPU, else from Vela's per-operation estimate.
 
 This is the one place the per-layer profile reads the simulator: a simulated run's per-operation
 records (`SimResult.operations`, which depend on the command stream only) and what each
-operation moves (`sim.traffic.op_transfers`). An NPU family the simulator does not run yet
+operation moves (its NPU family's `transfers`). An NPU family the simulator does not run yet
 (Ethos-U85) gets Vela's estimate per scheduled operation, labelled "estimate": once its
 simulation exists, its records feed the same figures.
 """
@@ -58,9 +58,7 @@ def _zeros(program) -> list[np.ndarray]:
 def _simulated(delegate: Delegate, program: Program) -> DelegateFigures:
     """Our cycle model's figures for each operation of the delegate's command stream."""
     from ..sim import load_payload, simulate
-    from ..sim.cycles import memory_system, output_cycles_per_element
-    from ..sim.families import accelerator
-    from ..sim.traffic import beat_bytes, op_transfers
+    from ..sim.memory_system import memory_system
 
     npu = program.npu
     stream = load_payload(delegate.payload or delegate.vela_npz_path)
@@ -68,11 +66,12 @@ def _simulated(delegate: Delegate, program: Program) -> DelegateFigures:
         stream, _zeros(stream), npu.accelerator, npu.system_config, npu.memory_mode, npu.config_ini
     )
     ports = memory_system(npu.accelerator, *result.system)
-    beat, ublock = beat_bytes(npu.accelerator), accelerator(npu.accelerator).ublock
+    configuration = result.accelerator
+    family, ublock = configuration.family, configuration.ublock
     operations = []
     for rec in result.operations:
         traffic: dict[str, tuple[int, int]] = {}
-        for move in op_transfers(rec, beat):
+        for move in family.transfers(rec, configuration):
             if move.region < 0:  # the SHRAM: a lookup table
                 continue
             name = ports.port(move.region).name
@@ -90,7 +89,7 @@ def _simulated(delegate: Delegate, program: Program) -> DelegateFigures:
                 rec.block,
                 ublock,
                 rec.ifm_elem_size,
-                output_cycles_per_element(rec, npu.accelerator),
+                family.output_cycles(rec, configuration),
                 rec.part_kernel_first,
             )
         operations.append(
