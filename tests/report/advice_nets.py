@@ -53,6 +53,39 @@ class PoolHead(DepthwiseMultiplier):
         return self.head(self.pool(x).flatten(1))
 
 
+class ChunkNet(nn.Module):
+    """A stem, its channels split in two halves (x.chunk(2, 1)), a 3x3 convolution on each and
+    the halves concatenated again (as ShuffleNet and GhostNet units split their channels)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 24, 3, padding=1), nn.ReLU())
+        self.left = nn.Sequential(nn.Conv2d(12, 12, 3, padding=1), nn.ReLU())
+        self.right = nn.Sequential(nn.Conv2d(12, 12, 3, padding=1), nn.ReLU())
+        self.head = nn.Linear(24, 10)
+
+    def forward(self, x):
+        a, b = self.stem(x).chunk(2, 1)
+        x = torch.cat((self.left(a), self.right(b)), 1)
+        return self.head(nn.functional.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
+class GroupedConv(nn.Module):
+    """A 3x3 convolution in 4 groups (Conv2d(32, 32, 3, groups=4), as ResNeXt and RegNet blocks)
+    between 1x1 convolutions."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 32, 1), nn.ReLU())
+        self.grouped = nn.Sequential(nn.Conv2d(32, 32, 3, padding=1, groups=4), nn.ReLU())
+        self.project = nn.Sequential(nn.Conv2d(32, 32, 1), nn.ReLU())
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        x = self.project(self.grouped(self.stem(x)))
+        return self.head(nn.functional.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
 class OutlierChannel(nn.Module):
     """A convolution one of whose 16 output channels is 100 times larger than the others (as an
     outlier channel in a trained net): its per-tensor int8 range leaves the others few steps."""
@@ -81,6 +114,14 @@ def depthwise_then_pointwise():
 
 def pool_head():
     return seeded_model(PoolHead, SHAPE)[0]
+
+
+def chunk_net():
+    return seeded_model(ChunkNet, SHAPE)[0]
+
+
+def grouped_conv():
+    return seeded_model(GroupedConv, SHAPE)[0]
 
 
 def outlier_channel():

@@ -156,3 +156,15 @@ def test_mac_losses_name_the_shape_that_wastes_the_array():
     kept, why = min(mac_losses(depthwise, 128))
     assert kept == pytest.approx(9 / 12 / 8)
     assert why == "a depthwise 3x3 convolution takes one IFM channel per output, not 8"
+    # one group of Conv2d(32, 32, 3, groups=4) on 16x16, part-kernel-first: nine kernel elements
+    # fill three steps of four, eight channels fill the slice and the u-block
+    group = OpShape(
+        "conv", (16, 16, 8), (16, 16, 8), (3, 3, 1, 1), (12, 16, 8), (1, 2, 8), 1, 0.5, True
+    )
+    assert mac_losses(group, 128) == [
+        (0.75, "a 3x3 kernel's 9 elements in 3 steps of 4 (part-kernel-first)")
+    ]
+    assert mac_losses(group._replace(kernel=(1, 1, 1, 1)), 128)[1] == (
+        0.25,
+        "a 1x1 kernel's 1 element in 1 step of 4 (part-kernel-first)",
+    )

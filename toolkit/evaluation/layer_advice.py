@@ -114,6 +114,24 @@ def _block(shape: OpShape) -> tuple[float, str] | None:
     return xy / uc, f"a {bh}x{bw} OFM block ({xy} u-blocks per weight; {uc} keep the decoder up)"
 
 
+def _kernel_steps(shape: OpShape) -> tuple[float, str] | None:
+    """Part-kernel-first, a convolution takes its kernel elements 4 a step (2 at 16 bits) over
+    8 IFM channels: a 3x3 kernel's 9 elements fill 3 steps of 4."""
+    if shape.kind != "conv" or not shape.part_kernel_first:
+        return None
+    kh, kw = shape.kernel[:2]
+    per_step = 2 if shape.ifm_bytes > 1 else 4
+    elements = kh * kw
+    if elements % per_step == 0:
+        return None
+    steps = _ceil(elements, per_step)
+    return (
+        elements / (steps * per_step),
+        f"a {kh}x{kw} kernel's {elements} element{'s' if elements > 1 else ''} in {steps} "
+        f"step{'s' if steps > 1 else ''} of {per_step} (part-kernel-first)",
+    )
+
+
 def _u_blocks(shape: OpShape) -> list[tuple[float, str]]:
     """OFM channels and positions that do not fill whole u-blocks."""
     (oh, ow, oc), (uh, uw, uc) = shape.ofm, shape.ublock
@@ -129,7 +147,12 @@ def _u_blocks(shape: OpShape) -> list[tuple[float, str]]:
 def mac_losses(shape: OpShape, peak_macs: int) -> list[tuple[float, str]]:
     """(fraction of the MAC array kept busy, why) for each loss the operation's shape causes,
     the largest first."""
-    found = [_output_stage(shape, peak_macs), _ifm_depth(shape), _block(shape)]
+    found = [
+        _output_stage(shape, peak_macs),
+        _ifm_depth(shape),
+        _kernel_steps(shape),
+        _block(shape),
+    ]
     return sorted([loss for loss in found if loss is not None] + _u_blocks(shape))
 
 
@@ -152,11 +175,22 @@ def _mac_advice(profile: ProgramProfile, layer: LayerProfile) -> Advice | None:
         "mac-utilisation",
         (layer.source.describe(),),
         f"{layer.source.describe()} keeps {_pct(utilisation)} of the {profile.peak_macs} MACs per "
-        f"cycle busy ({layer.macs:,} MACs in {layer.mac_cycles:,} compute cycles).{why}",
+        f"cycle busy ({layer.macs:,} MACs in {layer.mac_cycles:,} compute cycles)."
+        f"{_split(layer)}{why}",
         {"mac_utilisation": round(utilisation, 4), "macs": layer.macs},
         f"MLIA would flag this {kind} as {severity} MAC utilisation "
         f"(under {_pct(CONV_VERY_LOW if severity == 'very low' else limit)})",
     )
+
+
+def _split(layer: LayerProfile) -> str:
+    """A call that runs as several convolutions of the same shape (a grouped convolution,
+    one per group), as the command stream shows it."""
+    shape, convolutions = layer.shape, layer.kinds.get("conv", 0)
+    if shape is None or shape.kind != "conv" or convolutions < 2 or layer.added_ops:
+        return ""
+    (h, w, ic), oc = shape.ifm, shape.ofm[2]
+    return f" It runs as {convolutions} convolutions, each {ic} -> {oc} channels on {h}x{w}."
 
 
 def _lowering_advice(profile: ProgramProfile, layer: LayerProfile) -> Advice | None:
