@@ -194,3 +194,65 @@ def test_ethos_u85_layers_are_vela_estimates(tmp_path):
     assert sum(x.npu_ops for x in profile.layers) == vr.program.npu_ops
     record = json.loads(result.report_path.read_text())
     assert record["variants"]["fused"]["layers"]["cycles"]["kind"] == "estimate"
+
+
+def _advice_of(profile, kind):
+    return [a for a in advise(profile) if a.kind == kind]
+
+
+def test_chunk_is_read_in_place_and_its_halves_fill_three_quarters(advice_net):
+    """x.chunk(2, 1) of a 24-channel map: no NPU operation of its own (Vela reads each half in
+    place), so the cost is the stem with the NCHW input's 17 transpose pools, then the halves'
+    3x3 convolutions over 12 channels, each with three quarter-empty granules."""
+    profile = advice_net("chunk_net").variants["fused"].layers
+    assert _top(profile) == [("stem.0", 0.451), ("left.0", 0.218), ("right.0", 0.218)]
+    assert not [x for x in profile.layers if x.source.call == "chunk" and x.npu_ops]
+    stem, left, right = profile.ranked()[:3]
+    assert (stem.bound, stem.added_ops, left.bound, right.bound) == (
+        "lowering",
+        {"layout": 17},
+        "compute",
+        "compute",
+    )
+    assert (stem.cycles, left.cycles, right.cycles) == (15_072, 7_288, 7_288)
+    (cost,) = _advice_of(profile, "cost")
+    assert cost.figures == {"share": 0.887, "cycles": 29_648}
+    assert "MLIA ranks the same layers first" in cost.mlia
+    (io,) = _advice_of(profile, "io-layout")
+    assert io.figures == {"npu_ops": 17, "cycles": 8_624} and "(25.8%)" in io.text
+    mac = {a.layers[0]: a for a in _advice_of(profile, "mac-utilisation")}
+    half = mac["left.0 (Conv2d) at advice_nets.py:69"]
+    assert half.figures["mac_utilisation"] == 0.3557
+    assert (
+        "Why: 12 input channels in IFM slices of 8 (75.0% used); 12 output channels in "
+        "u-blocks of 8 (75.0% used); a 3x3 kernel's 9 elements in 3 steps of 4 "
+        "(part-kernel-first) (75.0% used)" in half.text
+    )
+    assert half.mlia == "MLIA would flag this Conv2D as low MAC utilisation (under 55.0%)"
+    assert "very low" in mac["stem.0 (Conv2d) at advice_nets.py:68"].mlia
+
+
+def test_grouped_conv_runs_as_one_convolution_per_group(advice_net):
+    """Conv2d(32, 32, 3, groups=4) on 16x16 runs as four 8 -> 8 channel convolutions
+    part-kernel-first; the 1x1 stem over 3 channels with the input's transposes costs more."""
+    profile = advice_net("grouped_conv").variants["fused"].layers
+    assert _top(profile) == [("stem.0", 0.398), ("grouped.0", 0.315), ("project.0", 0.147)]
+    stem, grouped, project = profile.ranked()[:3]
+    assert [x.bound for x in (stem, grouped, project)] == ["lowering", "compute", "compute"]
+    assert grouped.kinds == {"conv": 4} and not grouped.added_ops
+    assert (grouped.cycles, grouped.macs) == (11_136, 589_824)
+    mac = {a.layers[0]: a for a in _advice_of(profile, "mac-utilisation")}
+    advice = mac["grouped.0 (Conv2d) at advice_nets.py:85"]
+    assert advice.figures["mac_utilisation"] == 0.4138
+    assert (
+        "keeps 41.4% of the 128 MACs per cycle busy (589,824 MACs in 11,136 compute cycles). "
+        "It runs as 4 convolutions; the costliest takes 8 -> 8 channels on 16x16. Why: a 3x3 "
+        "kernel's 9 elements in 3 steps of 4 (part-kernel-first) (75.0% used)" in advice.text
+    )
+    assert advice.mlia == "MLIA would flag this Conv2D as low MAC utilisation (under 55.0%)"
+    stem_advice = mac["stem.0 (Conv2d) at advice_nets.py:85"]
+    assert "3 MACs per output element" in stem_advice.text and "very low" in stem_advice.mlia
+    # unfused, the grouped conv's ReLU is a pool of its own: 8,640 cycles fusion saves
+    unfused = advice_net("grouped_conv").variants["unfused"].layers
+    relu = {x.source.module: x for x in unfused.layers}["grouped.1"]
+    assert (relu.cycles, relu.kinds) == (8_640, {"pool.average": 1})

@@ -184,13 +184,16 @@ def _mac_advice(profile: ProgramProfile, layer: LayerProfile) -> Advice | None:
 
 
 def _split(layer: LayerProfile) -> str:
-    """A call that runs as several convolutions of the same shape (a grouped convolution,
-    one per group), as the command stream shows it."""
+    """A call that runs as several convolutions (a grouped convolution, one per group; a
+    convolution Vela splits by output channels), as the command stream shows it."""
     shape, convolutions = layer.shape, layer.kinds.get("conv", 0)
     if shape is None or shape.kind != "conv" or convolutions < 2 or layer.added_ops:
         return ""
     (h, w, ic), oc = shape.ifm, shape.ofm[2]
-    return f" It runs as {convolutions} convolutions, each {ic} -> {oc} channels on {h}x{w}."
+    return (
+        f" It runs as {convolutions} convolutions; the costliest takes {ic} -> {oc} channels "
+        f"on {h}x{w}."
+    )
 
 
 def _lowering_advice(profile: ProgramProfile, layer: LayerProfile) -> Advice | None:
