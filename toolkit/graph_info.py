@@ -12,13 +12,18 @@ from torch.fx import Node
 from .artifacts import LayerSource
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
-# Frames inside installed libraries are how a module ran, not where the user wrote it.
+# Frames inside installed libraries are how a module ran, not where the user wrote it; so are
+# etk's own (a rewrite's pass that made a node), except the zoo's models, which are the user's.
+_TOOLKIT = os.path.dirname(os.path.abspath(__file__))
+_ZOO = os.path.join(_TOOLKIT, "models", "zoo") + os.sep
 _LIBRARY_ROOTS = tuple(
     {
         os.path.dirname(os.path.dirname(torch.__file__)),
         *(p for p in sysconfig.get_paths().values() if "site-packages" in p),
+        _TOOLKIT + os.sep,
     }
 )
+_OVERLOAD_SUFFIX = re.compile(r"(\.default)?(_\d+)?$")
 
 
 def _module(node: Node) -> tuple[str, str] | None:
@@ -37,7 +42,7 @@ def _user_frame(node: Node) -> tuple[str, int] | None:
     frames = [
         f
         for f in _FRAME.findall(node.meta.get("stack_trace") or "")
-        if not f[0].startswith(_LIBRARY_ROOTS)
+        if f[0].startswith(_ZOO) or not f[0].startswith(_LIBRARY_ROOTS)
     ]
     if not frames:
         return None
@@ -64,10 +69,28 @@ def node_layer(node: Node) -> LayerSource:
     if torch_fn:
         call_id, qualified = str(torch_fn[0]), str(torch_fn[1])
         call = qualified.rsplit(".", 1)[-1]
-    else:
+        if call == "default":  # an operator overload ("aten.bmm.default"): the operator's name
+            call = _OVERLOAD_SUFFIX.sub("", call_id).split(".")[0]
+    else:  # a node a pass made: named after the node it was first made from ("bmm.default_1")
         call_id = _origin_name(node)
-        call = str(getattr(node.target, "__name__", node.target)).split(".")[0]
+        call = _OVERLOAD_SUFFIX.sub("", call_id).split(".")[0]
     return LayerSource(module[0], module[1], call, call_id, frame[0], frame[1])
+
+
+def nearby_line(node: Node, depth: int = 4) -> tuple[str, int] | None:
+    """(file, line) of the nearest node around one a pass made without a stack trace: its
+    users first (`(attention @ v).transpose(1, 2)`: the call that takes a result is written on
+    the line that made it more often than the calls that gave its inputs), then its inputs."""
+    for step in ("users", "all_input_nodes"):
+        seen, frontier = {node}, [node]
+        for _ in range(depth):
+            frontier = [n for f in frontier for n in getattr(f, step) if n not in seen]
+            seen.update(frontier)
+            for near in frontier:
+                frame = _user_frame(near)
+                if frame is not None:
+                    return frame
+    return None
 
 
 def node_source(node: Node) -> str:

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 from ..artifacts import LayerSource
-from ..graph_info import node_layer
+from ..graph_info import nearby_line, node_layer
 
 
 @dataclass
@@ -31,15 +31,20 @@ def tosa_digest(flatbuffer: bytes) -> str:
     return hashlib.sha256(bytes(flatbuffer)).hexdigest()
 
 
-def _fill_lines(tensors: dict[str, LayerSource]) -> dict[str, LayerSource]:
+def _fill_lines(
+    tensors: dict[str, LayerSource], nearby: dict[str, tuple[str, int]]
+) -> dict[str, LayerSource]:
     """A node some pass made without a stack trace (a grouped conv's SLICEs) takes the source
-    line of another node of the same call."""
+    line of another node of the same call; failing that (an attention's matmuls, made from
+    bmm by a pass that keeps no trace), the line of the nearest node around it that has one."""
     located = {s.call_id: s for s in tensors.values() if s.line}
     filled = {}
     for name, source in tensors.items():
         known = located.get(source.call_id)
         if not source.line and known is not None:
             source = replace(source, file=known.file, line=known.line)
+        elif not source.line and name in nearby:
+            source = replace(source, file=nearby[name][0], line=nearby[name][1])
         filled[name] = source
     return filled
 
@@ -51,13 +56,15 @@ def recorded_tosa_sources() -> Iterator[list[TosaSources]]:
     from executorch.backends.arm.tosa import backend
 
     graphs: list[TosaSources] = []
+    nearby: dict[str, tuple[str, int]] = {}  # tensor -> the line near its node, when it has none
     original_preprocess = backend.TOSABackend._preprocess
     original_visit = backend.process_call_function
 
     def preprocess(edge_program, compile_spec):
         graphs.append(TosaSources())
         result = original_preprocess(edge_program, compile_spec)
-        graphs[-1].tensors = _fill_lines(graphs[-1].tensors)
+        graphs[-1].tensors = _fill_lines(graphs[-1].tensors, nearby)
+        nearby.clear()
         graphs[-1].digest = tosa_digest(result.processed_bytes)
         return result
 
@@ -67,10 +74,13 @@ def recorded_tosa_sources() -> Iterator[list[TosaSources]]:
         result = original_visit(node, tosa_graph, *args, **kwargs)
         if graphs:
             source = node_layer(node)
+            near = nearby_line(node) if not source.line else None
             operators = block.operators
             for operator in operators[before:] if len(operators) > before else ():
                 for name in operator.outputs:
                     graphs[-1].tensors[str(name)] = source
+                    if near is not None:
+                        nearby[str(name)] = near
         return result
 
     backend.TOSABackend._preprocess = staticmethod(preprocess)
