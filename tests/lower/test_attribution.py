@@ -129,3 +129,35 @@ def test_an_operator_no_node_claimed_takes_its_readers_call():
     )
     sources = operator_sources(graph, {"sum": CONV})
     assert sources == [CONV, CONV, CONV]
+
+
+def _frame(file: str, line: int) -> str:
+    return f'  File "{file}", line {line}, in forward\n    x = ...\n'
+
+
+def test_a_node_without_a_stack_trace_takes_the_nearest_users_line():
+    """An attention's matmul comes out of a pass without a stack trace: it takes the line of
+    the call that uses its result (keyword_transformer_block: `q @ k ... * scale` at line 70),
+    before the lines of its inputs; frames of etk's own code are not the user's, the zoo's
+    models are."""
+    import torch
+    from torch.fx import Graph
+
+    from toolkit.graph_info import _TOOLKIT, _ZOO, nearby_line, node_layer
+
+    graph = Graph()
+    q = graph.placeholder("q")
+    matmul = graph.call_function(torch.ops.aten.bmm.default, (q, q), name="bmm_default_1")
+    scaled = graph.call_function(torch.ops.aten.mul.Tensor, (matmul, 0.25))
+    graph.output(scaled)
+    q.meta["stack_trace"] = _frame("/home/user/net.py", 69)
+    scaled.meta["stack_trace"] = _frame("/home/user/net.py", 70)
+    matmul.meta["stack_trace"] = _frame(f"{_TOOLKIT}/rewrites/sliced_matmul.py", 83)
+    matmul.meta["torch_fn"] = ("bmm.default_1", "OpOverload.default")
+    source = node_layer(matmul)
+    assert (source.call, source.call_id, source.line) == ("bmm", "bmm.default_1", 0)
+    assert nearby_line(matmul) == ("net.py", 70)
+    del scaled.meta["stack_trace"]
+    assert nearby_line(matmul) == ("net.py", 69)  # no user has a line: its inputs
+    q.meta["stack_trace"] = _frame(f"{_ZOO}tiny.py", 32)
+    assert nearby_line(matmul) == ("tiny.py", 32)
