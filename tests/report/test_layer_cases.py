@@ -256,3 +256,38 @@ def test_grouped_conv_runs_as_one_convolution_per_group(advice_net):
     unfused = advice_net("grouped_conv").variants["unfused"].layers
     relu = {x.source.module: x for x in unfused.layers}["grouped.1"]
     assert (relu.cycles, relu.kinds) == (8_640, {"pool.average": 1})
+
+
+def test_bilinear_upsample_on_the_cpu_splits_the_program_and_its_edges_cost_most(
+    collection_job,
+):
+    """upsample_net: Ethos-U55 runs no bilinear upsample, so nn.Upsample(mode="bilinear") stays
+    on the CPU and the NPU program is two delegates; each delegate edge is an NCHW<->NHWC
+    transpose the NPU runs as 1x1 pools: 133 of them, 90.5% of the cycles, booked to the convs
+    beside the edges. --io-layout nhwc removes only the model's own edges."""
+    profile = collection_job("upsample_net").variants["fused"].layers
+    assert profile.delegates == 2 and profile.total_cycles == 345_485
+    assert _top(profile) == [("out", 0.652), ("mid.0", 0.219), ("down.0", 0.104)]
+    out, mid, down = profile.ranked()[:3]
+    assert [x.bound for x in (out, mid, down)] == ["lowering"] * 3
+    assert [x.added_ops for x in (out, mid, down)] == [
+        {"layout": 68},
+        {"layout": 32},
+        {"layout": 33},
+    ]
+    advice = advise(profile)
+    (io,) = [a for a in advice if a.kind == "io-layout"]
+    assert io.figures == {"npu_ops": 133, "cycles": 312_537} and "(90.5%)" in io.text
+    assert (
+        "--io-layout nhwc removes them (the model then takes and returns channels-last tensors) "
+        "at the model's inputs and outputs only: the program is 2 delegates around up (Upsample) "
+        "at user_nets.py:107, which the CPU runs in NCHW" in io.text
+    )
+    (up,) = [a for a in advice if a.kind == "cpu" and a.layers[0].startswith("up (Upsample)")]
+    assert "aten.upsample_bilinear2d.vec (Op is not supported on U55.)" in up.text
+    assert "A nearest upsample" in up.text and "MLIA would advise the same" in up.mlia
+    mac = {a.layers[0]: a for a in advice if a.kind == "mac-utilisation"}
+    last = mac["out (Conv2d) at user_nets.py:107"]
+    assert last.figures["mac_utilisation"] == 0.2871
+    assert "Why: 3 output channels in u-blocks of 8 (37.5% used)" in last.text
+    assert "very low" in last.mlia

@@ -230,6 +230,32 @@ def _memory_advice(profile: ProgramProfile, layer: LayerProfile) -> Advice | Non
     )
 
 
+BILINEAR_HINT = (
+    " A nearest upsample (nn.Upsample(scale_factor=2), F.interpolate(mode='nearest')) runs on "
+    "the NPU, as one average pool; it is a different function: retrain with it."
+)
+# the CPU operators at a program's own inputs and outputs; any other splits the NPU program
+IO_QUANTIZE = frozenset({"quantize_per_tensor", "dequantize_per_tensor"})
+
+
+def _what_removes_them(profile: ProgramProfile) -> str:
+    """--io-layout nhwc changes the model's own inputs and outputs; between delegates, around
+    an operator the CPU runs in NCHW, the transposes stay."""
+    between = [
+        layer.source.describe()
+        for layer in profile.layers
+        if layer.cpu_ops and layer.source.call not in IO_QUANTIZE
+    ]
+    nhwc = "--io-layout nhwc removes them (the model then takes and returns channels-last tensors)"
+    if profile.delegates < 2 or not between:
+        return nhwc + "."
+    return (
+        f"{nhwc} at the model's inputs and outputs only: the program is {profile.delegates} "
+        f"delegates around {', '.join(between)}, which the CPU runs in NCHW, and the "
+        "transposes at those delegates' edges stay until it runs on the NPU."
+    )
+
+
 def _io_layout(profile: ProgramProfile, io_layout: str) -> list[Advice]:
     edges = [layer for layer in profile.layers if layer.added_ops.get("layout")]
     if io_layout != "nchw" or not edges:
@@ -243,8 +269,7 @@ def _io_layout(profile: ProgramProfile, io_layout: str) -> list[Advice]:
             f"The NCHW<->NHWC transposes ExecuTorch put at the NPU's edges run as {ops} NPU "
             f"operations taking {cycles:,} cycles ({_pct(cycles / profile.total_cycles)}), "
             f"booked to {', '.join(layer.source.describe() for layer in edges)}. "
-            "--io-layout nhwc removes them (the model then takes and returns channels-last "
-            "tensors).",
+            + _what_removes_them(profile),
             {"npu_ops": ops, "cycles": cycles},
         )
     ]
@@ -254,11 +279,13 @@ def _cpu_and_activations(profile: ProgramProfile) -> list[Advice]:
     advice = []
     for layer in profile.layers:
         if layer.cpu_ops:
+            bilinear = any("upsample_bilinear2d" in op for op in layer.cpu_ops)
             advice.append(
                 Advice(
                     "cpu",
                     (layer.source.describe(),),
-                    f"{layer.source.describe()} runs on the CPU: {'; '.join(layer.cpu_ops)}.",
+                    f"{layer.source.describe()} runs on the CPU: {'; '.join(layer.cpu_ops)}."
+                    + (BILINEAR_HINT if bilinear else ""),
                     {"cpu_ops": len(layer.cpu_ops)},
                     "MLIA would advise the same: operators the NPU supports run faster",
                 )
