@@ -88,9 +88,8 @@ def main() -> None:
             "| net | lowest share | per variant: share of simulated NPU cycles | costliest layer |"
         )
         print("|---|---|---|---|")
-        for name, job in every.items():
-            if args.names and name not in args.names:
-                continue
+        for name in args.names or every:
+            job = every[name]
             try:
                 row, lowest[name] = _row(name, job)
             except Exception as exc:  # one net that fails to compile is a row, not the end
