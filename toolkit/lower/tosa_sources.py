@@ -38,9 +38,11 @@ def _fill_lines(
     line of another node of the same call; failing that (an attention's matmuls, made from
     bmm by a pass that keeps no trace), the line of the nearest node around it that has one."""
     located = {s.call_id: s for s in tensors.values() if s.line}
+    # a module's call (nn.MultiheadAttention's decomposed matmuls and softmax): its line
+    in_module = {s.module: s for s in tensors.values() if s.line and s.module}
     filled = {}
     for name, source in tensors.items():
-        known = located.get(source.call_id)
+        known = located.get(source.call_id) or in_module.get(source.module or "\0")
         if not source.line and known is not None:
             source = replace(source, file=known.file, line=known.line)
         elif not source.line and name in nearby:
