@@ -56,6 +56,37 @@ class TensorQuant:
 
 
 @dataclass(frozen=True)
+class LayerSource:
+    """One call in the user's model that operators came from: a module's forward (a layer) or a
+    function the model's own code called (`x.chunk`, `F.interpolate`)."""
+
+    module: str  # module path, "features.3.conv"; "" for the model's own forward
+    module_type: str  # "Conv2d"; for the model's own forward, the model's class
+    call: str  # the torch function the call ran: "conv2d", "chunk", "interpolate"
+    call_id: str  # that call in the export, "conv2d_4": the same in every variant of one model
+    file: str = ""  # "model.py"; "" when the export kept no frame of the user's code
+    line: int = 0  # 0 when unknown
+
+    @property
+    def key(self) -> str:
+        """What identifies the layer across variants (fused, unfused) of one model."""
+        return f"{self.module}|{self.call_id}"
+
+    @property
+    def located(self) -> bool:
+        """Module path and source line both known."""
+        return bool(self.module_type) and self.line > 0
+
+    def describe(self) -> str:
+        """'features.3.conv (Conv2d) at model.py:42'; the model's own code:
+        'chunk in ChunkNet.forward at model.py:31'."""
+        where = f" at {self.file}:{self.line}" if self.line else ""
+        if self.module:
+            return f"{self.module} ({self.module_type}){where}"
+        return f"{self.call} in {self.module_type or 'the model'}.forward{where}"
+
+
+@dataclass(frozen=True)
 class FusionDecision:
     """What our block annotation and fusion did with one conv/linear + activation pattern."""
 
@@ -67,6 +98,7 @@ class FusionDecision:
     zero_point_raised: bool = False  # fused by raising qmin to a zero point above qmin
     upper_bound: float | None = None  # fused: the real value qmax stands for (the clip point)
     upper_bound_from: str = ""  # fused: "activation" (hardtanh's M) or "calibration" (max seen)
+    parent_layer: LayerSource | None = None  # the conv/linear's call in the user's model
 
 
 @dataclass(frozen=True)
@@ -80,12 +112,22 @@ class RewriteRecord:
 
 
 @dataclass(frozen=True)
+class ActivationError:
+    """What a layer's int8 output quantization keeps of its signal on the calibration inputs."""
+
+    layer: LayerSource
+    sqnr_db: float  # signal over the rounding and clipping error of its output quantize
+    clipped: float  # share of its output values beyond the calibrated range
+
+
+@dataclass(frozen=True)
 class QuantizedModel:
     variant: Variant
     graph_module: Any = field(repr=False)  # torch.fx.GraphModule after convert_pt2e
     example_inputs: tuple = field(repr=False)
     decisions: tuple[FusionDecision, ...] = ()
     rewrites: tuple[RewriteRecord, ...] = ()
+    activation_errors: tuple[ActivationError, ...] = ()  # int8 outputs only
 
 
 @dataclass(frozen=True)
@@ -121,6 +163,43 @@ class CpuOp:
     node: str
     source: str
     reason: str
+    layer: LayerSource | None = None  # the call in the user's model it came from
+
+
+@dataclass(frozen=True)
+class VelaOperation:
+    """One operation Vela scheduled into a delegate's command stream, and where it came from."""
+
+    offset: int  # command-stream offset of its last NPU_OP command (Vela's debug database queue)
+    scheduled: int  # the scheduled operation whose estimate it shares (VelaOperationEstimate)
+    operator: str  # what Vela scheduled: "Conv2D", "Transpose", "AvgPool"
+    tosa_operator: str  # the TOSA operator Vela made it from: "DEPTHWISE_CONV2D"
+    layer: int  # index into DelegateAttribution.layers; -1 when none is known
+    # "": the layer's own computation; "layout": a TRANSPOSE ExecuTorch put at an NCHW<->NHWC
+    # edge of the NPU; "lowering": an operation Vela added to lower the TOSA operator
+    added: str = ""
+
+
+@dataclass(frozen=True)
+class VelaOperationEstimate:
+    """Vela's estimate of one scheduled operation (its debug database's perf row)."""
+
+    scheduled: int
+    op_cycles: int
+    npu_cycles: int
+    macs: int
+    access_cycles: dict[str, int] = field(default_factory=dict)  # memory -> access cycles
+
+
+@dataclass(frozen=True)
+class DelegateAttribution:
+    """Which call of the user's model each operation of a delegate's command stream came from:
+    through the TOSA graph (ExecuTorch keeps each node's module path and source line) and Vela's
+    debug database (command-stream offset -> scheduled operation -> TOSA operator)."""
+
+    layers: tuple[LayerSource, ...]
+    operations: tuple[VelaOperation, ...]  # in command-stream order
+    estimates: tuple[VelaOperationEstimate, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -135,6 +214,7 @@ class Delegate:
     estimate: VelaEstimate | None = None
     inputs: tuple[TensorQuant, ...] = ()
     outputs: tuple[TensorQuant, ...] = ()
+    attribution: DelegateAttribution | None = None  # None: a .tflite program, or no database
 
 
 @dataclass(frozen=True)
@@ -155,6 +235,7 @@ class Program:
     output_quant: tuple[TensorQuant | None, ...]  # per model output
     decisions: tuple[FusionDecision, ...] = ()
     rewrites: tuple[RewriteRecord, ...] = ()
+    activation_errors: tuple[ActivationError, ...] = ()  # int8 outputs (quantize/)
     graph_module: Any = field(
         default=None, repr=False, compare=False
     )  # edge graph, delegates as calls

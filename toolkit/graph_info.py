@@ -9,31 +9,97 @@ import sysconfig
 import torch
 from torch.fx import Node
 
+from .artifacts import LayerSource
+
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
-# Frames inside installed libraries are how a module ran, not where the user wrote it.
+# Frames inside installed libraries are how a module ran, not where the user wrote it; so are
+# etk's own (a rewrite's pass that made a node), except the zoo's models, which are the user's.
+_TOOLKIT = os.path.dirname(os.path.abspath(__file__))
+_ZOO = os.path.join(_TOOLKIT, "models", "zoo") + os.sep
 _LIBRARY_ROOTS = tuple(
     {
         os.path.dirname(os.path.dirname(torch.__file__)),
         *(p for p in sysconfig.get_paths().values() if "site-packages" in p),
+        _TOOLKIT + os.sep,
     }
 )
+_OVERLOAD_SUFFIX = re.compile(r"(\.default)?(_\d+)?$")
+
+
+def _module(node: Node) -> tuple[str, str] | None:
+    """(module path, module type name) of the innermost module the node ran in."""
+    stack = node.meta.get("nn_module_stack") or {}
+    if not stack:
+        return None
+    path, module_type = list(stack.values())[-1]
+    path = re.sub(r"^L\['self'\]\.?", "", str(path))
+    type_name = getattr(module_type, "__name__", str(module_type).rsplit(".", 1)[-1])
+    return path, type_name.strip(chr(39) + ">")
+
+
+def _user_frame(node: Node) -> tuple[str, int] | None:
+    """(file name, line) of the innermost frame of the user's code in the node's stack trace."""
+    frames = [
+        f
+        for f in _FRAME.findall(node.meta.get("stack_trace") or "")
+        if f[0].startswith(_ZOO) or not f[0].startswith(_LIBRARY_ROOTS)
+    ]
+    if not frames:
+        return None
+    file, line = frames[-1]
+    return file.rsplit("/", 1)[-1], int(line)
+
+
+def _origin_name(node: Node) -> str:
+    """The name of the node this one was first made from, through the passes that copied it."""
+    sources = node.meta.get("from_node") or []
+    if not sources:
+        return node.name
+    origin = sources[0]
+    while origin.from_node:
+        origin = origin.from_node[0]
+    return str(origin.name)
+
+
+def node_layer(node: Node) -> LayerSource:
+    """The call of the user's model the node came from, as far as its metadata tells."""
+    module = _module(node) or ("", "")
+    frame = _user_frame(node) or ("", 0)
+    torch_fn = node.meta.get("torch_fn")
+    if torch_fn:
+        call_id, qualified = str(torch_fn[0]), str(torch_fn[1])
+        call = qualified.rsplit(".", 1)[-1]
+        if call == "default":  # an operator overload ("aten.bmm.default"): the operator's name
+            call = _OVERLOAD_SUFFIX.sub("", call_id).split(".")[0]
+    else:  # a node a pass made: named after the node it was first made from ("bmm.default_1")
+        call_id = _origin_name(node)
+        call = _OVERLOAD_SUFFIX.sub("", call_id).split(".")[0]
+    return LayerSource(module[0], module[1], call, call_id, frame[0], frame[1])
+
+
+def nearby_line(node: Node, depth: int = 4) -> tuple[str, int] | None:
+    """(file, line) of the nearest node around one a pass made without a stack trace: its
+    users first (`(attention @ v).transpose(1, 2)`: the call that takes a result is written on
+    the line that made it more often than the calls that gave its inputs), then its inputs."""
+    for step in ("users", "all_input_nodes"):
+        seen, frontier = {node}, [node]
+        for _ in range(depth):
+            frontier = [n for f in frontier for n in getattr(f, step) if n not in seen]
+            seen.update(frontier)
+            for near in frontier:
+                frame = _user_frame(near)
+                if frame is not None:
+                    return frame
+    return None
 
 
 def node_source(node: Node) -> str:
     """'features.3 (Conv2d) at model.py:42', as far as the node's metadata tells."""
     parts = []
-    stack = node.meta.get("nn_module_stack") or {}
-    if stack:
-        path, module_type = list(stack.values())[-1]
-        path = re.sub(r"^L\['self'\]\.?", "", str(path)) or "<root>"
-        type_name = getattr(module_type, "__name__", str(module_type).rsplit(".", 1)[-1])
-        parts.append(f"{path} ({type_name.strip(chr(39) + '>')})")
-    frames = [
-        f
-        for f in _FRAME.findall(node.meta.get("stack_trace") or "")
-        if not f[0].startswith(_LIBRARY_ROOTS)
-    ]
-    if frames:
-        file, line = frames[-1]
-        parts.append(f"at {file.rsplit('/', 1)[-1]}:{line}")
+    module = _module(node)
+    if module is not None:
+        parts.append(f"{module[0] or '<root>'} ({module[1]})")
+    frame = _user_frame(node)
+    if frame is not None:
+        parts.append(f"at {frame[0]}:{frame[1]}")
     return " ".join(parts) or node.name

@@ -28,6 +28,7 @@ from .evaluation.evaluate import (
     ones_inputs,
     save_arrays,
 )
+from .evaluation.layer_profile import profile_program
 from .evaluation.metrics import exact_match_rate, max_abs_err_lsb
 from .evaluation.task_eval import (
     TaskAccuracy,
@@ -52,6 +53,7 @@ from .models.loader import file_hash, load_model
 from .npu import NpuConfig
 from .output_folder import locked_output_folder
 from .quantize.calibration import calibration_subset, folder_calibration, random_calibration
+from .report.job_html import write_job_html
 from .report.job_report import report_dict
 from .report.json_report import write_json_atomic
 from .resolve import is_tflite, resolve_target
@@ -290,7 +292,9 @@ def _run_job(
         task,
         fed.source,
     )
-    write_json_atomic(result.report_path, report_dict(result))
+    report = report_dict(result)
+    write_json_atomic(result.report_path, report)
+    write_job_html(result.report_path.with_name("report.html"), report)
     return result
 
 
@@ -356,7 +360,10 @@ def _variant_result(
         progress(f"running {program.variant} on {runner.name}")
         run = _runner_run(program, runner, target, reference)
         save_arrays(program.out_dir / f"run_{runner.name}", "output", run.evaluation.outputs)
-    return VariantResult(program, reference, run, program_problems(program))
+    measured = run.evaluation.runs[0].cycles if run is not None else None
+    return VariantResult(
+        program, reference, run, program_problems(program), profile_program(program, measured)
+    )
 
 
 def _task(

@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # types only: block_errors imports the quantizer, which a cac
     from .evaluation.block_errors import BlockError
     from .evaluation.cycle_check import CycleCheck
     from .evaluation.evaluate import Evaluation
+    from .evaluation.layer_profile import ProgramProfile
     from .evaluation.task_eval import TaskAccuracy
     from .evaluation.variants import VariantComparison
     from .lower.vela_check import VelaProblem
@@ -42,6 +43,7 @@ class VariantResult:
     reference: Evaluation | None  # None for .tflite models: no float model, no TOSA graph
     run: RunnerRun | None = None  # None: host reference only (compile, compare)
     vela_problems: tuple[VelaProblem, ...] = ()  # operations that compute wrong results
+    layers: ProgramProfile | None = None  # where its cycles go, per layer of the user's model
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ def test_two_concurrent_compiles_into_one_folder(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == [
         ".etk.lock",
         "fused",
+        "report.html",
         "report.json",
         "report.md",
     ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import torch
 
@@ -44,3 +45,16 @@ def test_a_model_file_imports_a_module_next_to_it(tmp_path):
     model = load_model(f"{tmp_path / 'net.py'}:Net")
     assert type(model.module.block).__name__ == "Block"
     assert tuple(model.module(torch.zeros(1, 3, 8, 8)).shape) == (1, 4, 8, 8)
+
+
+def test_two_definitions_of_one_file_with_the_same_weights_hash_apart(tmp_path):
+    """The compile cache keys on the hash: PoolHead subclasses DepthwiseMultiplier, has the same
+    (seeded) weights and another forward; it got DepthwiseMultiplier's program."""
+    nets = Path(__file__).parent.parent / "report" / "advice_nets.py"
+    a, b = (load_model(f"{nets}:{name}") for name in ("depthwise_multiplier", "pool_head"))
+    assert a.module.state_dict().keys() == b.module.state_dict().keys()
+    assert all(
+        torch.equal(a.module.state_dict()[k], b.module.state_dict()[k])
+        for k in a.module.state_dict()
+    )
+    assert a.content_hash != b.content_hash

@@ -62,6 +62,13 @@ def test_deploy_through_fvp_stand_in(fvp_env, fake_fvp, tmp_path, monkeypatch, c
         assert (run_dir / "program.pte").read_bytes() == (out / variant / "model.pte").read_bytes()
         saved = np.load(out / variant / "run_fvp" / "output_0_0.npy")
         assert np.array_equal(saved, np.load(host / variant / "reference" / "output_0_0.npy"))
+        # report.html beside report.json, with the run's measurement; etk report makes it again
+        html = out / "report.html"
+        written = html.read_text()
+        assert f"measured NPU cycles: {NPU_CYCLES:,}" in written
+        html.unlink()
+        assert main(["report", str(out), "--html"]) == 0
+        assert html.read_text() == written
 
 
 def test_auto_runner_without_fvp_says_why(monkeypatch, tmp_path):

@@ -133,6 +133,15 @@ def _farm(args):
 
 
 def _report(args) -> int:
+    from ..bench.results import RESULTS_NAME
+    from ..errors import UserError
+    from ..report.job_html import job_html_from_folder
+
+    if not (args.folder / RESULTS_NAME).exists() and (args.folder / "report.json").exists():
+        if not args.html:  # a job's folder: its report.md is the job's own
+            raise UserError(f"{args.folder} is a job's folder: pass --html for its report.html")
+        print(job_html_from_folder(args.folder))
+        return 0
     for path in write_reports(args.folder, args.html):
         print(path)
     return 0
@@ -202,9 +211,15 @@ def register(subparsers) -> None:
         help="how long to wait for a place other suites hold (default 600 s)",
     )
     parser.set_defaults(func=_bench)
-    parser = subparsers.add_parser("report", help="report.md (and --html) from a bench folder")
+    parser = subparsers.add_parser(
+        "report",
+        help="report.md (and --html) from a bench folder; --html: report.html of a job's folder",
+    )
     parser.add_argument("folder", type=Path, metavar="DIR")
     parser.add_argument(
-        "--html", action="store_true", help="also a self-contained report.html with plots"
+        "--html",
+        action="store_true",
+        help="also a self-contained report.html with plots (a job's folder: its per-layer "
+        "report.html from report.json)",
     )
     parser.set_defaults(func=_report)

@@ -23,6 +23,7 @@ from ..console_capture import COMPILER_SIDE, quiet_torch_import
 from ..npu import NpuConfig, vela_ini_path
 from ..rewrites import DEFAULT_REWRITES
 from ..versions import tool_versions, toolkit_source_hash
+from .attribution import attribute_delegate
 from .compile_cache import PublishFailed, held_entry, mark_used, publish
 from .npu_ops import command_stream_operations, kernel_operation_count
 from .program_store import StoreDamaged, copy_stored_program, load_stored_program, save_program
@@ -30,6 +31,7 @@ from .staging import move_into_place, new_staging
 from .tosa_graph import read_tosa
 from .tosa_probe import trust_compiled
 from .vela import read_estimate, vela_flags
+from .vela_debug_db import DebugDatabaseError, debug_db_path, read_debug_db
 
 _CACHE: dict[str, Program] = {}
 
@@ -136,6 +138,43 @@ def compile_variant(
         return program
 
 
+def _attribution(tosa: Path, vela_dir: Path, sources, index: int):
+    """Each command-stream operation's call in the user's model, or None (with a note) when
+    Vela wrote no debug database this reader understands."""
+    try:
+        database = read_debug_db(debug_db_path(vela_dir, tosa.stem))
+    except DebugDatabaseError as exc:
+        print_note(f"note: no per-layer attribution for delegate {index} ({exc})")
+        return None
+    return attribute_delegate(tosa, sources, database)
+
+
+def _delegate(lowered, index: int, npu: NpuConfig, final: Path) -> Delegate:
+    """Delegate `index` of the lowered graph, with its reports, as it will lie in final."""
+    tosa, payload, vela_dir = (
+        lowered.tosa_files[index],
+        lowered.payloads[index],
+        lowered.vela_dirs[index],
+    )
+    trust_compiled(tosa.read_bytes())
+    estimate, vela_layers = read_estimate(vela_dir, tosa.stem)
+    operations = command_stream_operations(payload, npu)
+    d_in, d_out = lowered.delegate_io[index]
+    return Delegate(
+        index=index,
+        tosa_path=final / tosa.name,
+        vela_npz_path=final / vela_dir.name / f"{tosa.stem}_vela.npz",
+        payload=payload,
+        tosa_ops=read_tosa(tosa).histogram(),
+        npu_ops=kernel_operation_count(operations) if operations else vela_layers,
+        command_ops=operations,
+        estimate=estimate,
+        inputs=d_in,
+        outputs=d_out,
+        attribution=_attribution(tosa, vela_dir, lowered.tensor_sources[index], index),
+    )
+
+
 def _build(
     model: LoadedModel,
     calibration: CalibrationSet,
@@ -159,29 +198,10 @@ def _build(
         with _timed(timings, "lower"):
             lowered = lower(quantized, npu, staging, rewrites=rewrites, extra_vela=extra_vela)
     flags = vela_flags(npu, extra_vela)
-    delegates = []
     with _timed(timings, "reports"):
-        for index, (tosa, payload, vela_dir, (d_in, d_out)) in enumerate(
-            zip(lowered.tosa_files, lowered.payloads, lowered.vela_dirs, lowered.delegate_io)
-        ):
-            trust_compiled(tosa.read_bytes())
-            npz = vela_dir / f"{tosa.stem}_vela.npz"
-            estimate, vela_layers = read_estimate(vela_dir, tosa.stem)
-            operations = command_stream_operations(payload, npu)
-            delegates.append(
-                Delegate(
-                    index=index,
-                    tosa_path=final / tosa.name,
-                    vela_npz_path=final / vela_dir.name / npz.name,
-                    payload=payload,
-                    tosa_ops=read_tosa(tosa).histogram(),
-                    npu_ops=kernel_operation_count(operations) if operations else vela_layers,
-                    command_ops=operations,
-                    estimate=estimate,
-                    inputs=d_in,
-                    outputs=d_out,
-                )
-            )
+        delegates = tuple(
+            _delegate(lowered, index, npu, final) for index in range(len(lowered.payloads))
+        )
     (staging / "model.pte").write_bytes(lowered.pte)
     program = Program(
         variant=variant,
@@ -189,7 +209,7 @@ def _build(
         npu=npu,
         out_dir=final,
         pte_path=final / "model.pte",
-        delegates=tuple(delegates),
+        delegates=delegates,
         cpu_ops=lowered.cpu_ops,
         vela_flags=flags,
         input_specs=lowered.input_specs,
@@ -198,6 +218,7 @@ def _build(
         output_quant=lowered.output_quant,
         decisions=quantized.decisions,
         rewrites=quantized.rewrites + lowered.rewrites,
+        activation_errors=quantized.activation_errors,
         graph_module=lowered.graph_module,
         timings=timings,
     )

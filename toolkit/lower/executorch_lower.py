@@ -14,17 +14,18 @@ import torch
 from executorch.backends.arm.util._factory import create_partitioner
 from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 
-from ..artifacts import CpuOp, QuantizedModel, RewriteRecord, TensorQuant, TensorSpec
+from ..artifacts import CpuOp, LayerSource, QuantizedModel, RewriteRecord, TensorQuant, TensorSpec
 from ..child_process import alive
 from ..console_capture import capture_fds
 from ..errors import ToolError, UserError
-from ..graph_info import node_source
+from ..graph_info import node_layer, node_source
 from ..npu import NpuConfig
 from ..quantize.quantizer import compile_spec
 from ..rewrite_names import LOWERING_REWRITES
 from ..rewrites import lowering_rewrites
 from .delegate_outputs import check_delegate_outputs
 from .partition import capture_partition_rejections
+from .tosa_sources import TosaSources, recorded_tosa_sources, tosa_digest
 from .vela_runs import keep_vela_run, recorded_vela_runs
 
 _IGNORED_CPU_TARGETS = {operator.getitem}
@@ -46,6 +47,8 @@ class LoweredGraph:
     input_quant: tuple[TensorQuant | None, ...]
     output_quant: tuple[TensorQuant | None, ...]
     rewrites: tuple[RewriteRecord, ...] = ()  # done while lowering (fold-pad-into-conv)
+    # per delegate: the call of the user's model each TOSA tensor came from (tosa_sources.py)
+    tensor_sources: tuple[dict[str, LayerSource], ...] = ()
 
 
 def _target_name(node: torch.fx.Node) -> str:
@@ -124,7 +127,9 @@ def _cpu_ops(graph: torch.fx.GraphModule, rejections: dict[str, str]) -> tuple[C
         if _is_q(node, _QUANTIZE_NAMES + _DEQUANTIZE_NAMES) and _at_io_boundary(node):
             continue  # the model's own float interface: quantize in, dequantize out
         reason = rejections.get(node.name, "not claimed by the Ethos-U partitioner")
-        ops.append(CpuOp(name.split("::")[-1], node.name, node_source(node), reason))
+        ops.append(
+            CpuOp(name.split("::")[-1], node.name, node_source(node), reason, node_layer(node))
+        )
     return tuple(ops)
 
 
@@ -181,6 +186,7 @@ def _lower(
             capture_fds() as log,
             lowering_rewrites(rewrites) as rewrite_records,
             recorded_vela_runs(dump_dir / "vela") as vela_runs,
+            recorded_tosa_sources() as tosa_graphs,
         ):
             edge = to_edge_transform_and_lower(
                 program,
@@ -203,6 +209,7 @@ def _lower(
     )
     tosa_files = tuple(work_dir / f"delegate{index}.tosa" for index in range(len(calls)))
     input_quant, output_quant, input_specs, output_specs = _boundary_quant(graph)
+    sources = tuple(_sources_of(path, tosa_graphs) for path in tosa_files)
     return LoweredGraph(
         graph,
         pte,
@@ -216,4 +223,11 @@ def _lower(
         input_quant,
         output_quant,
         rewrite_records(),
+        sources,
     )
+
+
+def _sources_of(tosa_path: Path, graphs: list[TosaSources]) -> dict[str, LayerSource]:
+    """The recorded sources of the TOSA graph Vela compiled into this delegate ({} if none)."""
+    digest = tosa_digest(tosa_path.read_bytes())
+    return next((g.tensors for g in graphs if g.digest == digest), {})

@@ -23,15 +23,20 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ..artifacts import (
+    ActivationError,
     CpuOp,
     Delegate,
+    DelegateAttribution,
     FusionDecision,
     LayerEstimate,
+    LayerSource,
     Program,
     RewriteRecord,
     TensorQuant,
     TensorSpec,
     VelaEstimate,
+    VelaOperation,
+    VelaOperationEstimate,
 )
 from ..npu import NpuConfig
 from ..safe_paths import UnsafeName, member, plain_name
@@ -39,7 +44,8 @@ from .tosa_probe import ProbeFailed, probe_tosa_files
 
 PROGRAM_FILE = "program.json"
 HOST_GRAPH_FILE = "host_graph.json"
-STORE_VERSION = 3  # 2: per-file checksums; 3: host graph constants as raw bytes, allow-listed ops
+STORE_VERSION = 4  # 2: per-file checksums; 3: host graph constants as raw bytes, allow-listed ops;
+# 4: per-layer attribution (delegates, CPU operators, fusion, activation errors)
 
 
 def _sha256(path: Path) -> str:
@@ -89,6 +95,20 @@ def _quant(entry) -> TensorQuant | None:
     return TensorQuant(**entry) if entry else None
 
 
+def _layer(entry) -> LayerSource | None:
+    return LayerSource(**entry) if entry else None
+
+
+def _attribution(entry) -> DelegateAttribution | None:
+    if not entry:
+        return None
+    return DelegateAttribution(
+        tuple(LayerSource(**layer) for layer in entry["layers"]),
+        tuple(VelaOperation(**op) for op in entry["operations"]),
+        tuple(VelaOperationEstimate(**e) for e in entry["estimates"]),
+    )
+
+
 def _delegate(entry: dict, folder: Path) -> Delegate:
     index = entry["index"]
     if type(index) is not int:
@@ -109,6 +129,7 @@ def _delegate(entry: dict, folder: Path) -> Delegate:
         estimate=estimate,
         inputs=tuple(TensorQuant(**q) for q in entry["inputs"]),
         outputs=tuple(TensorQuant(**q) for q in entry["outputs"]),
+        attribution=_attribution(entry.get("attribution")),
     )
 
 
@@ -206,14 +227,21 @@ def _program(folder: Path, data: dict) -> Program:
         out_dir=folder,
         pte_path=member(folder, data["pte_path"]),
         delegates=tuple(_delegate(d, folder) for d in data["delegates"]),
-        cpu_ops=tuple(CpuOp(**op) for op in data["cpu_ops"]),
+        cpu_ops=tuple(CpuOp(**{**op, "layer": _layer(op.get("layer"))}) for op in data["cpu_ops"]),
         vela_flags=tuple(data["vela_flags"]),
         input_specs=tuple(TensorSpec(tuple(s["shape"]), s["dtype"]) for s in data["input_specs"]),
         output_specs=tuple(TensorSpec(tuple(s["shape"]), s["dtype"]) for s in data["output_specs"]),
         input_quant=tuple(_quant(q) for q in data["input_quant"]),
         output_quant=tuple(_quant(q) for q in data["output_quant"]),
-        decisions=tuple(FusionDecision(**d) for d in data["decisions"]),
+        decisions=tuple(
+            FusionDecision(**{**d, "parent_layer": _layer(d.get("parent_layer"))})
+            for d in data["decisions"]
+        ),
         rewrites=tuple(RewriteRecord(**r) for r in data["rewrites"]),
+        activation_errors=tuple(
+            ActivationError(LayerSource(**e["layer"]), e["sqnr_db"], e["clipped"])
+            for e in data.get("activation_errors", ())
+        ),
         graph_module=load_host_graph(folder / HOST_GRAPH_FILE),
         timings={},
     )

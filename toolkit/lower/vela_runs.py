@@ -3,7 +3,7 @@ our report come from one Vela run.
 
 ExecuTorch's Ethos-U backend calls `arm_vela.vela_compile` once per delegate and keeps only the
 packed payload. While lowering we wrap that call: Vela runs in a folder of ours with the report
-flags added (they change no output, only add CSVs), and we note the payload it returned, which
+flags added (they change no output, only add CSVs and the debug database), and we note the payload it returned, which
 is how a run is matched to its delegate afterwards.
 """
 
@@ -17,8 +17,10 @@ from pathlib import Path
 
 from ..console_capture import capture_fds
 from ..errors import ToolError, UserError
+from .vela_debug_db import DEBUG_DB_FLAG
 
-REPORT_FLAGS = ("--verbose-performance",)
+# the per-layer CSV and the debug database (which operation each command-stream offset is of)
+REPORT_FLAGS = ("--verbose-performance", DEBUG_DB_FLAG)
 VELA_STEM = "out"  # vela_compile writes the TOSA graph as out.tosa
 # Vela 5.1's C++ core when it cannot place an operator it has no CPU fallback for
 _UNPLACED = re.compile(r"^Non-passthrough operation \((\w+)\) could not run on NPU$")

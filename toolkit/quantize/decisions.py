@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import cast
 
 import torch
@@ -9,7 +10,7 @@ import torchao.quantization.pt2e.quantize_pt2e  # noqa: F401  registers torch.op
 from torch.fx import GraphModule, Node
 
 from ..artifacts import FusionDecision
-from ..graph_info import node_source
+from ..graph_info import node_layer, node_source
 from .activations import HARDTANH_TARGETS, RELU_TARGETS, describe_activation
 
 aten = torch.ops.aten
@@ -191,11 +192,14 @@ def _decide(act: Node) -> FusionDecision | None:
 
 
 def fusion_decisions(graph: GraphModule) -> tuple[FusionDecision, ...]:
-    """One decision per activation that follows a conv/linear (directly or through batch norm)."""
+    """One decision per activation that follows a conv/linear (directly or through batch norm),
+    with the conv/linear's call in the user's model."""
+    nodes = {node.name: node for node in graph.graph.nodes}
     decisions = []
     for node in graph.graph.nodes:
         if node.op == "call_function" and node.target in ACTIVATIONS:
             decision = _decide(node)
             if decision is not None:
-                decisions.append(decision)
+                parent = node_layer(nodes[decision.parent])
+                decisions.append(replace(decision, parent_layer=parent))
     return tuple(decisions)

@@ -42,6 +42,7 @@ from ..errors import UserError
 from ..npu import NpuConfig
 from ..rewrites import apply_rewrites
 from ..rewrites.channel_shuffle import SHUFFLE_CONV
+from .activation_errors import activation_errors
 from .activations import HARDTANH_TARGETS, RELU_TARGETS, canonicalize_activations
 from .decisions import BLOCK_PARENTS, QUANTIZE, fusion_decisions, lower_bound
 from .observe import calibrate
@@ -222,6 +223,12 @@ def quantize(
     converted = convert_pt2e(prepared)
     if variant == "fused":
         split_blocks_above_qmin(converted)
+    errors = activation_errors(converted, calibration.samples) if quant == "int8" else ()
     return QuantizedModel(
-        variant, converted, model.example_inputs, fusion_decisions(converted), rewrite_records
+        variant,
+        converted,
+        model.example_inputs,
+        fusion_decisions(converted),
+        rewrite_records,
+        errors,
     )

@@ -21,6 +21,7 @@ from .json_report import (
     cycles_entry,
     variant_entry,
 )
+from .layers import add_layer_comparison, layers_entry
 from .layout_hint import layout_hint
 
 
@@ -120,7 +121,7 @@ def _run_entry(runner_run: RunnerRun, estimate: int | None) -> dict[str, Any]:
     }
 
 
-def _variant_report(name: str, vr: VariantResult, task: TaskResult | None) -> dict[str, Any]:
+def _variant_report(name: str, vr: VariantResult, result: JobResult) -> dict[str, Any]:
     """report.json variants.<name>."""
     entry = variant_entry(vr.program)
     evaluation = scored(vr)
@@ -134,8 +135,10 @@ def _variant_report(name: str, vr: VariantResult, task: TaskResult | None) -> di
         entry["run"] = _run_entry(vr.run, entry["estimate"]["total_cycles"])
     if vr.vela_problems:
         entry["vela_problems"] = [problem.to_dict() for problem in vr.vela_problems]
-    if task is not None and name in task.variants:
-        entry.setdefault("accuracy", {}).update(task_entry(task, name))
+    if result.task is not None and name in result.task.variants:
+        entry.setdefault("accuracy", {}).update(task_entry(result.task, name))
+    if vr.layers is not None:
+        entry["layers"] = layers_entry(vr.layers, result.job.io_layout, result.job.quant)
     return entry
 
 
@@ -171,9 +174,7 @@ def _eval_entry(task: TaskResult, seeds: int) -> dict[str, Any]:
 
 def report_dict(result: JobResult) -> dict[str, Any]:
     job = result.job
-    variants = {
-        name: _variant_report(name, vr, result.task) for name, vr in result.variants.items()
-    }
+    variants = {name: _variant_report(name, vr, result) for name, vr in result.variants.items()}
     report: dict[str, Any] = {
         "schema": SCHEMA_VERSION,
         "model": job.model,
@@ -205,6 +206,7 @@ def report_dict(result: JobResult) -> dict[str, Any]:
         report["runner"] = result.runner_note
     if result.comparison is not None:
         report["comparison"] = comparison_entry(result.comparison)
+        add_layer_comparison(report["comparison"], result)
     if result.task is not None:
         report["eval"] = _eval_entry(result.task, job.seeds)
     return report

@@ -8,42 +8,18 @@ Counting them in the TOSA graphs is cheap; what the NHWC program would cost need
 from __future__ import annotations
 
 from ..artifacts import Program
+from ..lower.attribution import edge_transposes as tosa_edge_transposes
 from ..lower.tosa_graph import read_tosa
-
-PASS_THROUGH = {"CLAMP", "RESCALE"}  # per-element ops that may sit between a transpose and an edge
 
 
 def edge_transposes(program: Program) -> int:
     """TRANSPOSEs that read a delegate input or write a delegate output (possibly through a
     CLAMP or RESCALE, e.g. the unfused variant's final activation)."""
-    count = 0
-    for delegate in program.delegates:
-        if delegate.tosa_path is None:  # a .tflite model's: no TOSA graph, nothing ExecuTorch put
-            continue
-        tosa = read_tosa(delegate.tosa_path)
-
-        def from_input(tensor: str, tosa=tosa) -> bool:
-            producer = tosa.producer(tensor)
-            if producer is None:
-                return tensor not in tosa.constants
-            return producer.op in PASS_THROUGH and from_input(producer.inputs[0])
-
-        def to_output(tensor: str, tosa=tosa) -> bool:
-            consumers = [op for op in tosa.operators if tensor in op.inputs]
-            if not consumers:
-                return True
-            return (
-                len(consumers) == 1
-                and consumers[0].op in PASS_THROUGH
-                and to_output(consumers[0].outputs[0])
-            )
-
-        count += sum(
-            1
-            for op in tosa.operators
-            if op.op == "TRANSPOSE" and (from_input(op.inputs[0]) or to_output(op.outputs[0]))
-        )
-    return count
+    return sum(
+        len(tosa_edge_transposes(read_tosa(d.tosa_path)))
+        for d in program.delegates
+        if d.tosa_path is not None  # a .tflite model's: no TOSA graph, nothing ExecuTorch put
+    )
 
 
 def layout_hint(programs: dict[str, Program], io_layout: str, has_image_input: bool) -> dict | None:

@@ -14,6 +14,7 @@ from ..evaluation.cycle_check import cycle_check_lines
 from ..evaluation.variants import VariantComparison
 from ..results import JobResult, TaskResult, VariantResult
 from .job_report import io_layout_hint, scored, variant_warnings
+from .layers import advice_lines, layer_records, top_layer_rows
 from .session_rows import session_rows
 
 
@@ -350,9 +351,27 @@ def print_result(result: JobResult, console: Console | None = None) -> None:
         for row in table:
             task_table.add_row(*row)
         console.print(task_table)
+    _print_layers(result, console)
     for line in notes(result, terse=True):
         console.print(line, markup=False)
     console.print(f"report: {result.report_path}", markup=False)
+
+
+def _print_layers(result: JobResult, console: Console) -> None:
+    """The costliest layers and the advice on them (report/layers.py)."""
+    records = layer_records(result)
+    table = top_layer_rows(records)
+    if table is None:
+        return
+    title, header, layer_rows = table
+    rich_table = Table(title=title)
+    for i, column in enumerate(header):
+        rich_table.add_column(column, justify="left" if i in (0, 1, len(header) - 1) else "right")
+    for row in layer_rows:
+        rich_table.add_row(*row)
+    console.print(rich_table)
+    for line in advice_lines(records, terse=True):
+        console.print(line, markup=False)
 
 
 def write_markdown(result: JobResult, path: Path) -> None:
@@ -378,5 +397,16 @@ def write_markdown(result: JobResult, path: Path) -> None:
             "|" + "---|" * len(header),
         ]
         lines += ["| " + " | ".join(row) + " |" for row in table]
-    lines += ["", *[f"- {n}" for n in notes(result)], ""]
+    lines += ["", *[f"- {n}" for n in notes(result)], "", *_layer_markdown(result)]
     write_atomic(path, "\n".join(lines))
+
+
+def _layer_markdown(result: JobResult) -> list[str]:
+    records = layer_records(result)
+    table = top_layer_rows(records, count=None)
+    if table is None:
+        return []
+    title, header, layer_rows = table
+    lines = [f"## {title[0].upper()}{title[1:]}", "", "| " + " | ".join(header) + " |"]
+    lines += ["|" + "---|" * len(header), *("| " + " | ".join(row) + " |" for row in layer_rows)]
+    return lines + ["", *(f"- {line}" for line in advice_lines(records, terse=False)), ""]

@@ -81,6 +81,10 @@ class SlicedMatmulOperandPass(ArmPass):
             limits = torch.iinfo(value.dtype)
             with graph.inserting_before(node):
                 copy = create_node(graph, _CLAMP, (operand, limits.min, limits.max))
+            # the copy is the matmul's: per-layer attribution books it to the matmul's call
+            for key in ("stack_trace", "nn_module_stack", "torch_fn", "from_node"):
+                if key in node.meta:
+                    copy.meta[key] = node.meta[key]
             node.replace_input_with(operand, copy)
             self.copied.append((node.name, tuple(int(d) for d in value.shape)))
         if not self.copied:

@@ -24,7 +24,7 @@ from ..commands import SYNC_OPERATIONS, Command, CommandSet
 from ..errors import PayloadError, UnsupportedError
 
 if TYPE_CHECKING:
-    from ..fvp_timing import FvpMemory, PmuPrediction
+    from ..fvp_timing import FvpMemory, PmuPrediction, Transfer
     from ..kernel import Kernel
     from ..layouts import FeatureMap
     from ..memory_system import MemorySystem
@@ -134,6 +134,15 @@ class NpuFamily:
     ) -> OpTiming:
         """An operation's cycles in this memory system; `activation_cost` replaces the cycles
         per element of the activation its registers select (what-if comparisons)."""
+        raise self._not_executed()
+
+    def output_cycles(self, record: OpRecord, accelerator: Accelerator) -> float:
+        """The output stage's cycles per OFM element of an operation (accumulator width,
+        operation, activation): what bounds an operation whose MAC array waits on it."""
+        raise self._not_executed()
+
+    def transfers(self, record: OpRecord, accelerator: Accelerator) -> tuple[Transfer, ...]:
+        """What an operation moves over the AXI ports, per region, in bytes and beats."""
         raise self._not_executed()
 
     def predict_pmu(

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ...commands import Command
-from ...fvp_timing import FvpMemory, PmuPrediction
+from ...fvp_timing import FvpMemory, PmuPrediction, Transfer
 from ...kernel import Kernel
 from ...layouts import FeatureMap
 from ...memory_system import MemorySystem
@@ -26,7 +26,7 @@ from ...records import OpRecord
 from ...registers import Registers
 from ..accelerator import Accelerator
 from ..family import AddressRun, NpuFamily, OpTiming, RawOperation
-from . import cycles, decoder, fields, timeline, weights
+from . import cycles, decoder, fields, timeline, traffic, weights
 from .configurations import accelerators
 from .registers import COMMANDS, PRODUCTS
 
@@ -69,6 +69,12 @@ class EthosU55(NpuFamily):
         activation_cost: float | None = None,
     ) -> OpTiming:
         return cycles.op_timing(record, accelerator, memory, activation_cost)
+
+    def output_cycles(self, record: OpRecord, accelerator: Accelerator) -> float:
+        return cycles.output_cycles_per_element(record, accelerator)
+
+    def transfers(self, record: OpRecord, accelerator: Accelerator) -> tuple[Transfer, ...]:
+        return traffic.op_transfers(record, accelerator.beat_bytes)
 
     def predict_pmu(
         self,
