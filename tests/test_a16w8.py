@@ -257,8 +257,8 @@ class DeepConv(nn.Module):
 def _conv_cycles(quant: str):
     """(our cycles, Vela's estimate) of the one Conv2D, and our records of it."""
     from toolkit.npu import npu_config
-    from toolkit.sim import cycles as cycle_model
     from toolkit.sim import load_payload, simulate
+    from toolkit.sim.memory_system import memory_system
     from toolkit.sim.vela_estimate import compare_cycles, vela_estimates
 
     accelerator = "ethos-u55-128"
@@ -270,7 +270,7 @@ def _conv_cycles(quant: str):
     program = load_payload(delegate.payload)
     sim = simulate(program, [np.zeros(t.shape, t.dtype) for t in program.inputs], accelerator)
     npu = npu_config(accelerator)
-    memory = cycle_model.memory_system(accelerator, npu.system_config, npu.memory_mode)
+    memory = memory_system(accelerator, npu.system_config, npu.memory_mode)
     estimates = vela_estimates(delegate.tosa_path, accelerator)
     (row,) = compare_cycles(sim.operations, estimates, accelerator, memory)
     assert row.operator == "Conv2D"

@@ -197,7 +197,7 @@ def test_a_stored_graph_names_only_torch_constants_of_their_kind():
         [{"op": "output", "name": "output", "args": {"seq": [{"node": "x"}], "tuple": True}}],
         [
             {"op": "placeholder", "name": "x"},
-            {"op": "call_function", "name": "a", "target": "aten:aten.relu.default", "args": 3},
+            {"op": "call_function", "name": "a", "target": "aten.relu.default", "args": 3},
         ],
     ],
     ids=["output-args-an-int", "unknown-node", "args-an-int"],

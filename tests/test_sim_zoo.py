@@ -3,7 +3,7 @@
 Every evaluation sample, fused and unfused. Where the two variants' command streams differ only in
 values that cannot change an operation's timing, the simulated operation cycles are identical too.
 BLOCKDEP may differ as well (Vela chooses it per stream): it sets how far a kernel overlaps the one
-before, which moves the PMU total (sim/fvp_timing.py), not any operation's own cycles.
+before, which moves the PMU total (sim/families/ethos_u55/timeline.py), not any operation's own cycles.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from toolkit.rewrites import DEFAULT_REWRITES
 from toolkit.runners.sim import SimulatorRunner
 from toolkit.runners.tosa_ref import TosaReferenceRunner
 from toolkit.sim.commands import Command
-from toolkit.sim.families.ethos_u55 import COMMANDS
+from toolkit.sim.families.ethos_u55.registers import COMMANDS
 from toolkit.sim.payload import load_payload
 
 TOKENS, HEADS, HEAD_DIM = 16, 2, 16

@@ -21,11 +21,14 @@ from toolkit.rewrites import DEFAULT_REWRITES
 from toolkit.runners import sim_check
 from toolkit.runners.sim import SimulatorRunner
 from toolkit.runners.tosa_ref import TosaReferenceRunner
+from toolkit.sim.families import family_of
 from toolkit.sim.registers import Registers
 from toolkit.targets import load_target
 
 sys.path.insert(0, str(Path(__file__).parent / "collection"))
 from held_out_kinds import TinyUNet  # noqa: E402
+
+U55 = family_of("ethos-u55-128")
 
 
 def _registers(**values: int) -> Registers:
@@ -35,16 +38,16 @@ def _registers(**values: int) -> Registers:
 
 
 def test_a_window_wholly_in_padding_is_named_and_ordinary_padding_is_not():
-    reads = padded_windows(_registers(IFM_PAD_BOTTOM=12, OFM_HEIGHT_M1=15, OFM_WIDTH_M1=0))
+    reads = padded_windows(_registers(IFM_PAD_BOTTOM=12, OFM_HEIGHT_M1=15, OFM_WIDTH_M1=0), U55)
     assert reads is not None and reads.startswith(
         "reads an IFM of 4x1 with IFM_PAD_BOTTOM 12 for a 1x1 kernel into an OFM of 16x1"
     )
     three = {"KERNEL_HEIGHT_M1": 2, "KERNEL_WIDTH_M1": 2, "OFM_HEIGHT_M1": 7, "OFM_WIDTH_M1": 7}
-    assert padded_windows(_registers(IFM_PAD_TOP=1, IFM_PAD_LEFT=2, **three)) is None
-    assert "IFM_PAD_RIGHT 3" in (padded_windows(_registers(IFM_PAD_RIGHT=3, **three)) or "")
+    assert padded_windows(_registers(IFM_PAD_TOP=1, IFM_PAD_LEFT=2, **three), U55) is None
+    assert "IFM_PAD_RIGHT 3" in (padded_windows(_registers(IFM_PAD_RIGHT=3, **three), U55) or "")
     # a transposed convolution's upscaled IFM is padded by design
     upscaled = _registers(IFM_PAD_TOP=1, IFM_UPSCALE=2, OFM_HEIGHT_M1=7, OFM_WIDTH_M1=7)
-    assert padded_windows(upscaled) is None
+    assert padded_windows(upscaled, U55) is None
 
 
 def _compile(module: nn.Module, shape, variant: str, out: Path, rewrites=DEFAULT_REWRITES):

@@ -8,7 +8,7 @@ import pytest
 
 from toolkit.errors import UserError
 from toolkit.npu import ARM_VELA_INI
-from toolkit.sim import cycles as cycle_model
+from toolkit.sim import memory_system as cycle_model
 from toolkit.targets import load_target
 
 # Two sections of Alif's ensemble_vela.ini (alifsemi/alif_ml-embedded-evaluation-kit

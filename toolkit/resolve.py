@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 FUSION_CHOICES = ("on", "off")
 FUSION_VARIANT: dict[str, Variant] = {"on": "fused", "off": "unfused"}
 RUNNER_CHOICES = ("auto", "fvp", "sim", "tosa-ref", "serial")
-SUITE_RUNNER_CHOICES = ("auto", "fvp", "sim", "tosa-ref")  # a suite never flashes a board
+# a suite flashes boards only on a labgrid farm ("farm": etk bench --coordinator, docs/farm.md)
+SUITE_RUNNER_CHOICES = ("auto", "fvp", "sim", "tosa-ref", "farm")
 
 
 def fusion_variants(fusion: str, compare: bool = False) -> tuple[Variant, ...]:

@@ -31,6 +31,9 @@ class RunnerRun:
     cycle_check: CycleCheck | None = (
         None  # a measured run: beside etk's prediction, Vela's estimate
     )
+    # why the outputs were not checked against the host reference (the runner is the host
+    # reference itself); then outputs_match_reference and max_diff_lsb are None
+    not_checked: str | None = None
 
 
 @dataclass(frozen=True)

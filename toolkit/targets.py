@@ -63,6 +63,7 @@ class FvpSpec:
 
 ResetMethod = Literal["flash", "command", "manual"]
 BoardInputs = Literal["bundled", "ones"]
+BoardTestSets = Literal["first", "all"]
 RESET_METHODS: tuple[ResetMethod, ...] = ("flash", "command", "manual")
 BOARD_PLACEHOLDERS = ("pte", "bpte", "elf", "port")
 
@@ -94,6 +95,9 @@ class BoardSpec:
     # bundled: the image reads the inputs from the .bpte and checks the outputs (BundleIO);
     # ones: it runs the model on all-ones inputs (ExecuTorch's Zephyr hello-executorch sample)
     inputs: BoardInputs = "bundled"
+    # first: the image runs test set 0 of the bundle (ExecuTorch's arm_executor_runner:
+    # testset_idx = 0), so each sample is one flash; all: it loops over every test set
+    test_sets: BoardTestSets = "first"
 
 
 @dataclass(frozen=True)
@@ -207,6 +211,9 @@ def _parse_board(table: TomlTable) -> BoardSpec:
         raise table.wrong("inputs", "bundled or ones", inputs)
     if retries < 0:
         raise table.wrong("retries", "a whole number of re-runs", retries)
+    test_sets = table.get("test_sets", str, "first or all", default="first")
+    if test_sets not in ("first", "all"):
+        raise table.wrong("test_sets", "first or all", test_sets)
     return BoardSpec(
         name=table.get("name", str, "the board's name"),
         port=table.get("port", str, "a serial port like '/dev/ttyACM0'", default=None),
@@ -226,6 +233,7 @@ def _parse_board(table: TomlTable) -> BoardSpec:
         ),
         retries=retries,
         inputs=inputs,
+        test_sets=test_sets,
     )
 
 

@@ -96,3 +96,27 @@ def test_deploy_on_simulator_matches_host_reference_fused_and_unfused(compiled, 
         result.variants[v].run.evaluation.runs[0].cycles.npu_cycles for v in ("fused", "unfused")
     )
     assert fused == unfused > 0  # same NPU operations, same simulated cycles
+
+
+def test_a_run_on_the_tosa_reference_model_is_not_called_checked(tmp_path):
+    """Issue 45 item 3: on Ethos-U85 (not simulated) the runner is the host reference itself;
+    comparing it with itself checks nothing, and its cycles are Vela's estimate over itself."""
+    from toolkit.job import Job
+    from toolkit.pipeline import run_job
+    from toolkit.report.job_report import report_dict
+    from toolkit.report.tables import notes, rows
+    from toolkit.runners.tosa_ref import NOT_CHECKED, TosaReferenceRunner
+
+    result = run_job(
+        Job(model="zoo:conv2d_relu", target="corstone-320", out_dir=tmp_path, eval_samples=2),
+        runner=TosaReferenceRunner(),
+    )
+    run = report_dict(result)["variants"]["fused"]["run"]
+    assert (run["outputs_match_reference"], run["max_diff_lsb"]) == (None, None)
+    assert run["not_checked"] == NOT_CHECKED
+    assert "total_over_vela_estimate" not in run["cycles"]
+    table = {row[0]: row[1:] for row in rows(result)[1]}
+    assert table["outputs == host reference"][:2] == ["not checked", "not checked"]
+    assert not any("/ Vela estimate" in label for label in table)
+    assert "max diff vs host reference (LSB)" not in table
+    assert f"Outputs {NOT_CHECKED}" in notes(result)

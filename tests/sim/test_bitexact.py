@@ -7,6 +7,7 @@ import pytest
 
 from toolkit.sim import forget_programs, load_payload, simulate
 from toolkit.sim.diff import operations
+from toolkit.sim.families import accelerator as configuration
 from toolkit.sim.native import conv as native_conv
 from toolkit.sim.plan import plan_for
 
@@ -43,7 +44,7 @@ def test_single_op_bit_exact_on_the_numpy_path(cases, name, monkeypatch):
     try:
         result = _check(cases, name, "ethos-u55-128")
         program = load_payload(cases.get(name).npz["ethos-u55-128"])
-        numpy_convolutions = plan_for(program, "ethos-u55-128").blas
+        numpy_convolutions = plan_for(program, configuration("ethos-u55-128")).blas
     finally:
         forget_programs()  # plans made without the kernel are not kept for other tests
     if any(r.kind in ("conv", "depthwise") for r in result.operations):

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from toolkit.npu import npu_config
-from toolkit.sim import cycles as cycle_model
 from toolkit.sim import load_payload, simulate
+from toolkit.sim.memory_system import memory_system
 from toolkit.sim.vela_estimate import compare_cycles, vela_estimates
 
 UNBIASED = ("conv5x5_s2_valid", "conv2x2_c40_c70", "fc_256_10")
@@ -18,7 +18,7 @@ def _compare(cases, name: str, accelerator: str):
     case = cases.get(name, accelerator)
     result = simulate(load_payload(case.npz[accelerator]), [case.input], accelerator)
     npu = npu_config(accelerator)
-    memory = cycle_model.memory_system(accelerator, npu.system_config, npu.memory_mode)
+    memory = memory_system(accelerator, npu.system_config, npu.memory_mode)
     return compare_cycles(
         result.operations, vela_estimates(case.tosa, accelerator), accelerator, memory
     )

@@ -14,11 +14,13 @@ from tflite_edit import without_final_softmax
 from toolkit.lower.tflite import compile_tflite
 from toolkit.sim import conv as conv_module
 from toolkit.sim import decoded as decoded_module
-from toolkit.sim import forget_programs, load_payload, simulate, weights
+from toolkit.sim import forget_programs, load_payload, simulate
 from toolkit.sim import plan as plan_module
 from toolkit.sim.commands import Command
 from toolkit.sim.errors import PayloadError
-from toolkit.sim.families.ethos_u55 import COMMANDS
+from toolkit.sim.families import accelerator as configuration
+from toolkit.sim.families.ethos_u55 import weights
+from toolkit.sim.families.ethos_u55.registers import COMMANDS
 from toolkit.sim.memory import Memory
 from toolkit.sim.native import conv as native_conv
 from toolkit.sim.registers import RegisterFile
@@ -178,11 +180,11 @@ def test_float32_products_only_where_every_partial_sum_is_below_2_24():
     # a column's |weights| summing to S bounds its partial sums by 255 * S for 8-bit IFMs
     largest = (2**24 - 1) // 255  # 65793: 255 * 65793 = 2^24 - 1
     column = np.array([[largest - 2, 5], [1, -5], [-1, 5]], np.int64)
-    assert weights.exact_in_float32(column, 8)
+    assert conv_module.exact_in_float32(column, 8)
     column[0, 0] += 1  # one more: 255 * 65794 >= 2^24
-    assert not weights.exact_in_float32(column, 8)
-    assert weights.exact_in_float32(np.full((3, 2), 85, np.int16), 16)  # 3 * 85 * 65535 < 2^24
-    assert not weights.exact_in_float32(np.full((3, 2), 86, np.int16), 16)
+    assert not conv_module.exact_in_float32(column, 8)
+    assert conv_module.exact_in_float32(np.full((3, 2), 85, np.int16), 16)  # 3 * 85 * 65535 < 2^24
+    assert not conv_module.exact_in_float32(np.full((3, 2), 86, np.int16), 16)
 
 
 def test_float32_products_give_the_float64_outputs(kws_npz, monkeypatch):
@@ -191,9 +193,10 @@ def test_float32_products_give_the_float64_outputs(kws_npz, monkeypatch):
     shape, expected = EXPECTED[NAME]
     monkeypatch.setattr(native_conv, "_KERNEL", None)
     exact = []
+    exact_in_float32 = conv_module.exact_in_float32
 
     def recorded(matrix, ifm_bits):
-        exact.append(weights.exact_in_float32(matrix, ifm_bits))
+        exact.append(exact_in_float32(matrix, ifm_bits))
         return exact[-1]
 
     monkeypatch.setattr(conv_module, "exact_in_float32", recorded)
@@ -214,7 +217,7 @@ def test_later_runs_find_their_streams_without_a_lookup_by_content(kws_npz, monk
     decoded there: a run after the first hashes no stream (DMA'd ones included)."""
     forget_programs()
     program = load_payload(kws_npz)
-    plan = plan_module.plan_for(program, ACC)
+    plan = plan_module.plan_for(program, configuration(ACC))
     assert plan.decoded.constant_regions == {0}  # scratch and fast scratch are written
     shape, expected = EXPECTED[NAME]
     assert seeded_outputs(program, shape, 1, ACC) == expected[:1]
@@ -232,7 +235,7 @@ def test_later_runs_find_their_streams_without_a_lookup_by_content(kws_npz, monk
 
 
 def test_a_stream_slot_decodes_again_when_the_bytes_there_change():
-    decoded = decoded_module.DecodedStreams()
+    decoded = decoded_module.DecodedStreams(configuration(ACC).family)
     memory = Memory({0: np.arange(8, dtype=np.uint8), 1: np.zeros(8, np.uint8)})
     calls = []
 
@@ -257,14 +260,16 @@ def test_a_run_zeroes_only_the_scratch_its_plan_checked(kws_npz):
     highest byte checked (the .pte payload's 1 MiB fast scratch is mostly unused)."""
     # as a .pte payload gives it: a fast scratch of 1 MiB, which this program never touches
     program = load_payload(kws_npz)._replace(scratch_fast_size=1 << 20)
-    plan = plan_module.plan_for(program, ACC)
-    memory = plan_module.new_memory(program, ACC, plan)
+    plan = plan_module.plan_for(program, configuration(ACC))
+    memory = plan_module.new_memory(program, configuration(ACC), plan)
     sizes = {r: len(memory.regions.get(r, ())) for r in (1, 2)}
     assert sizes == {r: plan.extent.get(r, 0) for r in (1, 2)}
     assert 0 < sizes[1] <= program.scratch_size and 2 not in memory.regions  # none to zero
     for tensor in (*program.inputs, *program.outputs):
         assert tensor.offset + tensor.nbytes <= sizes[tensor.region]
-    full = plan_module.new_memory(program, ACC)  # without a plan: the sizes the payload gives
+    full = plan_module.new_memory(
+        program, configuration(ACC)
+    )  # without a plan: the sizes the payload gives
     assert (len(full.regions[1]), len(full.regions[2])) == (
         program.scratch_size,
         program.scratch_fast_size,

@@ -20,7 +20,8 @@ from toolkit.npu import npu_config
 from toolkit.pipeline import run_job
 from toolkit.sim import forget_programs, load_payload, simulate
 from toolkit.sim.errors import UnsupportedError
-from toolkit.sim.families.ethos_u55 import COMMANDS
+from toolkit.sim.families import accelerator as configuration
+from toolkit.sim.families.ethos_u55.registers import COMMANDS
 from toolkit.sim.native import conv as native_conv
 from toolkit.sim.plan import plan_for
 from toolkit.sim.vela_estimate import vela_estimates
@@ -119,7 +120,7 @@ def test_dual_core_bit_exact_on_the_numpy_path(cases, name, monkeypatch):
         for _ in range(2):  # the second run reuses the interleaved streams
             result = simulate(program, case.inputs, U65_512)
             assert np.array_equal(result.outputs[0], case.expected.reshape(result.outputs[0].shape))
-        assert plan_for(program, U65_512).blas
+        assert plan_for(program, configuration(U65_512)).blas
     finally:
         forget_programs()  # plans made without the kernel are not kept for other tests
 
@@ -131,4 +132,4 @@ def test_a_dual_core_program_on_one_core_is_refused(cases):
     with pytest.raises(
         UnsupportedError, match=r"^PARALLEL_MODE = 1 is not implemented on ethos-u65-256, which "
     ):
-        plan_for(program, "ethos-u65-256")
+        plan_for(program, configuration("ethos-u65-256"))

@@ -34,15 +34,15 @@ from toolkit.quantize.calibration import random_calibration
 from toolkit.runners.sim import SimulatorRunner
 from toolkit.runners.tosa_ref import TosaReferenceRunner, run_tosa_delegate
 from toolkit.sim import SIMULATED, UnsupportedError, load_payload, simulate
-from toolkit.sim import cycles as cycle_model
 from toolkit.sim.commands import Command
-from toolkit.sim.elementwise import prepare_elementwise
 from toolkit.sim.families import accelerator as architecture
-from toolkit.sim.memory import Memory, shram_bytes
+from toolkit.sim.memory import Memory
+from toolkit.sim.memory_system import memory_system
 from toolkit.sim.outstage import NATURAL, TFL
 from toolkit.sim.registers import RegisterFile
 from toolkit.targets import load_target
 
+from .planned import planned, shram_bytes
 from .tflite_builder import linear_feature_maps
 
 ACC = "ethos-u55-128"
@@ -212,15 +212,17 @@ def test_cycle_rates_of_the_new_modes(programs):
         payload, [np.zeros(t.shape, t.dtype) for t in payload.inputs], ACC
     ).operations
     npu = npu_config(ACC)
-    memory = cycle_model.memory_system(ACC, npu.system_config, npu.memory_mode)
+    memory = memory_system(ACC, npu.system_config, npu.memory_mode)
     elements = math.prod(record.ofm_shape)
-    add = cycle_model.op_timing(record._replace(kind="elementwise.add"), ACC, memory)
+    u55 = architecture(ACC)
+    timing_of = u55.family.op_timing
+    add = timing_of(record._replace(kind="elementwise.add"), u55, memory)
     for kind in ("elementwise.abs", "elementwise.min", "elementwise.max", "elementwise.lrelu"):
-        timing = cycle_model.op_timing(record._replace(kind=kind), ACC, memory)
+        timing = timing_of(record._replace(kind=kind), u55, memory)
         assert add.compute - timing.compute == pytest.approx((1.0 - 0.5) * elements, abs=1)
     wide = record._replace(ifm_elem_size=4, kind="elementwise.max")
-    assert cycle_model.op_timing(wide, ACC, memory) == cycle_model.op_timing(
-        wide._replace(kind="elementwise.mul"), ACC, memory
+    assert timing_of(wide, u55, memory) == timing_of(
+        wide._replace(kind="elementwise.mul"), u55, memory
     )
     for accelerator in SIMULATED:
         rates = architecture(accelerator).elementwise_cycles
@@ -298,7 +300,7 @@ def _elementwise(
     memory.regions[1][: n * size] = a.astype(f"<i{size}").view(np.uint8)
     if b is not None:
         memory.regions[1][32 * n : 32 * n + size2 * b.size] = b.astype(f"<i{size2}").view(np.uint8)
-    step = prepare_elementwise(rf.snapshot(Command(0, "NPU_OP_ELEMENTWISE", mode)), memory)
+    step = planned(rf.snapshot(Command(0, "NPU_OP_ELEMENTWISE", mode)), memory)
     step.run(memory)
     got = memory.regions[1][64 * n : 64 * n + n * ofm_size].view(f"<i{ofm_size}").tolist()
     return got, step.record

@@ -18,7 +18,7 @@ from toolkit.sim import (
     simulate,
 )
 from toolkit.sim.diff import diff_programs
-from toolkit.sim.families.ethos_u55 import COMMANDS
+from toolkit.sim.families.ethos_u55.registers import COMMANDS
 
 ACC = "ethos-u55-128"
 

@@ -1,25 +1,29 @@
-"""One description per NPU family (toolkit/sim/families): what the rest of the toolkit asks, and
-that nothing outside a family's home reads its register map or tests its name."""
+"""One home per NPU family (toolkit/sim/families): what the rest of the toolkit asks, the family
+object each configuration holds, and that nothing outside a family's home reads its register map
+or tests its name."""
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
 import pytest
 
-from toolkit.sim.errors import SimError
+from toolkit.sim.errors import SimError, UnsupportedError
 from toolkit.sim.families import (
     SIMULATED,
     SIMULATED_FAMILIES,
     accelerator,
     commands,
     decodes,
+    family_of,
     family_of_product,
     simulates,
 )
 
 PACKAGE = Path(__file__).resolve().parents[2] / "toolkit"
+FAMILIES = PACKAGE / "sim" / "families"
 
 
 def test_the_simulated_configurations_and_what_the_decoder_reads():
@@ -33,7 +37,7 @@ def test_the_simulated_configurations_and_what_the_decoder_reads():
     )
     assert SIMULATED_FAMILIES == "Ethos-U55/U65"
     assert decodes("ethos-u65-512") and simulates("ethos-u65-512")
-    # Ethos-U85's register map is known (families/ethos_u85.py); its streams are not executed
+    # Ethos-U85's register map is known (families/ethos_u85/); its streams are not executed
     assert decodes("ethos-u85-256") and not simulates("ethos-u85-256")
     with pytest.raises(SimError, match=r"runs ethos-u55-32, .*ethos-u65-512, not 'ethos-u85-256'$"):
         accelerator("ethos-u85-256")
@@ -50,7 +54,7 @@ def test_a_family_s_register_map_is_asked_for_by_configuration():
         "ethos-u85",
         None,
     ]
-    # U85 has a map of its own (ethos_u85.py): the operations keep their opcodes, many registers
+    # U85 has a map of its own (ethos_u85/registers.py): the operations keep their opcodes, many registers
     # do not
     assert commands("ethos-u85-2048") is commands("ethos-u85-128")
     assert commands("ethos-u85-128") is not commands("ethos-u55-128")
@@ -89,3 +93,76 @@ def test_no_module_outside_a_family_home_reads_a_register_map_or_tests_a_family_
         ):
             offenders.append(str(path.relative_to(PACKAGE)))
     assert offenders == []
+
+
+def test_a_configuration_holds_its_family_which_decodes_or_also_executes():
+    u55, u65 = accelerator("ethos-u55-128"), accelerator("ethos-u65-512")
+    assert u55.family is u65.family is family_of("ethos-u55-64") is family_of("ethos-u65-256")
+    assert u55.family.name == "Ethos-U55/U65" and u55.family.commands is commands("ethos-u55-32")
+    assert accelerator(u55) is u55  # an Accelerator passes through
+    u85 = family_of("ethos-u85-512")
+    assert (u85.name, dict(u85.configurations), u85.commands is commands("ethos-u85-128")) == (
+        "Ethos-U85",
+        {},
+        True,
+    )
+    (op,) = commands("ethos-u85-128").decode((0x0001_0005).to_bytes(4, "little"))
+    with pytest.raises(UnsupportedError, match="decodes Ethos-U85 streams but does not run them"):
+        u85.describe(u55, op, {})
+    with pytest.raises(SimError, match="knows no NPU family of 'ethos-u99-256'$"):
+        family_of("ethos-u99-256")
+
+
+def _is_module(name: str) -> bool:
+    path = PACKAGE.parent.joinpath(*name.split("."))
+    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+
+
+def _imports(path: Path) -> set[str]:
+    """Every toolkit module (and Vela register module) a file imports, relative imports resolved
+    against its package (a file that names neither the families nor an ethos_u module imports
+    none of them: not parsed)."""
+    text = path.read_text()
+    if "families" not in text and "ethos_u" not in text:
+        return set()
+    package = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts[:-1])
+    found = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parent, base] if base else parent)
+            found.add(base)
+            found.update(m for m in (f"{base}.{a.name}" for a in node.names) if _is_module(m))
+    return found
+
+
+# what the rest of the toolkit may import of families/: the registry and the interface
+PUBLIC = {f"toolkit.sim.families{m}" for m in ("", ".family", ".accelerator")}
+
+
+def test_no_module_outside_the_family_homes_imports_a_register_map():
+    """The import graph over toolkit/: a family's register map (Vela's ethos_u55_regs, or a
+    home's registers module) and everything else of its home are imported inside families/
+    only; the rest of the toolkit imports the registry (families/__init__.py) and the
+    interface (family.py, accelerator.py), and asks the family object."""
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        if FAMILIES in path.parents:
+            continue
+        for module in _imports(path):
+            private = module.startswith("toolkit.sim.families.") and module not in PUBLIC
+            if "ethos_u55_regs" in module or private:
+                offenders.append(f"{path.relative_to(PACKAGE)} imports {module}")
+    assert offenders == []
+    # the check sees what it looks for: the homes import their register maps
+    assert "toolkit.sim.families.ethos_u55.registers" in _imports(
+        FAMILIES / "ethos_u55/__init__.py"
+    )
+    assert "toolkit.sim.families.ethos_u85.registers" in _imports(
+        FAMILIES / "ethos_u85/__init__.py"
+    )
+    assert any("ethos_u55_regs" in m for m in _imports(FAMILIES / "ethos_u55" / "registers.py"))

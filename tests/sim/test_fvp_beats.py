@@ -27,7 +27,9 @@ import struct
 from ethosu.vela.ethos_u55_regs.ethos_u55_regs import cmd0
 
 from toolkit.npu import npu_config
-from toolkit.sim.fvp_timing import fvp_memory, predict_pmu
+from toolkit.sim.families import accelerator
+from toolkit.sim.families.ethos_u55.timeline import predict_pmu
+from toolkit.sim.fvp_timing import fvp_memory
 from toolkit.sim.records import OpRecord
 
 ACC = "ethos-u55-128"
@@ -62,15 +64,15 @@ def _program(ifm_zero_point: int = 0):
 
 def test_beats_of_a_small_program_by_hand():
     npu = npu_config(ACC)
-    memory = fvp_memory(ACC, npu.system_config, npu.memory_mode, str(npu.config_path))
+    memory = fvp_memory(accelerator(ACC), npu.system_config, npu.memory_mode, str(npu.config_path))
     stream, records = _program()
-    pmu = predict_pmu(stream, records, memory, ACC)
+    pmu = predict_pmu(stream, records, memory, accelerator(ACC))
     assert pmu.beats == {"axi0_read": 152, "axi0_write": 92, "axi1_read": 62}
     # the conv waits for the DMA: flash at 50 words per 400 cycles (0.125 beats/cycle) moves the
     # 60 beats in 480 cycles, + its 64-cycle latency = 544; then the conv's 1000 compute cycles
     # (its 152 + 32 AXI0 beats take fewer cycles)
     assert pmu.active == 544 + 1000
-    assert predict_pmu(stream, _program(ifm_zero_point=-128)[1], memory, ACC) == pmu
+    assert predict_pmu(stream, _program(ifm_zero_point=-128)[1], memory, accelerator(ACC)) == pmu
 
 
 def test_the_fvp_ports_follow_an_inheriting_vendor_section(tmp_path):
@@ -83,6 +85,6 @@ def test_the_fvp_ports_follow_an_inheriting_vendor_section(tmp_path):
         arm + "\n[System_Config.Vendor_Child]\ninherit=System_Config.Ethos_U55_High_End_Embedded\n"
         "OffChipFlash_burst_length=64\n"
     )
-    memory = fvp_memory(ACC, "Vendor_Child", "Shared_Sram", str(ini))
+    memory = fvp_memory(accelerator(ACC), "Vendor_Child", "Shared_Sram", str(ini))
     assert (memory.ports["axi0"].burst_beats, memory.ports["axi1"].burst_beats) == (4, 8)
     assert memory.region_port == {0: "axi1", 1: "axi0", 2: "axi0", "command_stream": "axi1"}

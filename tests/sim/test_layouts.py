@@ -9,7 +9,8 @@ import pytest
 
 from toolkit.sim.commands import Command
 from toolkit.sim.errors import UnsupportedError
-from toolkit.sim.layouts import _tiles, ofm_map
+from toolkit.sim.families.ethos_u55.fields import ofm_map
+from toolkit.sim.layouts import _tiles
 from toolkit.sim.registers import Registers
 
 BASES = (100, 200, 300, 400)

@@ -10,6 +10,7 @@ from ethosu.vela.ethos_u55_regs.ethos_u55_regs import cmd0, cmd1
 
 from toolkit.sim import forget_programs, load_payload, plan, pool
 from toolkit.sim.errors import RegionError
+from toolkit.sim.families import accelerator as configuration
 from toolkit.sim.payload import NpuProgram
 from toolkit.sim.simulator import op_outputs, simulate
 
@@ -94,8 +95,8 @@ def _scratch_after(program: NpuProgram, merge: bool, monkeypatch) -> tuple[np.nd
     forget_programs()
     if not merge:
         monkeypatch.setattr(plan, "_merge_run", lambda *args: (0, 0))
-    the_plan = plan.plan_for(program, ACC)
-    memory = plan.new_memory(program, ACC)
+    the_plan = plan.plan_for(program, configuration(ACC))
+    memory = plan.new_memory(program, configuration(ACC))
     memory.regions[1][:] = INITIAL
     for step in the_plan.steps:
         step.run(memory)
@@ -153,8 +154,8 @@ def test_ifm_in_the_fast_scratch_overlaps_no_ofm_unless_it_aliases_the_scratch(
         forget_programs()
         if not merge:
             monkeypatch.setattr(plan, "_merge_run", lambda *args: (0, 0))
-        steps = plan.plan_for(program, ACC).steps
-        memory = plan.new_memory(program, ACC)
+        steps = plan.plan_for(program, configuration(ACC)).steps
+        memory = plan.new_memory(program, configuration(ACC))
         memory.regions[1][:] = INITIAL
         if not aliased:
             memory.regions[2][:] = fast
@@ -182,7 +183,7 @@ def test_a_run_that_cannot_merge_is_tried_once(monkeypatch):
 
     monkeypatch.setattr(pool.ByteMap, "merged_run", counted)
     forget_programs()
-    steps = plan.plan_for(_program(_stream(12, H * W, H * W - 1)), ACC).steps
+    steps = plan.plan_for(_program(_stream(12, H * W, H * W - 1)), configuration(ACC)).steps
     forget_programs()
     assert tries == [12] + [1] * 12  # the run once, then each operation alone as a copy
     assert len(steps) == 12 and not any(step.run is plan._merged for step in steps)
@@ -191,7 +192,7 @@ def test_a_run_that_cannot_merge_is_tried_once(monkeypatch):
 def _plan_error(program: NpuProgram) -> str:
     forget_programs()
     with pytest.raises(RegionError) as info:
-        plan.plan_for(program, ACC)
+        plan.plan_for(program, configuration(ACC))
     return str(info.value)
 
 
@@ -213,7 +214,10 @@ def test_per_operation_dumps_are_those_of_the_operations_run_in_turn(monkeypatch
     program = _program(_stream(12, H * W, H * W + 5, 0x2000, ifm_region=0), weights)
     forget_programs()
     merged = op_outputs(program, [], ACC)
-    assert sum(step.run is plan._merged for step in plan.plan_for(program, ACC).steps) == 11
+    assert (
+        sum(step.run is plan._merged for step in plan.plan_for(program, configuration(ACC)).steps)
+        == 11
+    )
     monkeypatch.setattr(plan, "_merge_run", lambda *args: (0, 0))
     forget_programs()
     in_turn = op_outputs(program, [], ACC)
@@ -280,7 +284,7 @@ def test_a_vela_program_s_merged_runs_keep_every_record_and_output(cases, monkey
     def run() -> tuple:
         forget_programs()
         result = simulate(program, case.inputs, ACC)
-        steps = plan.plan_for(program, ACC).steps
+        steps = plan.plan_for(program, configuration(ACC)).steps
         forget_programs()
         return result, sum(step.run is plan._merged for step in steps)
 

@@ -1,6 +1,6 @@
-"""Vela's mlw weight decoder runs in a child process (toolkit/sim/mlw_decoder.py): its C
-exit(1) on a corrupt stream becomes a PayloadError naming what it printed, never the end of
-etk, and the next stream decodes in a new child."""
+"""Vela's mlw weight decoder runs in a child process (toolkit/sim/families/ethos_u55/
+mlw_decoder.py): its C exit(1) on a corrupt stream becomes a PayloadError naming what it printed,
+never the end of etk, and the next stream decodes in a new child."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from ethosu import mlw_codec
 
 from toolkit.sim.errors import PayloadError
-from toolkit.sim.mlw_decoder import mlw_decode
+from toolkit.sim.families.ethos_u55.mlw_decoder import mlw_decode
 
 
 def test_a_stream_decodes_to_what_vela_encoded():

@@ -13,6 +13,7 @@ import pytest
 from toolkit.lower.tflite import compile_tflite
 from toolkit.sim import forget_programs, load_payload, simulate, simulator
 from toolkit.sim.conv import ConvRun
+from toolkit.sim.families import accelerator as configuration
 from toolkit.sim.native import batch
 from toolkit.sim.native.batch import NativeBatch
 from toolkit.sim.plan import plan_for
@@ -45,7 +46,7 @@ def test_batched_runs_write_what_single_operations_do(
     inputs = [rng.integers(-128, 128, shape, dtype=np.int8) for _ in range(3)]
     forget_programs()
     program = load_payload(delegate.vela_npz_path)
-    plan = plan_for(program, accelerator)
+    plan = plan_for(program, configuration(accelerator))
     assert plan.batched == []  # made by the first run
     one_by_one = []
     for x in inputs:
@@ -53,7 +54,7 @@ def test_batched_runs_write_what_single_operations_do(
         one_by_one.append(simulate(load_payload(delegate.vela_npz_path), [x], accelerator))
     program = load_payload(delegate.vela_npz_path)
     batched = [simulate(program, [x], accelerator) for x in inputs]
-    runs = plan_for(program, accelerator).batched
+    runs = plan_for(program, configuration(accelerator)).batched
     assert [len(run.table) for run in runs if isinstance(run, NativeBatch)] == batch_sizes
     assert sum(isinstance(run, ConvRun) for run in runs) == convolutions_alone
     for single, joined in zip(one_by_one, batched):
@@ -81,7 +82,7 @@ def test_a_checked_stream_that_changed_runs_the_rest_as_planned(tmp_path, monkey
     assert (dma.kind, conv.kind) == ("dma", "conv")  # Vela DMAs the convolution's streams in
     # where the DMA reads the convolution's scale stream from in the program's weights
     source = dma.register("DMA0_SRC") + conv.register("SCALE_BASE") - dma.register("DMA0_DST")
-    batched = plan_for(program, accelerator)
+    batched = plan_for(program, configuration(accelerator))
     assert batched.batched
     weights = bytearray(program.weights)
     weights[source + 2] ^= 0x40  # channel 0's bias, by 2^22
@@ -89,7 +90,7 @@ def test_a_checked_stream_that_changed_runs_the_rest_as_planned(tmp_path, monkey
     expected = simulate(changed, [x], accelerator).outputs[0]  # planned afresh
     monkeypatch.setattr(simulator, "plan_for", lambda *_: batched)  # run its batches
     batched.__dict__["frame"] = RunFrame(  # with the changed weights in memory
-        changed, accelerator, batched.extent, batched.decoded.constant_regions
+        changed, configuration(accelerator), batched.extent, batched.decoded.constant_regions
     )
     got = simulate(changed, [x], accelerator).outputs[0]
     assert np.array_equal(got, expected) and not np.array_equal(got, kept)

@@ -18,8 +18,8 @@ import pytest
 from toolkit.sim import native
 from toolkit.sim.activation import Lut
 from toolkit.sim.conv import NumpyConv
+from toolkit.sim.families.ethos_u55.fields import ifm_map, ofm_map
 from toolkit.sim.kernel import NEAREST, NO_UPSCALE, TRANSPOSE, Kernel
-from toolkit.sim.layouts import ifm_map, ofm_map
 from toolkit.sim.memory import Memory
 from toolkit.sim.native.conv import _NARROW, _WEIGHTS8, NativeConv, conv_kernel
 from toolkit.sim.outstage import NATURAL, TFL, TRUNCATE, Finish, Rescale, limits
@@ -90,7 +90,7 @@ class Case:
 def _kernel(size=3, stride=1, dilation=1, pads=(1, 1, 1, 1), upscale=NO_UPSCALE) -> Kernel:
     h, w = size if isinstance(size, tuple) else (size, size)
     sy, sx = stride if isinstance(stride, tuple) else (stride, stride)
-    return Kernel(h, w, sy, sx, dilation, dilation, *pads, False, upscale)
+    return Kernel(h, w, sy, sx, dilation, dilation, *pads, upscale)
 
 
 CASES = {
@@ -193,7 +193,7 @@ def _setup(case: Case, seed: int):
     limit = 255 if seed % 2 == 0 else 127  # 9-bit weights, or 8-bit (weights8's int8 path)
     weights = rng.integers(-limit, limit + 1, shape).astype(np.int16)
     if not case.depthwise:
-        weights = np.ascontiguousarray(weights.T)  # (O, K), as weights.decode_matrix lays it out
+        weights = np.ascontiguousarray(weights.T)  # (O, K), as NpuFamily.decode_weights lays it out
     bias = rng.integers(-(1 << case.bias_bits), 1 << case.bias_bits, oc, dtype=np.int64)
     shift = rng.integers(case.shifts[0], case.shifts[1] + 1, oc)
     # scales that bring a typical accumulator to a sixth of the OFM's clip range

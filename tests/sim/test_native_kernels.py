@@ -18,24 +18,25 @@ import pytest
 from toolkit.lower.tflite import compile_tflite
 from toolkit.sim import forget_programs, load_payload, plan
 from toolkit.sim.commands import Command
-from toolkit.sim.elementwise import prepare_elementwise
-from toolkit.sim.memory import Memory, shram_bytes
+from toolkit.sim.families import accelerator as configuration
+from toolkit.sim.memory import Memory
 from toolkit.sim.native import elementwise as native_elementwise
 from toolkit.sim.native import pool as native_pool
 from toolkit.sim.native.copy import NativeCopy, copy_kernel
 from toolkit.sim.outstage import NATURAL, TFL, TRUNCATE
-from toolkit.sim.pool import prepare_pool
 from toolkit.sim.registers import RegisterFile
 from toolkit.sim.simulator import op_outputs
 from toolkit.targets import load_target
 
+from .planned import planned, shram_bytes
+
 ACC = "ethos-u55-128"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 MODULES = (native_elementwise, native_pool)
-MUL, ADD, SUB, MIN, MAX, LRELU, ABS, CLZ, SHR, SHL = range(10)  # elementwise.MODES
+MUL, ADD, SUB, MIN, MAX, LRELU, ABS, CLZ, SHR, SHL = range(10)  # Vela's elementwise_mode
 UNARY, BITWISE = {LRELU, ABS, CLZ}, {CLZ, SHR, SHL}
 UNSCALED = BITWISE | {MIN, MAX}
-POOL_MAX, POOL_AVERAGE, POOL_SUM = range(3)  # pool.MODES
+POOL_MAX, POOL_AVERAGE, POOL_SUM = range(3)  # NPU_OP_POOL's parameter
 _SIZE_CODE = {1: 0, 2: 1, 4: 2}
 _TYPE_RANGE = {(1, True): (-128, 127), (1, False): (0, 255)}
 
@@ -236,7 +237,7 @@ def random_elementwise(seed: int) -> tuple[Op, int]:
 
 def _elementwise_step(op: Op, mode: int):
     regs = op.rf.snapshot(Command(0, "NPU_OP_ELEMENTWISE", mode))
-    return lambda memory: prepare_elementwise(regs, memory)
+    return lambda memory: planned(regs, memory)
 
 
 @pytest.mark.parametrize("block", range(8))
@@ -314,7 +315,7 @@ def test_lut_indexes_past_the_clip_fall_back():
 
 
 def _kernel_stride(sy: int, sx: int, dy: int, dx: int) -> int:
-    """KERNEL_STRIDE's bits, as kernel.kernel_from reads them."""
+    """KERNEL_STRIDE's bits, as the U55 decoder reads them (families/ethos_u55/fields.py: kernel_from)."""
     y, x = sy - 1, sx - 1
     return (x & 1) | (y & 1) << 1 | (dx - 1) << 3 | (dy - 1) << 4 | (x >> 1) << 6 | (y >> 1) << 9
 
@@ -373,7 +374,7 @@ def random_pool(
 
 def _pool_step(op: Op, mode: int):
     regs = op.rf.snapshot(Command(0, "NPU_OP_POOL", mode))
-    return lambda memory: prepare_pool(regs, memory)
+    return lambda memory: planned(regs, memory)
 
 
 @pytest.mark.parametrize("block", range(6))
@@ -444,7 +445,7 @@ def _pools_run_alone(payload) -> int:
     """The pools that run the pool kernel: neither in a merged run of 1x1 pools (plan._merge_run:
     the run's first operation does them all, as a copy) nor a copy on their own
     (pool.ByteMap.copy_run)."""
-    steps = plan.plan_for(payload, ACC).steps
+    steps = plan.plan_for(payload, configuration(ACC)).steps
     return sum(
         step.record.kind.startswith("pool.")
         and step.run is not plan._merged

@@ -17,6 +17,7 @@ import pytest
 from toolkit.lower.tflite import compile_tflite
 from toolkit.sim import forget_programs, load_payload, simulate
 from toolkit.sim.errors import PayloadError, RegionError
+from toolkit.sim.families import accelerator as configuration
 from toolkit.sim.native import batch
 from toolkit.sim.plan import plan_for
 from toolkit.targets import load_target
@@ -38,7 +39,7 @@ def _planned(folder: Path):
     forget_programs()
     simulate(program, [x], ACC)
     simulate(program, [x], ACC)
-    return plan_for(program, ACC)
+    return plan_for(program, configuration(ACC))
 
 
 def _native_runs(plan) -> list:

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from toolkit.sim.errors import RegionError, SimError
+from toolkit.sim.families import accelerator as configuration
 from toolkit.sim.payload import IOTensor, NpuProgram
 from toolkit.sim.run_frame import RunFrame
 
@@ -27,7 +28,9 @@ def _program(output_offset: int = 8) -> NpuProgram:
 
 @pytest.mark.parametrize("shared_weights", [False, True])
 def test_a_released_memory_comes_back_as_new(shared_weights):
-    frame = RunFrame(_program(), ACC, None, frozenset({0}) if shared_weights else frozenset())
+    frame = RunFrame(
+        _program(), configuration(ACC), None, frozenset({0}) if shared_weights else frozenset()
+    )
     memory = frame.memory()
     memory.regions[1][:] = 7  # what a run leaves behind
     memory.internal[:] = 9
@@ -42,7 +45,7 @@ def test_a_released_memory_comes_back_as_new(shared_weights):
 
 
 def test_inputs_placed_and_outputs_copied():
-    frame = RunFrame(_program(), ACC, None, frozenset())
+    frame = RunFrame(_program(), configuration(ACC), None, frozenset())
     memory = frame.memory()
     frame.place_inputs(memory, [np.arange(8, dtype=np.uint8).reshape(2, 4)])  # the other sign
     assert memory.regions[1][:8].tolist() == list(range(8))
@@ -68,22 +71,22 @@ def test_inputs_placed_and_outputs_copied():
     ],
 )
 def test_bad_inputs_are_named(value, message):
-    frame = RunFrame(_program(), ACC, None, frozenset())
+    frame = RunFrame(_program(), configuration(ACC), None, frozenset())
     with pytest.raises(SimError, match=message):
         frame.place_inputs(frame.memory(), [value])
 
 
 def test_the_wrong_number_of_inputs_is_named():
-    frame = RunFrame(_program(), ACC, None, frozenset())
+    frame = RunFrame(_program(), configuration(ACC), None, frozenset())
     with pytest.raises(SimError, match="test program takes 1 inputs, got 2"):
         frame.place_inputs(frame.memory(), [np.zeros(8, np.int8)] * 2)
 
 
 def test_an_output_outside_its_region_is_refused_up_front():
     with pytest.raises(RegionError, match=r"output 0: access to bytes \[0x3c, 0x44\) of region 1"):
-        RunFrame(_program(output_offset=60), ACC, None, frozenset())
+        RunFrame(_program(output_offset=60), configuration(ACC), None, frozenset())
 
 
 def test_extent_sizes_the_scratch():
-    frame = RunFrame(_program(), ACC, {1: 16}, frozenset())
+    frame = RunFrame(_program(), configuration(ACC), {1: 16}, frozenset())
     assert len(frame.memory().regions[1]) == 16

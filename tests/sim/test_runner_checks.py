@@ -8,10 +8,8 @@ import pytest
 
 from toolkit.runners.select import select_runner
 from toolkit.runners.sim import SimulatorRunner
-from toolkit.sim import UnsupportedError, load_payload, plan
+from toolkit.sim import UnsupportedError, engines, load_payload, plan
 from toolkit.sim.diff import operations
-from toolkit.sim.errors import at
-from toolkit.sim.layouts import ofm_map
 from toolkit.sim.records import Step
 
 MODEL = ("MeanOnly", "1,3,16,16")
@@ -25,11 +23,11 @@ def program(fixture_model):
 
 
 def _corrupt_convs(monkeypatch):
-    original = plan.prepare_conv
+    original = engines.prepare_conv
 
-    def prepare(regs, memory, accelerator, depthwise, decoded):
-        step = original(regs, memory, accelerator, depthwise, decoded)
-        ofm = ofm_map(regs)
+    def prepare(op, memory, decoded):
+        step = original(op, memory, decoded)
+        ofm = op.ofm
 
         def run(mem):
             step.run(mem)
@@ -39,18 +37,14 @@ def _corrupt_convs(monkeypatch):
 
         return Step(step.record, run)
 
-    monkeypatch.setattr(plan, "prepare_conv", prepare)
+    monkeypatch.setattr(engines, "prepare_conv", prepare)
 
 
 def _refuse_pools(monkeypatch):
-    def prepare(regs, memory):
-        op = regs.op
-        raise UnsupportedError(
-            f"a test's pool is not implemented by the simulator "
-            f"({at(op.offset, op.name, op.param)})"
-        )
+    def prepare(op, memory):
+        raise UnsupportedError(f"a test's pool is not implemented by the simulator ({op.label})")
 
-    monkeypatch.setattr(plan, "prepare_pool", prepare)
+    monkeypatch.setattr(engines, "prepare_pool", prepare)
 
 
 def test_self_check_on_the_first_run_only(program):

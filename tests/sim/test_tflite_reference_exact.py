@@ -21,12 +21,12 @@ from tflite_edit import without_final_softmax
 
 from toolkit.lower.tflite import compile_tflite
 from toolkit.sim.commands import Command
-from toolkit.sim.elementwise import prepare_elementwise
 from toolkit.sim.memory import Memory
 from toolkit.sim.payload import load_payload
 from toolkit.sim.registers import RegisterFile
 from toolkit.targets import load_target
 
+from .planned import planned
 from .tflite_builder import seeded_outputs
 
 ACC = "ethos-u55-128"
@@ -142,7 +142,7 @@ def _elementwise_add(
     memory = Memory({1: np.zeros(3 * size, np.uint8)})
     memory.regions[1][:size] = a.astype(np.int8).ravel().view(np.uint8)
     memory.regions[1][size : 2 * size] = b.astype(np.int8).ravel().view(np.uint8)
-    prepare_elementwise(rf.snapshot(Command(0, "NPU_OP_ELEMENTWISE", 1)), memory).run(memory)
+    planned(rf.snapshot(Command(0, "NPU_OP_ELEMENTWISE", 1)), memory).run(memory)
     return memory.regions[1][2 * size :].view(np.int8).reshape(h, w).astype(np.int64)
 
 

@@ -21,15 +21,14 @@ from ethosu.vela.tflite.Model import Model
 from toolkit.lower.tflite import compile_tflite
 from toolkit.sim import RegionError, UnsupportedError, load_payload, simulate
 from toolkit.sim.commands import Command
-from toolkit.sim.dma import prepare_dma
-from toolkit.sim.elementwise import prepare_elementwise
 from toolkit.sim.families import accelerator
-from toolkit.sim.families.ethos_u55 import COMMANDS
-from toolkit.sim.memory import INTERNAL, LUT_BYTES, Memory, shram_bytes
+from toolkit.sim.families.ethos_u55.registers import COMMANDS
+from toolkit.sim.memory import INTERNAL, LUT_BYTES, Memory
 from toolkit.sim.outstage import NATURAL, TFL
 from toolkit.sim.registers import RegisterFile
 from toolkit.targets import load_target
 
+from .planned import planned, shram_bytes
 from .tflite_builder import linear_feature_maps, seeded_outputs, unary_chain
 
 ACC = "ethos-u55-128"
@@ -341,7 +340,7 @@ def _elementwise(
     if lut is not None:
         start = memory.lut_base + 256 * lut_slot
         memory.internal[start : start + len(lut)] = np.frombuffer(lut, np.uint8)
-    prepare_elementwise(rf.snapshot(Command(0, "NPU_OP_ELEMENTWISE", mode)), memory).run(memory)
+    planned(rf.snapshot(Command(0, "NPU_OP_ELEMENTWISE", mode)), memory).run(memory)
     dtype = f"<{'i' if ofm_signed else 'u'}{ofm_size}"
     return memory.regions[1][64 * n : 64 * n + n * ofm_size].view(dtype).tolist()
 
@@ -508,7 +507,7 @@ def test_lut_dma_into_shram_and_bounds():
             ("DMA0_LEN", 0, length),
         ):
             rf.write(Command(0, "NPU_SET_" + name, value, data))
-        return prepare_dma(rf.snapshot(Command(0, "NPU_OP_DMA_START", 0)), memory)
+        return planned(rf.snapshot(Command(0, "NPU_OP_DMA_START", 0)), memory)
 
     step = dma(0, 0x100 | 3, base + 256, 1024)
     step.run(memory)

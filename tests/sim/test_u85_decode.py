@@ -1,4 +1,4 @@
-"""Ethos-U85 command streams decoded by our register map (toolkit/sim/families/ethos_u85.py),
+"""Ethos-U85 command streams decoded by our register map (toolkit/sim/families/ethos_u85/registers.py),
 checked against a listing we did not write: Vela 5.1.0's own disassembly of the same stream
 (`vela --verbose-register-command-stream`, its C++ core's isa::disassemble).
 
@@ -31,7 +31,7 @@ from toolkit.pipeline import run_job
 from toolkit.sim.commands import PARAM, SYNC_OPERATIONS, register_name
 from toolkit.sim.diff import diff_programs
 from toolkit.sim.errors import PayloadError
-from toolkit.sim.families import commands, decodes, family_of_product, simulates
+from toolkit.sim.families import commands, decodes, family_of, family_of_product, simulates
 from toolkit.sim.families.ethos_u85 import cmd0, cmd1
 from toolkit.sim.payload import DriverConfig, load_payload
 
@@ -445,7 +445,7 @@ def test_the_padded_window_check_reads_u85_registers():
         )
         ((op, values),) = commands("ethos-u85-256").operation_registers(stream)
         assert values is not None
-        return padded_windows(Registers(values, op))
+        return padded_windows(Registers(values, op), family_of("ethos-u85-256"))
 
     assert conv(pad_top=1, upscale=0) == (
         "reads an IFM of 3x4 with IFM_PAD_TOP 1 for a 1x1 kernel into an OFM of 4x4 "

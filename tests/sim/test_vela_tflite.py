@@ -14,6 +14,7 @@ from toolkit.npu import npu_config
 from toolkit.runners.sim import SimulatorRunner
 from toolkit.sim import simulate
 from toolkit.sim.errors import PayloadError
+from toolkit.sim.families import accelerator as configuration
 from toolkit.sim.plan import new_memory, plan_for
 from toolkit.sim.vela_tflite import load_compiled_tflite, run_graph
 
@@ -101,7 +102,10 @@ def test_himax_logits_equal_tflite_reference(seed):
     """Everything before the softmax is bit-exact: the softmax's first operation (a max pool over
     the two classes) reads the logits."""
     (program,) = load_compiled_tflite(HIMAX).npu_programs
-    plan, memory = plan_for(program, "ethos-u55-64"), new_memory(program, "ethos-u55-64")
+    plan, memory = (
+        plan_for(program, configuration("ethos-u55-64")),
+        new_memory(program, configuration("ethos-u55-64")),
+    )
     x = np.random.default_rng(seed).integers(-128, 128, (96 * 96,), dtype=np.int8)
     memory.write_bytes(1, program.inputs[0].offset, x.view(np.uint8), "input")
     for step in plan.steps:

@@ -6,7 +6,8 @@ It is "flashed" by board_flash.py, which copies the .bpte into the emulator's fl
 started by a reset request (board_flash.py reset). Each start ("boot") prints what the executor
 runner prints over its UART: the banner, the PMU report, `Output[i][j]` lines and the BundleIO
 verdict, with outputs computed from the bundled inputs by the etk simulator (engine "sim") or the
-TOSA reference model ("tosa-ref") and checked against the bundled expected outputs the way the
+TOSA reference model ("tosa-ref"), or the bundle's own expected outputs ("expected": a board that
+needs no compiled Program, for farm tests), checked against the bundled expected outputs the way the
 runner does (atol 0.01, rtol 0.01). Lines go out at a baud-like pace (10 bits per byte).
 
 Formats (what real firmware prints; see tests/fixtures/real_logs/):
@@ -32,7 +33,13 @@ as measurements outside tests.
 Faults, each for the boots listed (1-based): drop (one Output line never arrives), corrupt (bytes
 in an Output line turn to garbage), silence (nothing at all), disconnect (the port goes away
 halfway and comes back after reconnect_delay_s), reset (the board restarts halfway: a second
-banner, then a whole run), wrong-output (the board computes a different value: BundleIO FAIL).
+banner, then a whole run), wrong-output (the board computes a different value: BundleIO FAIL),
+hang (test_sets "all": the board stops printing at one test set).
+
+Test sets: "first" runs test set 0 of the bundle, as ExecuTorch's arm_executor_runner does;
+"all" loops over every test set, each ending with `TEST: BundleIO index[k] Test_result: ...`.
+Start-up cost: boot_s is charged before a boot's first line, inference_s per test set; `boots`
+counts the starts.
 """
 
 from __future__ import annotations
@@ -67,8 +74,8 @@ PTE_ADDRESS = "0x80008000"
 WRONG_OUTPUT_LSB = 10  # how far off the wrong-output fault puts output 0, element 0
 CORRUPTION = b"\xff\xfe\x07"
 
-FaultKind = Literal["drop", "corrupt", "silence", "disconnect", "reset", "wrong-output"]
-Engine = Literal["sim", "tosa-ref"]
+FaultKind = Literal["drop", "corrupt", "silence", "disconnect", "reset", "wrong-output", "hang"]
+Engine = Literal["sim", "tosa-ref", "expected"]
 Format = Literal["et-bundleio", "zephyr", "ml-kit"]
 Inputs = Literal["bundled", "ones"]
 MLEK_COUNTS = {
@@ -85,6 +92,7 @@ MLEK_COUNTS = {
 class Fault:
     kind: FaultKind
     boots: tuple[int, ...] = (1,)
+    test_set: int = 0  # hang: the test set (of the boot's bundle) the board stops at
 
 
 def _log(
@@ -167,6 +175,39 @@ def transcript(program_size: int, outputs: Sequence[np.ndarray], passed: bool) -
     return lines
 
 
+def test_set_lines(k: int, outputs: Sequence[np.ndarray], passed: bool) -> list[bytes]:
+    """One test set of a firmware that loops over the bundle: PMU report (NPU cycles
+    NPU_CYCLES + 10 * k), outputs and the runner's verdict line for index k."""
+    cycles = NPU_CYCLES + 10 * k
+    lines = [
+        _log("I", 711, "runner_init", f"Input testset[{k}] from bundled bpte"),
+        _perf("NPU Inferences : 1"),
+        _perf("NPU delegations: 1 (1.00 per inference)"),
+        _perf(f"Inference runtime: {CPU_CYCLES} CPU cycles total ({CPU_CYCLES:.2f} per inference)"),
+        _perf("Ethos-U PMU report:"),
+        _perf(f"ethosu_pmu_cycle_cntr : {cycles} ({cycles:.2f} per inference)"),
+        *[
+            _perf(f"ethosu_pmu_cntr{i} : {c} ({c:.2f} per inference)")
+            for i, c in enumerate(PMU_EVENT_COUNTS)
+        ],
+        _perf(f"Ethos-U PMU Events:[{', '.join(PMU_EVENTS)}]"),
+        _log("I", 880, "print_outputs", f"{len(outputs)} outputs: "),
+        *output_lines(outputs),
+    ]
+    if passed:
+        return lines + [
+            _log("I", 925, "verify_result", "Model output match expected BundleIO bpte ref data."),
+            _log("I", 926, "verify_result", f"TEST: BundleIO index[{k}] Test_result: PASS"),
+        ]
+    return lines + [
+        _log(
+            "E", 930, "verify_result", "Model output don't match expected BundleIO bpte ref data."
+        ),
+        _log("E", 934, "verify_result", f"TEST: BundleIO index[{k}] Test_result: FAIL"),
+        _log("E", 935, "verify_result", "Bundle verification failed with status 0x12"),
+    ]
+
+
 def _zephyr(message: str) -> bytes:
     return f"I [executorch:arm_executor_runner.cpp] {message}\r\n".encode()
 
@@ -226,8 +267,14 @@ class BoardEmulator:
         reconnect_delay_s: float = 0.2,
         fmt: Format = "et-bundleio",
         inputs: Inputs = "bundled",
+        test_sets: Literal["first", "all"] = "first",
+        boot_s: float = 0.0,
+        inference_s: float = 0.0,
     ):
         self.root = root
+        self.test_sets = test_sets
+        self.boot_s = boot_s
+        self.inference_s = inference_s
         self.fmt = fmt
         self.inputs = inputs
         self.flash_dir = root / "flash"
@@ -278,7 +325,9 @@ class BoardEmulator:
                 self._boot()
             time.sleep(0.005)
 
-    def _outputs(self, program: Program, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    def _outputs(self, program: Program | None, inputs: list[np.ndarray], case) -> list[np.ndarray]:
+        if self.engine == "expected":
+            return list(case.expected_outputs)
         if self.engine == "sim":
             from toolkit.runners.sim import SimulatorRunner
 
@@ -294,14 +343,18 @@ class BoardEmulator:
         if "silence" in kinds:
             return
         bundle = read_bundle(self.flash_dir / IMAGE)
-        program = self._programs[hashlib.sha256(bundle.program).hexdigest()]
+        program = self._programs.get(hashlib.sha256(bundle.program).hexdigest())
+        time.sleep(self.boot_s)
+        if self.test_sets == "all":
+            self._boot_bundle(bundle, program, kinds)
+            return
         case = bundle.cases[0]
         inputs = (
             list(case.inputs)
             if self.inputs == "bundled"
             else [np.ones(spec.shape, spec.dtype) for spec in program.input_specs]
         )
-        outputs = self._outputs(program, inputs)
+        outputs = self._outputs(program, inputs, case)
         if "wrong-output" in kinds:
             outputs[0] = _off_by_lsb(outputs[0], program, WRONG_OUTPUT_LSB)
         passed = all(
@@ -328,6 +381,33 @@ class BoardEmulator:
         if "reset" in kinds:
             lines = lines[:middle] + lines
         self._write(lines)
+
+    def _boot_bundle(self, bundle, program: Program, kinds: set[str]) -> None:
+        """Firmware that loops over every test set of the bundle."""
+        hang = next(
+            (f.test_set for f in self.faults if f.kind == "hang" and self.boots in f.boots), None
+        )
+        lines = transcript(len(bundle.program), [], True)
+        self._write(lines[:6])  # the banner to "Preparing inputs..."
+        for k, case in enumerate(bundle.cases):
+            if k == hang or self._stop.is_set():
+                return  # a hung board prints nothing more
+            time.sleep(self.inference_s)
+            outputs = self._outputs(program, list(case.inputs), case)
+            if "wrong-output" in kinds and k == 1:
+                outputs[0] = _off_by_lsb(outputs[0], program, WRONG_OUTPUT_LSB)
+            passed = all(
+                np.allclose(o, e, rtol=0.01, atol=0.01)
+                for o, e in zip(outputs, case.expected_outputs)
+            )
+            self._write(test_set_lines(k, outputs, passed))
+        self._write(
+            [
+                _log("I", 1016, "main", "Model run: 1"),
+                _log("I", 1030, "main", "Program complete, exiting."),
+                _log("I", 1034, "main", "\x04"),
+            ]
+        )
 
     def _write(self, lines: list[bytes]) -> None:
         """Send at the baud-like pace; a reset request cuts the output short, as on a board."""

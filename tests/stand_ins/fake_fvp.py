@@ -22,6 +22,20 @@ Environment:
   ETK_FAKE_FVP_MODE       ok (default) | hard-fault (then stops at --timelimit) | hang (ignores
                           --timelimit, with a child process) | garbage (non-text bytes) |
                           crash (the FVP dies by SIGSEGV) | fatal (runner E/F lines, exit 1)
+
+Start-up cost and server mode (ExecuTorch main's `--server_mode true`, #21913): the fake honours
+the flag only when the application (-a) holds the string `--server_mode`, as a runner built with
+it does; an older runner ignores unknown arguments and runs once. In server mode each line on
+stdin reloads the -i files, runs one inference, writes out-N.bin and prints
+`SERVER_INFERENCE_DONE n`; the end of stdin ends the program.
+  ETK_FAKE_FVP_STARTUP_S   seconds charged per launch before the runner prints anything
+  ETK_FAKE_FVP_INFERENCE_S seconds charged per inference
+  ETK_FAKE_FVP_LAUNCHES    a file: one line appended per launch (tests count launches)
+  ETK_FAKE_FVP_SAMPLES     a folder of in-K-N.npy / out-K-N.npy: the inputs name the sample K,
+                           whose outputs are written; its NPU cycles are NPU_CYCLES + 10 * K
+  ETK_FAKE_FVP_SAMPLE_FAULTS  "K:hang,K:fatal,K:hard-fault": what sample K does
+  ETK_FAKE_FVP_DELEGATES   N: print the per-delegate PMU report (#22511) for N delegates, which
+                           split the run's cycles and counters evenly
 """
 
 from __future__ import annotations
@@ -223,7 +237,10 @@ def _option(argv: list[str], flag: str) -> list[str]:
     return [argv[i + 1] for i in range(len(argv) - 1) if argv[i] == flag]
 
 
-def run_program(model: FvpModel, cwd: Path, argv: list[str], time_limit: int) -> int:  # noqa: C901 - a stand-in's CLI branches
+def run_program(model: FvpModel, cwd: Path, argv: list[str], time_limit: int, app: Path) -> int:  # noqa: C901 - a stand-in's CLI branches
+    _charge_launch()
+    if "--server_mode" in argv and b"--server_mode" in app.read_bytes():
+        return serve(model, cwd, argv)
     _runner("Running executor with parameter:")
     _runner(f"   {argv[0]}")
     for i in range(1, len(argv) - 1, 2):
@@ -273,6 +290,8 @@ def run_program(model: FvpModel, cwd: Path, argv: list[str], time_limit: int) ->
         )
         return 1
 
+    if os.environ.get("ETK_FAKE_FVP_SAMPLES"):  # outputs of the sample the inputs name
+        return _one_sample(model, cwd, inputs, out_base)
     reference = Path(os.environ["ETK_FAKE_FVP_REFERENCE"])
     for n, name in enumerate(inputs):
         expected = reference / f"in-{n}.npy"
@@ -318,12 +337,138 @@ def main(argv: list[str]) -> int:
         return 2
     model = MODELS[name]
     try:
-        params, _app, time_limit = parse_args(argv)
+        params, app, time_limit = parse_args(argv)
         cwd, runner_argv = check_params(model, params)
     except Rejected as exc:
         print(f"Error: {name}: {exc}", file=sys.stderr)
         return 1
-    return run_program(model, cwd, runner_argv, time_limit)
+    return run_program(model, cwd, runner_argv, time_limit, app)
+
+
+def _charge_launch() -> None:
+    launches = os.environ.get("ETK_FAKE_FVP_LAUNCHES")
+    if launches:
+        with open(launches, "a") as f:
+            f.write(f"{os.getpid()}\n")
+    time.sleep(float(os.environ.get("ETK_FAKE_FVP_STARTUP_S", "0")))
+
+
+_SAMPLES: dict[tuple[bytes, ...], int] = {}
+
+
+def _sample_of(cwd: Path, inputs: list[str]) -> int:
+    """The sample whose in-K-N.npy equal the input files (ETK_FAKE_FVP_SAMPLES); -1 for none."""
+    if not _SAMPLES:
+        folder = Path(os.environ["ETK_FAKE_FVP_SAMPLES"])
+        k = 0
+        while (folder / f"in-{k}-0.npy").is_file():
+            arrays = [np.load(folder / f"in-{k}-{n}.npy") for n in range(len(inputs))]
+            _SAMPLES[tuple(a.astype(a.dtype.newbyteorder("<")).tobytes() for a in arrays)] = k
+            k += 1
+    return _SAMPLES.get(tuple((cwd / name).read_bytes() for name in inputs), -1)
+
+
+def _pmu_report(model: FvpModel, npu_cycles: int, delegates: int) -> None:
+    """StopMeasurements(1)'s lines, written at once (a stand-in should add little per sample)."""
+    events = model.events
+    lines = [
+        "NPU Inferences : 1",
+        f"NPU delegations: {max(delegates, 1)} ({max(delegates, 1):.2f} per inference)",
+        f"Inference runtime: {CPU_CYCLES} CPU cycles total ({CPU_CYCLES:.2f} per inference)",
+        "Ethos-U PMU report:",
+        f"ethosu_pmu_cycle_cntr : {npu_cycles} ({npu_cycles:.2f} per inference)",
+    ]
+    lines += [
+        f"ethosu_pmu_cntr{i} : {c} ({c:.2f} per inference)"
+        for i, c in enumerate(PMU_EVENT_COUNTS[: len(events)])
+    ]
+    if delegates:
+        lines.append("Ethos-U per-delegate PMU report:")
+        for d in range(delegates):
+            lines.append(f"Ethos-U delegate {d}: 1 backend invocations, 1 NPU invocations")
+            lines.append(f"Ethos-U delegate {d} PMU cycles: {npu_cycles // delegates}")
+            lines += [
+                f"Ethos-U delegate {d} PMU counter {i}: {c // delegates}"
+                for i, c in enumerate(PMU_EVENT_COUNTS[: len(events)])
+            ]
+    lines.append(f"Ethos-U PMU Events:[{', '.join(events)}]")
+    sys.stdout.write(
+        "".join(f"I [executorch:arm_perf_monitor.cpp:150 StopMeasurements()] {x}\n" for x in lines)
+    )
+
+
+def _sample_fault(k: int) -> str:
+    for item in os.environ.get("ETK_FAKE_FVP_SAMPLE_FAULTS", "").split(","):
+        index, _, fault = item.partition(":")
+        if index and int(index) == k:
+            return fault
+    return ""
+
+
+def serve(model: FvpModel, cwd: Path, argv: list[str]) -> int:
+    """The runner's semihosting server mode: one inference per line on stdin."""
+    _runner("Running executor with parameter:")
+    (out_base,) = _option(argv, "-o")
+    inputs = _option(argv, "-i")
+    _runner(f"PTE @ 0x70000000 [----{(cwd / 'program.pte').read_bytes()[4:8].decode('latin-1')}]")
+    _runner("Running in semihosting server mode.", line=1365)
+    folder = Path(os.environ["ETK_FAKE_FVP_SAMPLES"])
+    delegates = int(os.environ.get("ETK_FAKE_FVP_DELEGATES", "0"))
+    served = 0
+    for _line in sys.stdin:
+        k = _inference(model, cwd, inputs, out_base, folder, delegates)
+        if k < 0:
+            return 1
+        _runner(f"SERVER_INFERENCE_DONE {served}", line=1391)
+        served += 1
+    _runner("Model run: 1")
+    _runner("Program complete, exiting.")
+    return 0
+
+
+def _inference(
+    model: FvpModel, cwd: Path, inputs: list[str], out_base: str, folder: Path, delegates: int
+) -> int:
+    """One inference on the sample the input files hold; its index, or -1 when it aborted."""
+    k = _sample_of(cwd, inputs)
+    fault = _sample_fault(k)
+    if fault == "hang":
+        time.sleep(600)
+    if fault == "hard-fault":
+        print("Hard fault. irq=-13, pc=0x1000c2a4, lr=0x10003d01", flush=True)
+        time.sleep(600)
+    if fault == "fatal" or k < 0:
+        _runner("Execution of method forward failed with status 0x12", line=1383, level="F")
+        return -1
+    time.sleep(float(os.environ.get("ETK_FAKE_FVP_INFERENCE_S", "0")))
+    _pmu_report(model, NPU_CYCLES + 10 * k, delegates)
+    for n, data in enumerate(_outputs_of(folder, k)):
+        _runner(f"Writing output to file: {out_base}-{n}.bin")
+        (cwd / f"{out_base}-{n}.bin").write_bytes(data)
+    return k
+
+
+_OUTPUTS: dict[int, list[bytes]] = {}
+
+
+def _outputs_of(folder: Path, k: int) -> list[bytes]:
+    if k not in _OUTPUTS:
+        arrays = []
+        while (folder / f"out-{k}-{len(arrays)}.npy").is_file():
+            arrays.append(np.load(folder / f"out-{k}-{len(arrays)}.npy"))
+        _OUTPUTS[k] = [a.astype(a.dtype.newbyteorder("<")).tobytes() for a in arrays]
+    return _OUTPUTS[k]
+
+
+def _one_sample(model: FvpModel, cwd: Path, inputs: list[str], out_base: str) -> int:
+    """A runner without server mode: one inference on the sample the inputs name, then exit."""
+    folder = Path(os.environ["ETK_FAKE_FVP_SAMPLES"])
+    delegates = int(os.environ.get("ETK_FAKE_FVP_DELEGATES", "0"))
+    if _inference(model, cwd, inputs, out_base, folder, delegates) < 0:
+        return 1
+    _runner("Model run: 1")
+    _runner("Program complete, exiting.")
+    return 0
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
@@ -25,6 +26,9 @@ from .results import (
 )
 from .suite import Suite
 
+if TYPE_CHECKING:
+    from ..farm.pool import FarmOptions
+
 
 @dataclass(frozen=True)
 class BenchOutcome:
@@ -42,14 +46,44 @@ def run_suite(
     resume: bool = False,
     scheduler: str | None = None,
     console: Console | None = None,
+    farm: FarmOptions | None = None,
 ) -> BenchOutcome:
     console = console or Console(stderr=True)
+    if farm is None and any(s.runner == "farm" for s in suite.runs()):
+        raise UserError(
+            f"{suite.source} runs on a board farm (runner 'farm'): pass --coordinator "
+            "HOST:PORT of the labgrid coordinator (or set LG_COORDINATOR)"
+        )
     with locked_output_folder(out, "bench folder"):
-        return _run_suite(suite, out, jobs, resume, scheduler, console)
+        return _run_suite(suite, out, jobs, resume, scheduler, console, farm)
+
+
+def _dispatch(todo, out_root: str, jobs: int, scheduler, farm, on_record) -> None:
+    """Farm runs to the labgrid places, the others to the local pool or Dask."""
+    on_farm = [s for s in todo if s.runner == "farm"]
+    rest = [s for s in todo if s.runner != "farm"]
+    if on_farm and farm is not None:
+        from ..farm.pool import run_farm
+
+        run_farm(on_farm, out_root, farm, on_record)
+    if scheduler and rest:
+        from .dask_pool import run_dask
+
+        run_dask(rest, out_root, scheduler, on_record)
+    elif rest:
+        from .pool import run_local
+
+        run_local(rest, out_root, jobs, on_record)
 
 
 def _run_suite(
-    suite: Suite, out: Path, jobs: int, resume: bool, scheduler: str | None, console: Console
+    suite: Suite,
+    out: Path,
+    jobs: int,
+    resume: bool,
+    scheduler: str | None,
+    console: Console,
+    farm: FarmOptions | None,
 ) -> BenchOutcome:
     specs = suite.runs()
     results = out / RESULTS_NAME
@@ -86,14 +120,7 @@ def _run_suite(
             failed += not record.ok
             progress.record(record)
 
-        if scheduler:
-            from .dask_pool import run_dask
-
-            run_dask(todo, str(out.resolve()), scheduler, on_record)
-        elif todo:
-            from .pool import run_local
-
-            run_local(todo, str(out.resolve()), jobs, on_record)
+        _dispatch(todo, str(out.resolve()), jobs, scheduler, farm, on_record)
     keys = {run_key(s) for s in specs}
     newest = [r for k, r in latest(read_records(results)).items() if k in keys]
     write_json_atomic(out / BASELINE_NAME, baseline_from_records(newest))

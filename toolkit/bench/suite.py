@@ -8,7 +8,7 @@ targets = ["corstone-300"]
 npus = ["ethos-u55-128", "ethos-u65-256"]  # optional: each target's default
 fusion = ["on", "off"]                      # optional: both (a .tflite model: one run, as is)
 quant = ["int8", "a16w8"]                   # optional: int8 (a .tflite model: as is)
-runners = ["sim"]                           # fvp, sim, tosa-ref, auto
+runners = ["sim"]                           # fvp, sim, tosa-ref, auto, farm (docs/farm.md)
 [settings]                                  # optional
 seed = 0
 eval_samples = 8

@@ -44,7 +44,9 @@ def _bench(args) -> int:
     cycle_tolerance = parse_percent(args.tolerance_cycles)
     baseline = load_baseline(args.baseline) if args.baseline else None
     try:
-        outcome = run_suite(suite, args.out, args.jobs, args.resume, args.scheduler, console)
+        outcome = run_suite(
+            suite, args.out, args.jobs, args.resume, args.scheduler, console, _farm(args)
+        )
     except KeyboardInterrupt:
         done = len(latest(read_records(args.out / RESULTS_NAME)))
         console.print(
@@ -84,6 +86,22 @@ def _bench(args) -> int:
         markup=False,
     )
     return failed
+
+
+def _farm(args):
+    """The labgrid farm options: --coordinator, else LG_COORDINATOR (labgrid's own variable)."""
+    import os
+
+    address = args.coordinator or os.environ.get("LG_COORDINATOR")
+    if not address:
+        if args.place:
+            raise UserError("--place names a labgrid place: pass --coordinator HOST:PORT too")
+        return None
+    from ..farm.pool import FarmOptions
+
+    if args.farm_wait <= 0:
+        raise UserError(f"--farm-wait {args.farm_wait:g}: use a number of seconds above 0")
+    return FarmOptions(address, tuple(args.place), args.farm_wait)
 
 
 def _report(args) -> int:
@@ -134,6 +152,26 @@ def register(subparsers) -> None:
         "--scheduler",
         metavar="ADDRESS",
         help="run on a Dask distributed cluster, e.g. tcp://host:8786",
+    )
+    parser.add_argument(
+        "--coordinator",
+        metavar="HOST:PORT",
+        help="labgrid coordinator of the board farm the suite's 'farm' runs go to "
+        "(default: LG_COORDINATOR); one worker per place whose tags match (docs/farm.md)",
+    )
+    parser.add_argument(
+        "--place",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="use only this labgrid place (repeatable; default: every matching place)",
+    )
+    parser.add_argument(
+        "--farm-wait",
+        type=float,
+        default=600.0,
+        metavar="S",
+        help="how long to wait for a place other suites hold (default 600 s)",
     )
     parser.set_defaults(func=_bench)
     parser = subparsers.add_parser("report", help="report.md (and --html) from a bench folder")

@@ -34,11 +34,16 @@ def _deploy(args) -> int:
         build=not args.no_build,
         flash=not args.no_flash,
         fvp_fast=args.fvp_fast,
+        one_start=args.one_start,
     )
     variants = fusion_variants(args.fusion, compare=args.compare_fusion)
     with stage_progress() as progress:
         result = run_job(job_from_args(args, variants), progress, runner, note)
     status = show(result, args.require_full_npu)
+    lost = _samples_lost(result)
+    if lost:
+        print(f"etk: {lost}")
+        return 1
     mismatched = [
         n
         for n, v in result.variants.items()
@@ -48,6 +53,18 @@ def _deploy(args) -> int:
         print(f"etk: ran, outputs differ from the host reference for: {', '.join(mismatched)}")
         return 1
     return status
+
+
+def _samples_lost(result) -> str:
+    """One line naming the samples that failed or hung on the target, or ""."""
+    lines = []
+    for name, variant in result.variants.items():
+        if variant.run is None:
+            continue
+        session = variant.run.evaluation.runs[0].details.get("session", {})
+        for failed in session.get("failed", ())[:3]:
+            lines.append(f"{name} sample {failed['sample']} {failed['status']}: {failed['reason']}")
+    return "; ".join(lines)
 
 
 def register(subparsers) -> None:
@@ -92,6 +109,13 @@ def register(subparsers) -> None:
         help="--runner serial with your own firmware: no build, flash or reset; "
         "etk listens on the port while you start it, and parses what it "
         "prints",
+    )
+    parser.add_argument(
+        "--one-start",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="FVP: all evaluation samples in one launch when the runner ELF has ExecuTorch's "
+        "semihosting server mode (auto), required (on), or one launch per sample (off)",
     )
     parser.add_argument("--compare-fusion", action="store_true", help="run fused and unfused")
     parser.add_argument("--fusion", choices=FUSION_CHOICES, default="on")

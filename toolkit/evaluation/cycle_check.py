@@ -2,7 +2,7 @@
 
 The FVP's and a board's PMU report the NPU's cycle counter (NPU TOTAL: active and idle) and AXI
 beat counters per inference. etk's cycle model predicts exactly those from the command stream
-(sim/fvp_timing.py); Vela estimates total cycles. A run that measured them gets both beside it,
+(sim/families/ethos_u55/timeline.py); Vela estimates total cycles. A run that measured them gets both beside it,
 with measured/predicted and measured/estimate ratios, so a user sees how far each can be trusted
 on their model.
 """

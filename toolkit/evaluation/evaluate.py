@@ -6,7 +6,7 @@ import io
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +14,7 @@ import torch
 
 from ..artifacts import LoadedModel, Program, RunResult
 from ..atomic_write import write_atomic
-from ..errors import UserError
+from ..errors import ToolError, UserError
 from ..runners.base import HostRunner, Runner
 from ..targets import Target
 from .metrics import Accuracy, output_accuracy
@@ -33,6 +33,7 @@ class Evaluation:
     outputs: tuple[tuple[np.ndarray, ...], ...]  # the runner's, per sample
     runs: tuple[RunResult, ...]
     accuracy: Accuracy | None  # of the runner's outputs; None without a float model
+    kept: tuple[int, ...] | None = None  # the samples these runs are of; None: every sample
 
 
 def evaluation_inputs(
@@ -85,11 +86,35 @@ Samples = Sequence[tuple[np.ndarray, ...]]
 
 
 def evaluate(
-    program: Program, runner: Runner, inputs: Samples, reference_floats: Samples, target: Target
+    program: Program,
+    runner: Runner,
+    inputs: Samples,
+    reference_floats: Samples,
+    target: Target,
+    expected: Samples | None = None,
 ) -> Evaluation:
-    """Every input run on runner for target, scored against the float model's outputs."""
-    runs = tuple(runner.run(program, list(sample), target) for sample in inputs)
-    return _scored(program, inputs, reference_floats, runs)
+    """Every input run on runner for target, scored against the float model's outputs.
+
+    A runner that runs several samples per start (run_samples: FVP server mode, a board's
+    bundle of test sets) runs them so; its session (starts, samples that failed or hung) is in
+    the first run's details, and the evaluation covers the samples that ran (`kept`).
+    expected: the host reference's outputs, which a board checks itself against (BundleIO).
+    """
+    if not hasattr(runner, "run_samples"):
+        runs = tuple(runner.run(program, list(sample), target) for sample in inputs)
+        return _scored(program, inputs, reference_floats, runs)
+    batch = runner.run_samples(program, inputs, target, expected)
+    kept = [k for k, run in enumerate(batch.runs) if run is not None]
+    if not kept:
+        first = batch.failures[0]
+        raise ToolError(
+            f"no sample ran on {runner.name}: sample {first.index} {first.status}: {first.reason}"
+        )
+    runs = tuple(batch.runs[k] for k in kept)
+    first_run = runs[0]
+    runs = (replace(first_run, details={**first_run.details, "session": batch.entry()}), *runs[1:])
+    scored = _scored(program, [inputs[k] for k in kept], [reference_floats[k] for k in kept], runs)
+    return scored if len(kept) == len(inputs) else replace(scored, kept=tuple(kept))
 
 
 def evaluate_on_host(

@@ -28,6 +28,7 @@ from .npu_ops import command_stream_operations, kernel_operation_count
 from .program_store import StoreDamaged, copy_stored_program, load_stored_program, save_program
 from .staging import move_into_place, new_staging
 from .tosa_graph import read_tosa
+from .tosa_probe import trust_compiled
 from .vela import read_estimate, vela_flags
 
 _CACHE: dict[str, Program] = {}
@@ -53,10 +54,13 @@ def cache_key(
     rewrites: tuple[str, ...],
     quant: Quant = "int8",
 ) -> str:
-    """Everything the compiled result depends on, tool versions included."""
+    """Everything the compiled result depends on, tool versions included: what the model computes
+    (its content hash digests the traced graph, its tensors and inputs) and its name, which the
+    stored program carries."""
     ini = hashlib.sha256(vela_ini_path(npu.config_ini).read_bytes()).hexdigest()  # edits count
     parts = (
         model.content_hash,
+        model.name,
         calibration.content_hash,
         variant,
         repr(npu),
@@ -70,10 +74,12 @@ def cache_key(
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:24]
 
 
-def _copy_compiled(source: Path, final: Path, key: str) -> Program | None:
+def _copy_compiled(
+    source: Path, final: Path, key: str, note: Callable[[str], None]
+) -> Program | None:
     """The same program compiled earlier into another folder (by this process, or by another into
     the shared cache), copied into final: cheaper than compiling again. None if that folder is
-    absent, gone or changed."""
+    absent, gone or changed (said in a note when it is damaged)."""
     staging = new_staging(final)
     if not copy_stored_program(source, staging):
         shutil.rmtree(staging, ignore_errors=True)
@@ -81,7 +87,8 @@ def _copy_compiled(source: Path, final: Path, key: str) -> Program | None:
     move_into_place(staging, final)
     try:
         program = load_stored_program(final, key)
-    except StoreDamaged:
+    except StoreDamaged as damage:
+        note(f"note: the stored program in {source} is damaged ({damage}): compiling it again")
         return None
     if program is not None:
         _CACHE[key] = program
@@ -105,7 +112,7 @@ def compile_variant(
     if cached is not None and cached.out_dir == final and final.is_dir():
         return cached
     if cached is not None and cached.out_dir != final:
-        copied = _copy_compiled(cached.out_dir, final, key)
+        copied = _copy_compiled(cached.out_dir, final, key, note)
         if copied is not None:
             return copied
     try:
@@ -117,7 +124,7 @@ def compile_variant(
             _CACHE[key] = stored
             return stored
     with held_entry(key) as shared:
-        if shared is not None and (copied := _copy_compiled(shared, final, key)) is not None:
+        if shared is not None and (copied := _copy_compiled(shared, final, key, note)) is not None:
             mark_used(shared)
             return copied
         program = _build(model, calibration, variant, npu, final, key, extra_vela, rewrites, quant)
@@ -157,6 +164,7 @@ def _build(
         for index, (tosa, payload, vela_dir, (d_in, d_out)) in enumerate(
             zip(lowered.tosa_files, lowered.payloads, lowered.vela_dirs, lowered.delegate_io)
         ):
+            trust_compiled(tosa.read_bytes())
             npz = vela_dir / f"{tosa.stem}_vela.npz"
             estimate, vela_layers = read_estimate(vela_dir, tosa.stem)
             operations = command_stream_operations(payload, npu)

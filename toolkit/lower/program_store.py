@@ -5,6 +5,12 @@ host_graph.json and each delegate's vela_bin_stream in delegateN.bin next to it.
 key differs from the requested one is not reused. program.json lists a SHA-256 of every other
 file in the folder when it was written; a folder where one is missing or changed is not reused
 either (load_stored_program says why), so a damaged store is compiled again instead of crashing.
+
+Checksums show a file is the one listed, not who wrote the list: anyone who can write the folder
+(a shared ETK_CACHE_DIR) can change a file and recompute them. So what a store holds is read as
+data: the host graph calls only allow-listed operators (host_graph.py), and each delegate's TOSA
+graph is run by the TOSA reference model in a child process before this one reads it natively
+(tosa_probe.py). docs/report-format.md, "What a stored program may hold", says what is trusted.
 """
 
 from __future__ import annotations
@@ -29,10 +35,11 @@ from ..artifacts import (
 )
 from ..npu import NpuConfig
 from ..safe_paths import UnsafeName, member, plain_name
+from .tosa_probe import ProbeFailed, probe_tosa_files
 
 PROGRAM_FILE = "program.json"
 HOST_GRAPH_FILE = "host_graph.json"
-STORE_VERSION = 2  # 2: per-file checksums
+STORE_VERSION = 3  # 2: per-file checksums; 3: host graph constants as raw bytes, allow-listed ops
 
 
 def _sha256(path: Path) -> str:
@@ -133,11 +140,25 @@ def _read_store(folder: Path) -> dict | None:
     return data
 
 
+def _check_delegate_calls(program: Program) -> None:
+    from .host_graph import delegate_calls
+
+    calls = delegate_calls(program.graph_module)
+    if calls != len(program.delegates):
+        raise StoreDamaged(
+            f"{HOST_GRAPH_FILE} calls {calls} delegates, {PROGRAM_FILE} lists "
+            f"{len(program.delegates)}"
+        )
+
+
 def _checked_program(folder: Path, data: dict) -> Program:
     _check_files(folder, data.get("files"))
     try:
-        return _program(folder, data)
-    except UnsafeName as exc:
+        program = _program(folder, data)
+        _check_delegate_calls(program)
+        probe_tosa_files([d.tosa_path for d in program.delegates if d.tosa_path is not None])
+        return program
+    except (UnsafeName, ProbeFailed) as exc:
         raise StoreDamaged(str(exc)) from None
     except (KeyError, TypeError, ValueError, AttributeError, OSError) as exc:
         raise StoreDamaged(f"{PROGRAM_FILE} is incomplete ({type(exc).__name__}: {exc})") from None

@@ -31,8 +31,8 @@ from tosa.TosaGraph import TosaGraph
 from ..artifacts import Program
 from ..npu import NpuConfig
 from ..sim.commands import SYNC_OPERATIONS
-from ..sim.families import commands, decodes
-from ..sim.kernel import NO_UPSCALE, kernel_from
+from ..sim.families import NpuFamily, commands, decodes, family_of
+from ..sim.kernel import NO_UPSCALE
 from ..sim.payload import load_payload
 from ..sim.registers import Registers
 from .tosa_graph import OP_NAMES
@@ -79,9 +79,10 @@ class VelaProblem:
         }
 
 
-def padded_windows(registers: Registers) -> str | None:
-    """What a windowed operation reads when a whole output row or column lies in its padding."""
-    kernel = kernel_from(registers)
+def padded_windows(registers: Registers, npu_family: NpuFamily) -> str | None:
+    """What a windowed operation reads when a whole output row or column lies in its padding
+    (the window as the NPU's family reads it from the registers)."""
+    kernel = npu_family.kernel(registers)
     if kernel.upscale != NO_UPSCALE:  # transposed convolutions pad by design
         return None
     rows = (kernel.height - 1) * kernel.dilation_y + 1
@@ -272,7 +273,7 @@ def check_delegate(
         for command, values in operations:
             if command.name not in _WINDOWED or values is None:
                 continue
-            reads = padded_windows(Registers(values, command))
+            reads = padded_windows(Registers(values, command), family_of(npu.accelerator))
             if reads is not None:
                 problems.append(VelaProblem(index, command.offset, _KIND[command.name], reads))
         problems = [_named(p, tosa, graph, npu) for p in problems]

@@ -15,6 +15,7 @@ from torch import nn
 from ..artifacts import LoadedModel
 from ..errors import UserError
 from ..model_spec import names_a_definition
+from .model_digest import NotExportable, model_digest
 from .pt2_archive import check_pt2_archive, weights_only_loads
 from .zoo import build_zoo_model
 
@@ -36,15 +37,17 @@ def parse_input_shapes(text: str) -> tuple[tuple[int, ...], ...]:
     return tuple(shapes)
 
 
-def _model_hash(module: nn.Module, inputs: tuple, extra: bytes = b"") -> str:
-    digest = hashlib.sha256(extra)
-    for key, tensor in module.state_dict().items():
-        digest.update(key.encode())
-        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
-    for x in inputs:
-        digest.update(repr((tuple(x.shape), str(x.dtype))).encode())
-        digest.update(x.detach().numpy().tobytes())
-    return digest.hexdigest()[:16]
+def _model_hash(module: nn.Module, inputs: tuple, spec: str) -> str:
+    """What the model computes on these inputs (model_digest): not which file, class or factory
+    it came from, so two models that differ only in name share it, and no two that compute
+    differently do."""
+    try:
+        return model_digest(module, inputs)
+    except NotExportable as exc:
+        raise UserError(
+            f"model '{spec}' failed to export with torch.export: {exc} "
+            "(check the input shape, or make the model export-friendly)"
+        ) from exc
 
 
 def model_file(spec: str) -> Path | None:
@@ -134,9 +137,7 @@ def _file_model(spec: str, shapes) -> LoadedModel:
             f"example_inputs() in {path.name}"
         )
     _check_interface(model, inputs, spec)
-    return LoadedModel(
-        spec, f"{path.stem}.{name}", model, inputs, _model_hash(model, inputs, path.read_bytes())
-    )
+    return LoadedModel(spec, f"{path.stem}.{name}", model, inputs, _model_hash(model, inputs, spec))
 
 
 def _check_interface(model: nn.Module, inputs: tuple, spec: str) -> None:
@@ -211,8 +212,8 @@ def _pt2_model(spec: str) -> LoadedModel:
 
 def live_model(module: object, example_inputs: object) -> LoadedModel:
     """An nn.Module the caller built (the Python API): a copy in eval mode, so the caller's module
-    keeps its training state. Its hash covers the exported graph as well as the weights: two
-    architectures with the same parameters are different programs."""
+    keeps its training state. It is exported once here, so one that torch.export cannot take is
+    told so before anything compiles."""
     kind = type(module).__name__
     if not isinstance(module, nn.Module):
         raise UserError(f"model is a {kind}, not a torch.nn.Module or a MODEL spec string")
@@ -225,11 +226,11 @@ def live_model(module: object, example_inputs: object) -> LoadedModel:
     model = copy.deepcopy(module).eval()
     _check_interface(model, inputs, spec)
     try:
-        graph = torch.export.export(model, inputs).graph_module.code
+        torch.export.export(model, inputs)
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UserError(f"{spec} failed to export with torch.export: {first}") from exc
-    return LoadedModel(spec, kind, model, inputs, _model_hash(model, inputs, graph.encode()))
+    return LoadedModel(spec, kind, model, inputs, _model_hash(model, inputs, spec))
 
 
 def load_model(spec: str, input_shape: str | None = None) -> LoadedModel:
@@ -239,7 +240,7 @@ def load_model(spec: str, input_shape: str | None = None) -> LoadedModel:
         model, inputs = build_zoo_model(name)
         if shapes:
             raise UserError("zoo models have fixed input shapes: drop --input-shape")
-        return LoadedModel(spec, name, model, inputs, _model_hash(model, inputs, name.encode()))
+        return LoadedModel(spec, name, model, inputs, _model_hash(model, inputs, spec))
     if spec.endswith(".pt2"):
         return _pt2_model(spec)
     if names_a_definition(spec):

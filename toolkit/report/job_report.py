@@ -11,7 +11,7 @@ from ..evaluation.cycle_check import cycle_check_entry, ratio
 from ..evaluation.evaluate import EVAL_SEED_OFFSET, Evaluation
 from ..evaluation.metrics import low_sqnr_warnings
 from ..lower.vela import vela_version
-from ..results import JobResult, TaskResult, VariantResult
+from ..results import JobResult, RunnerRun, TaskResult, VariantResult
 from ..rewrites import resolve_rewrites
 from ..versions import tool_versions
 from .json_report import (
@@ -73,6 +73,29 @@ def variant_warnings(name: str, vr: VariantResult) -> list[str]:
     return [f"{name}: {line}" for line in lines]
 
 
+def _run_entry(runner_run: RunnerRun, estimate: int | None) -> dict[str, Any]:
+    run = runner_run.evaluation.runs[0]
+    cycles = cycles_entry(run)
+    # the run's figure (measured or simulated) over Vela's estimate of the same program
+    if run.cycles.kind != "estimate":  # not the estimate over itself
+        cycles["total_over_vela_estimate"] = ratio(run.cycles.total_cycles, estimate)
+    if runner_run.cycle_check is not None:
+        cycles["check"] = cycle_check_entry(runner_run.cycle_check)
+    return {
+        "runner": run.runner,
+        "cycles": cycles,
+        "outputs_match_reference": runner_run.outputs_match_reference,
+        "max_diff_lsb": runner_run.max_diff_lsb,
+        "exact_match_rate": runner_run.exact_match_rate,
+        "not_checked": runner_run.not_checked,
+        "details": {
+            k: v
+            for k, v in run.details.items()
+            if isinstance(v, (str, int, float, bool, list, dict))
+        },
+    }
+
+
 def report_dict(result: JobResult) -> dict[str, Any]:
     job = result.job
     variants = {}
@@ -86,25 +109,7 @@ def report_dict(result: JobResult) -> dict[str, Any]:
                 "run" if vr.run is not None else "host reference",
             )
         if vr.run is not None:
-            run = vr.run.evaluation.runs[0]
-            cycles = cycles_entry(run)
-            estimate = entry["estimate"]["total_cycles"]
-            # the run's figure (measured or simulated) over Vela's estimate of the same program
-            cycles["total_over_vela_estimate"] = ratio(run.cycles.total_cycles, estimate)
-            if vr.run.cycle_check is not None:
-                cycles["check"] = cycle_check_entry(vr.run.cycle_check)
-            entry["run"] = {
-                "runner": run.runner,
-                "cycles": cycles,
-                "outputs_match_reference": vr.run.outputs_match_reference,
-                "max_diff_lsb": vr.run.max_diff_lsb,
-                "exact_match_rate": vr.run.exact_match_rate,
-                "details": {
-                    k: v
-                    for k, v in run.details.items()
-                    if isinstance(v, (str, int, float, bool, list, dict))
-                },
-            }
+            entry["run"] = _run_entry(vr.run, entry["estimate"]["total_cycles"])
         if vr.vela_problems:
             entry["vela_problems"] = [problem.to_dict() for problem in vr.vela_problems]
         if result.task is not None and name in result.task.variants:

@@ -14,6 +14,7 @@ from ..evaluation.cycle_check import cycle_check_lines
 from ..evaluation.variants import VariantComparison
 from ..results import JobResult, TaskResult, VariantResult
 from .job_report import io_layout_hint, scored, variant_warnings
+from .session_rows import session_rows
 
 
 def _fmt(value) -> str:
@@ -96,10 +97,11 @@ def rows(result: JobResult) -> tuple[list[str], list[list[str]]]:
         if len(total) == len(runs):
             label = "NPU TOTAL, PMU prediction" if simulated else "total cycles"
             add(f"{label} ({runs[0].runner}, {kind})", total, both(total))
-            add(
-                f"  {runs[0].runner} / Vela estimate (total)",
-                [f"{t / e:.3f}x" if e else "-" for t, e in zip(total, tot)],
-            )
+            if kind != "estimate":  # an estimate over itself is 1 by construction
+                add(
+                    f"  {runs[0].runner} / Vela estimate (total)",
+                    [f"{t / e:.3f}x" if e else "-" for t, e in zip(total, tot)],
+                )
         checks = [r.cycle_check for r in runner_runs if r.cycle_check is not None]
         if len(checks) == len(runner_runs):
             predicted = [c.prediction.total_cycles for c in checks]
@@ -112,8 +114,12 @@ def rows(result: JobResult) -> tuple[list[str], list[list[str]]]:
                 f"  {runs[0].runner} / Vela estimate (total)",
                 [f"{m / e:.3f}x" if m and e else "-" for m, e in zip(measured, tot)],
             )
-        add("outputs == host reference", [r.outputs_match_reference for r in runner_runs])
-        add("max diff vs host reference (LSB)", [r.max_diff_lsb for r in runner_runs])
+        if any(r.not_checked for r in runner_runs):
+            add("outputs == host reference", ["not checked" for _ in runner_runs])
+        else:
+            add("outputs == host reference", [r.outputs_match_reference for r in runner_runs])
+            add("max diff vs host reference (LSB)", [r.max_diff_lsb for r in runner_runs])
+        session_rows(runs, add)
     return header, table
 
 
@@ -184,6 +190,8 @@ def notes(result: JobResult, terse: bool = False) -> list[str]:
         if v.run is not None and "inputs" in v.run.evaluation.runs[0].details
     }
     lines.extend(f"Inputs: {note}" for note in sorted(fixed_inputs))
+    unchecked = {v.run.not_checked for v in result.variants.values() if v.run and v.run.not_checked}
+    lines.extend(f"Outputs {note}" for note in sorted(unchecked))
     for name, v in result.variants.items():
         lines.extend(_variant_notes(name, v))
     if result.task is not None and result.task.fused_loss is not None:

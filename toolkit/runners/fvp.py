@@ -99,13 +99,15 @@ def find_runner_elf(target: Target, explicit: Path | None = None) -> RunnerElf:
     return RunnerElf(None, "")
 
 
-def semihosting_cmd_line(n_inputs: int) -> str:
-    """The executor runner's argv, relative to the run folder."""
+def semihosting_cmd_line(n_inputs: int, server: bool = False) -> str:
+    """The executor runner's argv, relative to the run folder; server: its semihosting server
+    mode (one inference per line on stdin, inputs reloaded each time)."""
     if n_inputs < 1:
         raise UserError("the semihosting executor runner needs at least one model input")
     cmd = "executor_runner -m program.pte -o out" + "".join(
         f" -i i{n}.bin" for n in range(n_inputs)
     )
+    cmd += " --server_mode true" if server else ""
     if len(cmd) > SEMIHOSTING_CMD_LINE_MAX:
         raise UserError(
             f"a model with {n_inputs} inputs needs a {len(cmd)}-character semihosting command "
@@ -141,6 +143,7 @@ def fvp_command(
     n_inputs: int,
     time_limit_s: int | None = None,
     fast: bool = False,
+    server: bool = False,
 ) -> list[str]:
     """The FVP command line; the first element is the binary's name, not its path.
 
@@ -170,7 +173,7 @@ def fvp_command(
         "-C",
         f"{cpu}.semihosting-cwd={run_dir}",
         "-C",
-        f"{cpu}.semihosting-cmd_line='{semihosting_cmd_line(n_inputs)}'",
+        f"{cpu}.semihosting-cmd_line='{semihosting_cmd_line(n_inputs, server)}'",
         "-a",
         str(runner_elf),
         "--timelimit",
@@ -308,9 +311,13 @@ class FvpRunner:
         kill_grace_s: float = 10.0,
         run_root: Path | None = None,
         fast: bool = False,
+        one_start: str = "auto",
     ):
         self.runner_elf = runner_elf
         self.fast = fast  # --fvp-fast: no meaningful cycles
+        # --one-start: auto (one FVP launch for all samples when the runner ELF has server
+        # mode), on (required), off (one launch per sample)
+        self.one_start = one_start
         self.time_limit_s = time_limit_s
         self.kill_grace_s = kill_grace_s  # on top of the FVP's own --timelimit
         self.run_root = run_root
@@ -351,6 +358,12 @@ class FvpRunner:
         if setup.missing:
             return Availability(False, "; ".join(setup.missing))
         return Availability(True, f"{setup.binary} with runner ELF {setup.runner_elf}")
+
+    def run_samples(self, program: Program, samples: Sequence, target: Target, expected=None):
+        """Every sample, in one FVP launch where the runner ELF allows it (fvp_server.py)."""
+        from .fvp_server import run_fvp_samples
+
+        return run_fvp_samples(self, program, samples, target)
 
     def run(self, program: Program, inputs: Sequence[np.ndarray], target: Target) -> RunResult:
         setup = self.locate(target, program.npu.accelerator)

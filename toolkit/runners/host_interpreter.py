@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from ..artifacts import Delegate, Program
+from ..errors import ToolError
 
 DelegateFn = Callable[[Delegate, list[np.ndarray]], list[np.ndarray]]
 
@@ -42,11 +43,12 @@ class _DelegatingInterpreter(torch.fx.Interpreter):
         for delegate, call in zip(program.delegates, calls):
             self._delegates[call] = delegate
         self._run_delegate = run_delegate
+        self._program_name = f"{program.model_name} ({program.variant})"
 
     def run_node(self, node):
         delegate = self._delegates.get(node)
         if delegate is None:
-            return super().run_node(node)
+            return self._run_cpu_node(node)
         args = self.fetch_args_kwargs_from_env(node)[0][1:]
         outputs = self._run_delegate(delegate, [a.detach().numpy() for a in args])
         shapes = _output_shapes(node)
@@ -54,6 +56,17 @@ class _DelegatingInterpreter(torch.fx.Interpreter):
             torch.from_numpy(np.ascontiguousarray(o).reshape(shapes.get(i, o.shape)))
             for i, o in enumerate(outputs)
         )
+
+    def _run_cpu_node(self, node):
+        try:
+            return super().run_node(node)
+        except Exception as exc:  # noqa: BLE001 - torch raises many kinds on bad operands
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+            raise ToolError(
+                f"CPU operator {node.name} ({node.target}) of {self._program_name} failed: "
+                f"{first}; if the program came from an output folder or the compile cache, "
+                "remove it to compile it again"
+            ) from exc
 
 
 def execute(

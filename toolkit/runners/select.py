@@ -15,14 +15,18 @@ from ..targets import Target
 from .base import Runner
 
 
-def candidate_runners(runner_elf: str | None = None, fvp_fast: bool = False) -> list:
+def candidate_runners(
+    runner_elf: str | None = None, fvp_fast: bool = False, one_start: str = "auto"
+) -> list:
     # imported here: the runners pull in torch, which `etk --help` should not wait for
     from .fvp import FvpRunner
     from .sim import SimulatorRunner
     from .tosa_ref import TosaReferenceRunner
 
     return [
-        FvpRunner(runner_elf=Path(runner_elf) if runner_elf else None, fast=fvp_fast),
+        FvpRunner(
+            runner_elf=Path(runner_elf) if runner_elf else None, fast=fvp_fast, one_start=one_start
+        ),
         SimulatorRunner(),
         TosaReferenceRunner(),
     ]
@@ -38,10 +42,15 @@ def select_runner(
     build: bool = True,
     flash: bool = True,
     fvp_fast: bool = False,
+    one_start: str = "auto",
 ) -> tuple[Runner, str]:
     """(runner, a sentence saying which runs and what its cycles are, and why not the others)."""
     skipped: list[str] = []
-    runners: list = candidate_runners(runner_elf, fvp_fast)
+    runners: list = candidate_runners(runner_elf, fvp_fast, one_start)
+    if name == "farm":  # a board on the labgrid place this bench worker holds
+        from ..farm.runner import farm_runner
+
+        runners = [farm_runner(Path(runner_elf) if runner_elf else None)]
     if name == "serial":
         from .serial import SerialRunner
 

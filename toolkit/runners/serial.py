@@ -287,6 +287,13 @@ class SerialRunner:
             )
         return run_dir / "runner.elf"  # where board.build writes it
 
+    def run_samples(self, program: Program, samples: Sequence, target: Target, expected=None):
+        """Every sample, on one board start where the firmware allows it (serial_samples.py);
+        expected: the host reference's outputs per sample (else the reference runner's)."""
+        from .serial_samples import run_board_samples
+
+        return run_board_samples(self, program, samples, target, expected)
+
     def run(self, program: Program, inputs: Sequence[np.ndarray], target: Target) -> RunResult:
         board, port, baud = self._board(target)
         if self.fixed_inputs(target) == "ones" and not all(
@@ -315,7 +322,7 @@ class SerialRunner:
             "port": port,
             "elf": str(self._image(board, target, run_dir)) if self.flash else "",
         }
-        link = open_port(port, baud)  # before building and flashing: fail early, miss nothing
+        link = self._open_link(port, baud)  # before building and flashing: miss nothing
         try:
             if board.build_command and self.build:
                 run_steps(
@@ -332,6 +339,12 @@ class SerialRunner:
         return self._result(
             cap, faults, program, board, port, baud, bpte, self.fixed_inputs(target)
         )
+
+    def _open_link(self, port: str, baud: int):
+        return open_port(port, baud)
+
+    def _reopen_link(self, port: str, baud: int, time_limit_s: float):
+        return reopen_port(port, baud, time_limit_s)
 
     def _start(self, board: BoardSpec, attempt: int, values: dict, run_dir: Path) -> None:
         if not self.flash:
@@ -394,7 +407,7 @@ class SerialRunner:
             if fault.kind == "disconnected" and reconnects:
                 reconnects -= 1
                 link.close()
-                link = reopen_port(port, baud, board.reconnect_time_limit_s)
+                link = self._reopen_link(port, baud, board.reconnect_time_limit_s)
                 continue
             if fault.kind != "disconnected" and retries:
                 retries -= 1

@@ -51,7 +51,9 @@ class SimulatorRunner:
             return Availability(
                 False,
                 f"the simulator models {SIMULATED_FAMILIES} ({', '.join(SIMULATED)}), "
-                f"not {program_npu}",
+                f"not {program_npu}: run it with --runner fvp (the target's FVP) or "
+                "--runner tosa-ref (the TOSA graph's outputs, not the command stream's; "
+                "cycles are Vela's estimate)",
             )
         return Availability(
             True,

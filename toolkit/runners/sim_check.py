@@ -47,7 +47,7 @@ def scheduled_operation(delegate: Delegate, npu, offset: int) -> str:
 
 def refusal(delegate: Delegate, npu) -> str | None:
     """One line naming what the simulator cannot execute in this delegate, or None."""
-    from ..sim import UnsupportedError
+    from ..sim import UnsupportedError, accelerator
     from ..sim.plan import plan_for
 
     program = _payload(delegate)
@@ -61,7 +61,7 @@ def refusal(delegate: Delegate, npu) -> str | None:
                 f"of the TOSA graph's {len(wanted)} outputs (a program Vela compiled wrongly)"
             )
     try:
-        plan_for(program, npu.accelerator)  # planned once, reused by the run
+        plan_for(program, accelerator(npu.accelerator))  # planned once, reused by the run
     except UnsupportedError as exc:
         offset = getattr(exc, "offset", None)
         where = "" if offset is None else scheduled_operation(delegate, npu, offset)
@@ -102,18 +102,17 @@ def tosa_intermediates(delegate: Delegate, inputs: list[np.ndarray]) -> dict[str
 
 def first_difference(delegate: Delegate, npu, inputs: list[np.ndarray]) -> str:
     """Where the simulator's run of this delegate first departs from the TOSA reference model."""
-    from ..sim import op_outputs
-    from ..sim.layouts import ofm_map
-    from ..sim.registers import Registers
+    from ..sim import accelerator, op_outputs
     from ..sim.vela_estimate import scheduled_operations
 
     program = _payload(delegate)
     sim_inputs = [
         np.ascontiguousarray(x).reshape(t.squeezed_shape) for x, t in zip(inputs, program.inputs)
     ]
+    configuration = accelerator(npu.accelerator)
     ours = {
         record.offset: (record, ofm)
-        for record, ofm in op_outputs(program, sim_inputs, npu.accelerator)
+        for record, ofm in op_outputs(program, sim_inputs, configuration)
     }
     reference = tosa_intermediates(delegate, inputs)
     assert delegate.tosa_path is not None, "a .tflite program has no TOSA graph to compare with"
@@ -127,7 +126,7 @@ def first_difference(delegate: Delegate, npu, inputs: list[np.ndarray]) -> str:
         if want is None or got is None or got[1].size != want.size:
             continue
         record, ofm = got
-        stored = ofm_map(Registers(dict(record.registers))).in_memory_order(ofm)
+        stored = configuration.family.output_map(record).in_memory_order(ofm)
         differ = int(np.count_nonzero(stored.astype(np.int64) != want))
         candidates.setdefault(op.name, []).append((record.offset, record.kind, op.operator, differ))
     compared = len(candidates)

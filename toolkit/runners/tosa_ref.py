@@ -47,6 +47,13 @@ def estimate_figures(program: Program) -> CycleFigures:
     )
 
 
+# a run on the TOSA reference model is the host reference run again: nothing is checked by it
+NOT_CHECKED = (
+    "not checked: the TOSA reference model compared with itself; "
+    "the NPU command stream was not executed"
+)
+
+
 class TosaReferenceRunner:
     name = "tosa-ref"
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..artifacts import CycleFigures
+from .pmu_delegates import DelegatePmu, DelegatePmuReader
 
 FailureKind = Literal[
     "error",
@@ -207,6 +208,9 @@ class UartLog:
     failures: tuple[Failure, ...]
     recognised: int  # lines that carry something a runner prints (record, figure, marker)
     last_program_line: str  # the last non-blank line not printed by the FVP itself
+    delegations: int | None = None  # "NPU delegations: N": command streams the NPU ran
+    delegates: tuple[DelegatePmu, ...] = ()  # per-delegate PMU figures (executorch#22511)
+    pmu_events: tuple[str, ...] = ()  # the legend: the event each ethosu_pmu_cntrK counts
 
     @property
     def ok(self) -> bool:
@@ -258,6 +262,7 @@ class UartLogParser:
         self._failures: list[Failure] = []
         self._recognised = 0
         self._last_program_line = ""
+        self._delegates = DelegatePmuReader()
 
     @property
     def failures(self) -> tuple[Failure, ...]:
@@ -325,6 +330,9 @@ class UartLogParser:
             failures=tuple(self._failures),
             recognised=self._recognised,
             last_program_line=self._last_program_line,
+            delegations=self._delegates.delegations,
+            delegates=self._delegates.delegates(),
+            pmu_events=self._events,
         )
 
     def _fail(self, kind: FailureKind, text: str) -> None:
@@ -417,6 +425,8 @@ class UartLogParser:
             self._cpu_cycles = _count(m)
         elif m := _INFERENCES.match(payload):
             self._inferences = _number(m["n"], "inference count")
+        elif self._delegates.read(payload):
+            pass
         elif m := _MLEK_PMU.match(payload):
             self._mlek[m["name"]] = _number(m["total"], "counter")
         else:

@@ -1,19 +1,5 @@
-"""The activation step of the output stage: ACTIVATION's function and clip range, and the LUT.
-
-ACTIVATION bits 0-11 select the function: 0 clips to ACTIVATION_MIN/MAX; 16 + k clips, then
-looks the value up in LUT slot k of the SHRAM (memory.py); 3 (tanh) and 4 (sigmoid) are not
-implemented. Bits 12-15 select the clip range: 0 the OFM type, 2 uint8, 3 int8, 5 int16 (Vela
-forces int8 where a table of 32-bit entries writes an int32 OFM: the int8 softmax's exp).
-
-A 32-bit OFM without a forced range bypasses the zero point and the clip: its values are written
-as the scaling left them. ACTIVATION_MIN/MAX are 16-bit and Vela programs the int16 limits there,
-while the int8 softmax's sums of exponentials (> 2^19) and its fixed-point reciprocal pass through
-int32 OFMs unclipped. Vela 3.x's softmax programs the softmax input's zero point as the
-OFM_ZERO_POINT of every int32 step (its no_scale_quant keeps it; Vela 5.1 writes 0): adding it
-makes the Himax WE2 stream's right shift 23 instead of 24 and its outputs [127, -102] where
-TFLite's reference kernels give [104, -104]; without it the stream is bit-exact with them. With a
-forced range (the softmax's exp table into an int32 OFM) the zero point is added before the clip
-and the lookup: it moves x - max into the table's index range.
+"""The lookup tables of the output stage, in the NPU's internal memory (memory.py). A family's
+decoder says which table an operation reads (families/ethos_u55/fields.py: ACTIVATION).
 
 LUT lookup: index = clipped value - the range's minimum (-128..127 -> 0..255, as Vela's
 convert_to_lut8 orders the table); the entry is the output as written, the OFM zero point
@@ -32,15 +18,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import outstage
-from .errors import UnsupportedError, at
-from .layouts import FeatureMap
-from .memory import LUT_SLOT_BYTES, Memory
-from .outstage import Finish
-from .registers import Registers
+from .memory import Memory
 
-NONE, TANH, SIGMOID, LUT_FIRST, LUT_LAST = 0, 3, 4, 16, 23
-CLIP_RANGES = {2: (0, 255), 3: (-128, 127), 5: (-32768, 32767)}  # 0: the OFM type's
 LUT_ENTRIES = 256
 
 
@@ -77,62 +56,3 @@ class InterpolatedLut(NamedTuple):
         base = ((entries & 0xFFFF) ^ 0x8000) - 0x8000
         slope = ((entries >> 16) ^ 0x8000) - 0x8000
         return base + ((slope * (unsigned & 127) + 64) >> 7)
-
-
-def _unsupported(regs: Registers, reason: str) -> UnsupportedError:
-    op = regs.command
-    return UnsupportedError(
-        f"{reason} is not implemented by the simulator (in "
-        f"{at(op.offset, 'NPU_SET_ACTIVATION', regs.get('ACTIVATION', 0))} "
-        f"for {op.name} at command-stream offset {op.offset:#x})"
-    )
-
-
-def output_finish(regs: Registers, ofm: FeatureMap, memory: Memory) -> Finish:
-    """Zero point, clip and (if ACTIVATION selects one) table lookup for this operation's OFM."""
-    value = regs.get("ACTIVATION", 0)
-    function, clip_range = value & 0xFFF, value >> 12
-    if function != NONE and not LUT_FIRST <= function <= LUT_LAST:
-        op = regs.command
-        raise UnsupportedError(
-            f"ACTIVATION = {function} is not implemented by the simulator "
-            f"(in {at(op.offset, op.name, op.param)})"
-        )
-    type_range = outstage.limits(ofm.dtype)
-    if clip_range == 0:
-        range_lo, range_hi = type_range
-    elif clip_range in CLIP_RANGES:
-        range_lo, range_hi = CLIP_RANGES[clip_range]
-    else:
-        raise _unsupported(regs, f"ACTIVATION clip range {clip_range}")
-    zero_point = ofm.zero_point
-    if ofm.elem_size == 4 and clip_range == 0:
-        lo, hi, zero_point = range_lo, range_hi, 0
-    else:
-        lo = max(regs.s16("ACTIVATION_MIN", -32768), range_lo)
-        hi = min(regs.s16("ACTIVATION_MAX", 32767), range_hi)
-    lut: Lut | InterpolatedLut | None = None
-    if function != NONE:
-        slot = function - LUT_FIRST
-        offset = memory.lut_base + slot * LUT_SLOT_BYTES
-        eight_bit = (ofm.elem_size == 1 and (range_lo, range_hi) == type_range) or (
-            ofm.elem_size == 4 and range_hi - range_lo + 1 == LUT_ENTRIES
-        )
-        if eight_bit:
-            lut = Lut(offset, ofm.dtype, range_lo)  # little-endian
-        elif ofm.elem_size == 2 and ofm.signed and (range_lo, range_hi) == type_range:
-            lut = InterpolatedLut(offset, ofm.dtype)
-        else:
-            raise _unsupported(
-                regs,
-                f"a table lookup into a {8 * ofm.elem_size}-bit "
-                f"{'' if ofm.signed else 'un'}signed OFM with clip range "
-                f"{clip_range}",
-            )
-        op = regs.command
-        memory.check_internal(
-            lut.offset,
-            lut.offset + lut.nbytes,
-            f"{op.name} at command-stream offset {op.offset:#x} (LUT slot {slot})",
-        )
-    return Finish(zero_point, lo, hi, ofm.dtype, lut)

@@ -1,47 +1,27 @@
-"""NPU_OP_CONV and NPU_OP_DEPTHWISE: acc = bias + sum((ifm - zp) * w), then the output stage."""
+"""Convolutions and depthwise convolutions (operations.Convolution): acc = bias + sum((ifm - zp)
+* w), then the output stage."""
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import NamedTuple
 
 import numpy as np
 
 from . import outstage
-from .activation import output_finish
 from .decoded import DecodedStreams, StreamSlot
-from .errors import UnsupportedError, at
-from .families import accelerator as architecture
-from .kernel import NEAREST, NO_UPSCALE, TRANSPOSE, Kernel, kernel_from
-from .layouts import FeatureMap, ifm_map, ofm_map
-from .memory import Memory
+from .kernel import TRANSPOSE, Kernel
+from .layouts import FeatureMap
+from .memory import Memory, check_lut
 from .native.batch import Row
 from .native.conv import NativeConv, conv_kernel
-from .records import OpRecord, Step, feature_map_fields
-from .registers import Registers
-from .weights import WeightFormat, exact_in_float32, ublock_depths
-
-
-def check_common(regs: Registers, upscales: tuple[int, ...] = (NO_UPSCALE,)) -> None:
-    """Modes the output stage and IFM fetch do not implement stop here, never silently (the
-    activation's: activation.output_finish). `upscales`: the IFM_UPSCALE modes the operation
-    implements."""
-    op = regs.command
-    upscale = regs.get("IFM_UPSCALE", 0) & 3  # PARALLEL_MODE: plan._prepare checks it
-    if upscale not in upscales:
-        raise UnsupportedError(
-            f"IFM_UPSCALE = {upscale} is not implemented by the simulator "
-            f"(in {at(op.offset, op.name, op.param)})"
-        )
-    if regs.get("ACC_FORMAT", 0) == 2:
-        raise UnsupportedError(
-            "ACC_FORMAT = 2 (fp s5.10) is not implemented by the simulator "
-            f"(in {at(op.offset, op.name, op.param)})"
-        )
+from .operations import Convolution
+from .records import Step
 
 
 def _accumulate(padded: np.ndarray, k: Kernel, ofm: FeatureMap, w: np.ndarray, depthwise: bool):
     """Exact in float64: |sum| < 2^53 for 16-bit activations, 9-bit weights, any NPU kernel;
-    in float32 where the weights allow it (weights.exact_in_float32); depthwise sums also in
+    in float32 where the weights allow it (exact_in_float32); depthwise sums also in
     int32 when they stay below 2^31 (NumpyConv.work_dtype)."""
     oh, ow, oc = ofm.shape
     if depthwise:
@@ -91,10 +71,24 @@ def _accumulate_transposed(padded: np.ndarray, k: Kernel, ofm: FeatureMap, w: np
     return acc
 
 
+_FLOAT32_EXACT = 1 << 24  # float32 holds every integer below this exactly
+
+
+def exact_in_float32(matrix: np.ndarray, ifm_bits: int) -> bool:
+    """Whether a convolution's products with these weights ((K, O), one output channel a
+    column) are exact in float32: every partial sum of |ifm - zp| * |w| down a column stays
+    below 2^24 when |ifm - zp| < 2^ifm_bits (an IFM zero point inside the IFM's type; NumpyConv
+    checks that). Then the BLAS product can run in float32, half the bytes of float64."""
+    if matrix.size == 0:
+        return False
+    column_bound = float(np.abs(matrix).sum(axis=0, dtype=np.int64).max())
+    return column_bound * ((1 << ifm_bits) - 1) < _FLOAT32_EXACT
+
+
 class NumpyConv:
     """A planned convolution run through numpy: the reference for the native kernel (native/),
     and what runs where it is not built. Called as the native one is, with the decoded weights
-    (int16, as weights.decode_matrix lays them out), bias, rescale and max |bias|."""
+    (int16, as NpuFamily.decode_weights lays them out), bias, rescale and max |bias|."""
 
     def __init__(self, ifm: FeatureMap, ofm: FeatureMap, k: Kernel, depthwise: bool, finish):
         self.ifm, self.ofm, self.k, self.depthwise, self.finish = ifm, ofm, k, depthwise, finish
@@ -102,7 +96,7 @@ class NumpyConv:
         self.product_bound = terms << (8 * ifm.elem_size + 9)  # |ifm - zp| * |weight| summed
         # depthwise runs elementwise, where int32 is faster; convolutions are BLAS products, in
         # float32 when the weights are exact so and the IFM zero point inside the IFM's type,
-        # as weights.exact_in_float32 assumes
+        # as exact_in_float32 assumes
         self.work_dtype = np.int32 if depthwise and self.product_bound < 1 << 31 else np.float64
         type_min, type_max = outstage.limits(ifm.dtype)
         self.zp_in_type = type_min <= ifm.zero_point <= type_max
@@ -133,96 +127,30 @@ class NumpyConv:
         ofm.write(mem, self.finish(rescale.apply(acc, bound), mem))
 
 
-# per core: its weight and scale streams (core 1's in WEIGHT1_*, SCALE1_*; one region for both)
-_STREAMS = tuple(
-    (f"WEIGHT{n}_BASE", f"WEIGHT{n}_LENGTH", f"SCALE{n}_BASE", f"SCALE{n}_LENGTH")
-    for n in ("", "1")
-)
-
-
-def prepare_conv(
-    regs: Registers, memory: Memory, accelerator: str, depthwise: bool, decoded: DecodedStreams
-) -> Step:
-    check_common(regs, (NO_UPSCALE, NEAREST, TRANSPOSE))
-    op = regs.command
-    what = f"{op.name} at command-stream offset {op.offset:#x}"
-    ofm = ofm_map(regs)
-    if regs.get("OFM_PRECISION") & (1 << 8):
-        precision = regs.get("OFM_PRECISION")
-        raise UnsupportedError(
-            f"global scale on a convolution is not implemented (in "
-            f"{at(op.offset, 'NPU_SET_OFM_PRECISION', precision)})"
-        )
-    k = kernel_from(regs)
-    ifm_h, ifm_w = k.ifm_extent(ofm.height, ofm.width)
-    ifm_depth = regs.get("IFM_DEPTH_M1") + 1
-    ifm = ifm_map(regs, ifm_h, ifm_w, ifm_depth)
-    if depthwise and ifm_depth < ofm.depth:
-        raise UnsupportedError(
-            f"{what}: depthwise with IFM depth {ifm_depth} < OFM depth "
-            f"{ofm.depth} is not implemented"
-        )
+def prepare_conv(op: Convolution, memory: Memory, decoded: DecodedStreams) -> Step:
+    """The planned run of a convolution: its feature maps, table and streams checked against
+    memory, its native kernel where one runs it (else NumpyConv)."""
+    what, ifm, ofm = op.label, op.ifm, op.ofm
     ifm.check(memory, f"{what} (IFM)")
     ofm.check(memory, f"{what} (OFM)")
-    w_region, s_region = (r & 7 for r in regs.required(("WEIGHT_REGION", "SCALE_REGION")))
-    iu, ou = ublock_depths(accelerator)
-    fmt = WeightFormat(
-        ofm_depth=ofm.depth,
-        kernel_height=k.height,
-        kernel_width=k.width,
-        ifm_depth=1 if depthwise else ifm_depth,
-        ofm_block_depth=regs.get("OFM_BLK_DEPTH_M1") + 1,
-        depthwise=depthwise,
-        part_kernel_first=k.part_kernel_first and not depthwise,
-        ifm_bits=8 * ifm.elem_size,
-        dilation_y=k.dilation_y,
-        dilation_x=k.dilation_x,
-        ifm_ublock_depth=iu,
-        ofm_ublock_depth=ou,
+    check_lut(op.finish, memory, what)
+    engine = conv_kernel(ifm, ofm, op.kernel, op.depthwise, op.finish, op.rounding) or NumpyConv(
+        ifm, ofm, op.kernel, op.depthwise, op.finish
     )
-    rounding = regs.get("OFM_PRECISION") >> 14
-    finish = output_finish(regs, ofm, memory)
-    engine = conv_kernel(ifm, ofm, k, depthwise, finish, rounding) or NumpyConv(
-        ifm, ofm, k, depthwise, finish
-    )
-    # Core c computes OFM channels c, c + cores, ... (Vela's core_deinterleave), its stream
-    # encoded for its share of each OFM block; a core with no channel has no stream.
-    cores = architecture(accelerator).cores
-    streams, stream_bytes = [], []
-    for core in range(min(cores, ofm.depth, fmt.ofm_block_depth)):
-        w_base, w_len, s_base, s_len = regs.required(_STREAMS[core])
-        memory.check(w_region, w_base, w_base + w_len, f"{what} (weights)")
-        memory.check(s_region, s_base, s_base + s_len, f"{what} (scales)")
-        channels = len(range(core, ofm.depth, cores))
-        block = -(-(fmt.ofm_block_depth - core) // cores)
+    streams = []
+    for s in op.streams:
+        for at, kind in ((s.weights, "weights"), (s.scales, "scales")):
+            memory.check(at.region, at.base, at.base + at.length, f"{what} ({kind})")
         streams.append(
             CoreStreams(
-                decoded.slot(w_region, w_base, w_len),
-                decoded.slot(s_region, s_base, s_len),
-                fmt._replace(ofm_depth=channels, ofm_block_depth=block),
-                (channels, rounding, f"{what} (scales)"),
+                decoded.slot(*s.weights),
+                decoded.slot(*s.scales),
+                s.fmt,
+                (s.channels, op.rounding, f"{what} (scales)"),
             )
         )
-        stream_bytes += [w_len, s_len]
     run = ConvRun(engine, decoded, tuple(streams))
-    macs = ofm.height * ofm.width * ofm.depth * k.elements * (1 if depthwise else ifm_depth)
-    record = OpRecord(
-        kind="depthwise" if depthwise else "conv",
-        offset=op.offset,
-        macs=int(macs),
-        bytes_read=(
-            (ifm.region, ifm_h * ifm_w * ifm_depth * ifm.elem_size),
-            (w_region, sum(stream_bytes[::2])),
-            (s_region, sum(stream_bytes[1::2])),
-        ),
-        bytes_written=((ofm.region, ofm.height * ofm.width * ofm.depth * ofm.elem_size),),
-        kernel=(k.height, k.width, k.stride_y, k.stride_x, k.dilation_y, k.dilation_x),
-        **feature_map_fields(regs, ifm, ofm),
-        acc_40bit=regs.get("ACC_FORMAT", 0) == 1,
-        part_kernel_first=fmt.part_kernel_first,
-        registers=regs.values,
-    )
-    return Step(record, run, blas=isinstance(engine, NumpyConv))
+    return Step(op.record, run, blas=isinstance(engine, NumpyConv))
 
 
 class CoreStreams(NamedTuple):
@@ -230,7 +158,7 @@ class CoreStreams(NamedTuple):
 
     weights: StreamSlot
     scales: StreamSlot
-    fmt: WeightFormat
+    fmt: Hashable  # the family's weight format (NpuFamily.decode_weights)
     scale_args: tuple[int, int, str]  # DecodedStreams.scales': channels, rounding, where
 
 

@@ -9,20 +9,26 @@ operation writes and no input is placed in takes it as it is.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import outstage
 from .memory import Memory
 from .native.batch import memory_slot
-from .weights import WeightFormat, decode_matrix, decode_scales
+
+if TYPE_CHECKING:
+    from .families.family import NpuFamily
 
 
 class DecodedStreams:
-    def __init__(self) -> None:
-        self._weights: dict[tuple[bytes, WeightFormat], np.ndarray] = {}
+    """The streams of one plan, decoded by its family (NpuFamily.decode_weights and
+    decode_scales) the first time an operation reads them."""
+
+    def __init__(self, family: NpuFamily) -> None:
+        self.family = family
+        self._weights: dict[tuple[bytes, Hashable], np.ndarray] = {}
         self._scales: dict[tuple, tuple] = {}
         self.constant_regions: frozenset[int] = frozenset()  # set by the plan
 
@@ -30,12 +36,12 @@ class DecodedStreams:
         """Where one operation reads a stream."""
         return StreamSlot(self, region, base, length)
 
-    def weights(self, stream: bytes, fmt: WeightFormat) -> np.ndarray:
-        """weights.decode_matrix of the stream (int16, as the kernels read it)."""
+    def weights(self, stream: bytes, fmt: Hashable) -> np.ndarray:
+        """The family's decoding of the stream (int16, as the kernels read it)."""
         key = (stream, fmt)
         matrix = self._weights.get(key)
         if matrix is None:
-            matrix = self._weights[key] = decode_matrix(stream, fmt)
+            matrix = self._weights[key] = self.family.decode_weights(stream, fmt)
         return matrix
 
     def scales(self, raw: bytes, channels: int, rounding: int, where: str):
@@ -43,13 +49,11 @@ class DecodedStreams:
         key = (raw, channels, rounding)
         decoded = self._scales.get(key)
         if decoded is None:
-            decoded = self._scales[key] = _decode_scale_stream(raw, channels, rounding, where)
+            raw_bytes = np.frombuffer(raw, dtype=np.uint8)
+            bias, scale, shift = self.family.decode_scales(raw_bytes, channels, where)
+            rescale = outstage.Rescale(scale, shift, rounding)
+            decoded = self._scales[key] = (bias, rescale, int(np.abs(bias).max(initial=0)))
         return decoded
-
-
-def _decode_scale_stream(raw: bytes, channels: int, rounding: int, where: str) -> tuple:
-    bias, scale, shift = decode_scales(np.frombuffer(raw, dtype=np.uint8), channels, where)
-    return bias, outstage.Rescale(scale, shift, rounding), int(np.abs(bias).max(initial=0))
 
 
 class StreamSlot:

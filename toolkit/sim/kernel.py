@@ -1,6 +1,7 @@
-"""Kernel geometry from KERNEL_*, IFM_PAD_* and IFM_UPSCALE registers, and the IFM taps it reads.
+"""An operation's window: kernel size, strides, dilation, padding, the IFM upscale, and the IFM
+taps it reads.
 
-IFM_UPSCALE doubles the IFM's height and width before the padding and the kernel see it: NEAREST
+The upscale doubles the IFM's height and width before the padding and the kernel see it: NEAREST
 repeats each element 2x2 (Vela's nearest and bilinear resizes), TRANSPOSE puts each element at
 the top left of a 2x2 block filled with the zero point (transposed convolutions).
 """
@@ -11,9 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .registers import Registers
-
-NO_UPSCALE, NEAREST, TRANSPOSE = 0, 1, 2  # IFM_UPSCALE modes
+NO_UPSCALE, NEAREST, TRANSPOSE = 0, 1, 2  # Kernel.upscale (the native kernels read these numbers)
 
 
 class Kernel(NamedTuple):
@@ -27,7 +26,6 @@ class Kernel(NamedTuple):
     pad_left: int
     pad_bottom: int
     pad_right: int
-    part_kernel_first: bool
     upscale: int = NO_UPSCALE
 
     @property
@@ -83,27 +81,3 @@ class Kernel(NamedTuple):
         for i in range(self.height):
             for j in range(self.width):
                 yield self.tap(padded, i, j, ofm_height, ofm_width)
-
-
-def kernel_from(regs: Registers) -> Kernel:
-    stride, height_m1, width_m1 = regs.required(_KERNEL)
-    values = regs.values
-    dil_x = ((stride >> 3) & 1) + 1
-    dil_y = ((stride >> 4) & 1) + 1
-    return Kernel(
-        height=height_m1 // dil_y + 1,
-        width=width_m1 // dil_x + 1,
-        stride_y=(((stride >> 1) & 1) | (((stride >> 9) & 7) << 1)) + 1,
-        stride_x=((stride & 1) | (((stride >> 6) & 7) << 1)) + 1,
-        dilation_y=dil_y,
-        dilation_x=dil_x,
-        pad_top=values.get("IFM_PAD_TOP", 0),
-        pad_left=values.get("IFM_PAD_LEFT", 0),
-        pad_bottom=values.get("IFM_PAD_BOTTOM", 0),
-        pad_right=values.get("IFM_PAD_RIGHT", 0),
-        part_kernel_first=bool(stride & 4),
-        upscale=values.get("IFM_UPSCALE", 0) & 3,
-    )
-
-
-_KERNEL = ("KERNEL_STRIDE", "KERNEL_HEIGHT_M1", "KERNEL_WIDTH_M1")

@@ -1,4 +1,4 @@
-"""Feature maps as the registers describe them: tiles, strides, NHWC and NHCWB16.
+"""Feature maps as an operation's description gives them: tiles, strides, NHWC and NHCWB16.
 
 A feature map is read and written through strided views of its memory region: one piece per
 tile (BASE0-3) and, in NHCWB16, one for the whole 16-channel bricks and one for the remainder.
@@ -10,17 +10,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .errors import UnsupportedError, at
 from .memory import Memory
-from .registers import Registers, signed16
 
-# IFM_PRECISION / OFM_PRECISION: element size from the 2-bit size field.
-_SIZE_CODES = {0: 1, 1: 2, 2: 4}
 BRICK = 16  # channels per NHCWB16 brick
-_DTYPES = {
+DTYPES = {
     (signed, size): np.dtype(f"<{'i' if signed else 'u'}{size}")
     for signed in (False, True)
-    for size in _SIZE_CODES.values()
+    for size in (1, 2, 4)
 }
 
 
@@ -43,8 +39,8 @@ class Piece(NamedTuple):
 
 
 class FeatureMap(NamedTuple):
-    """A feature map as an operation's registers describe it, with its element type and the
-    pieces of memory it is stored in (ifm_map and ofm_map make it)."""
+    """A feature map as an operation's description gives it (a family's decoder makes it with
+    feature_map), with its element type and the pieces of memory it is stored in."""
 
     region: int
     bases: tuple[int, int, int, int]
@@ -143,52 +139,25 @@ def _pieces(tiles: list, c: int, stride_y: int, stride_x: int, stride_c: int, e:
     return tuple(pieces)
 
 
-def _precision(
-    regs: Registers, name: str, size_shift: int, size_bits: int
-) -> tuple[int, bool, bool]:
-    value = regs.get(name)
-    code = (value >> size_shift) & ((1 << size_bits) - 1)
-    if code not in _SIZE_CODES:
-        raise UnsupportedError(f"{name} precision code {code}" + _where(regs, value))
-    fmt = (value >> 6) & 3
-    if fmt > 1:
-        raise UnsupportedError(f"{name} format {fmt}" + _where(regs, value))
-    return _SIZE_CODES[code], bool(value & 1), fmt == 1
-
-
-def _where(regs: Registers, value: int) -> str:
-    """An error's ' in <command> (value) at command-stream offset ...'; '' for registers read
-    back from a record (simulator.op_outputs), which come without their command."""
-    op = regs.op
-    return "" if op is None else " in " + at(op.offset, op.name, value)
-
-
-# register names per feature map, made once (planning reads them for every operation)
-_REQUIRED = ("REGION", "HEIGHT0_M1", "HEIGHT1_M1", "WIDTH0_M1", "STRIDE_Y", "STRIDE_X", "STRIDE_C")
-_NAMES = {
-    prefix: (
-        f"{prefix}_PRECISION",
-        tuple(f"{prefix}_{f}" for f in _REQUIRED),
-        tuple(f"{prefix}_BASE{i}" for i in range(4)),
-        f"{prefix}_ZERO_POINT",
-    )
-    for prefix in ("IFM", "IFM2", "OFM")
-}
-
-
-def _feature_map(
-    regs: Registers, name: str, size_shift: int, height: int, width: int, depth: int
+def feature_map(
+    region: int,
+    bases: tuple[int, int, int, int],
+    tiles: tuple[int, int, int],
+    shape: tuple[int, int, int],
+    strides: tuple[int, int, int],
+    elem_size: int,
+    signed: bool,
+    brick: bool,
+    zero_point: int,
 ) -> FeatureMap:
-    precision, required, base_names, zero_point = _NAMES[name]
-    size, signed, brick = _precision(regs, precision, size_shift, 2)
-    region, h0, h1, w0, stride_y, stride_x, stride_c = regs.required(required)
-    values = regs.values
-    base0, base1, base2, base3 = [values.get(b, 0) for b in base_names]
-    bases = (base0, base1, base2, base3)
-    height0, height1, width0 = h0 + 1, h1 + 1, w0 + 1
-    tiles = _tiles(bases, height0, height1, width0, height, width)
+    """A feature map of `shape` (h, w, c) stored in up to four tiles at `bases` (tiles: the
+    first tile's height, the second's, the first's width), with strides (y, x, c) in bytes."""
+    height0, height1, width0 = tiles
+    height, width, depth = shape
+    stride_y, stride_x, stride_c = strides
+    placed = _tiles(bases, height0, height1, width0, height, width)
     return FeatureMap(
-        region=region & 0x7,
+        region=region,
         bases=bases,
         height0=height0,
         height1=height1,
@@ -199,27 +168,10 @@ def _feature_map(
         stride_y=stride_y,
         stride_x=stride_x,
         stride_c=stride_c,
-        elem_size=size,
+        elem_size=elem_size,
         signed=signed,
         brick=brick,
-        zero_point=signed16(values.get(zero_point, 0)),
-        dtype=_DTYPES[signed, size],
-        pieces=_pieces(tiles, depth, stride_y, stride_x, stride_c, size, brick),
+        zero_point=zero_point,
+        dtype=DTYPES[signed, elem_size],
+        pieces=_pieces(placed, depth, stride_y, stride_x, stride_c, elem_size, brick),
     )
-
-
-def ofm_map(regs: Registers) -> FeatureMap:
-    get = regs.get
-    return _feature_map(
-        regs,
-        "OFM",
-        1,
-        get("OFM_HEIGHT_M1") + 1,
-        get("OFM_WIDTH_M1") + 1,
-        get("OFM_DEPTH_M1") + 1,
-    )
-
-
-def ifm_map(regs: Registers, height: int, width: int, depth: int, name: str = "IFM") -> FeatureMap:
-    """The IFM, or with name="IFM2" the second elementwise operand."""
-    return _feature_map(regs, name, 2, height, width, depth)

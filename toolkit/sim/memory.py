@@ -11,16 +11,11 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import RegionError
-from .families import accelerator as architecture
 
 REGION_NAMES = {0: "weights", 1: "scratch", 2: "fast scratch"}
 INTERNAL = -1  # region number the records use for the SHRAM
 LUT_BYTES = 2048  # the last 2 KB of the SHRAM
 LUT_SLOT_BYTES = 256
-
-
-def shram_bytes(accelerator: str) -> int:
-    return architecture(accelerator).shram_bytes
 
 
 class Memory:
@@ -107,3 +102,11 @@ class Memory:
     def write_bytes(self, region: int, start: int, data: np.ndarray, what: str) -> None:
         self.check(region, start, start + len(data), what)
         self.regions[region][start : start + len(data)] = data
+
+
+def check_lut(finish, memory: Memory, what: str) -> None:
+    """Raise unless the lookup table an output stage (outstage.Finish) reads lies in the
+    internal memory."""
+    lut = finish.lut
+    if lut is not None:
+        memory.check_internal(lut.offset, lut.offset + lut.nbytes, f"{what} (LUT)")

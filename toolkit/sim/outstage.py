@@ -12,6 +12,8 @@ rounding; only shifts beyond 31 round a second time.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 NATURAL, TFL, TRUNCATE = 2, 0, 1
@@ -81,6 +83,13 @@ class Rescale:
             if self.has_right:  # TFL: a second rounding divide, ties away from zero
                 out = (out + right_half - ((out < 0) & (self.right > 0))) >> right
         return out
+
+
+@lru_cache(maxsize=256)
+def shared_rescale(scale: int, shift: int, rounding: int) -> Rescale:
+    """One Rescale per scale, shift and rounding (caches keyed by the object, as pool.py's byte
+    tables are, find it again)."""
+    return Rescale(scale, shift, rounding)
 
 
 def _half(shift: np.ndarray) -> np.ndarray:

@@ -1,7 +1,9 @@
-"""A program decoded once: every NPU operation planned from its registers, cached per program.
+"""A program decoded once: every NPU operation described by its family and planned by the shared
+engines, cached per program.
 
-What an operation reads and writes, its geometry and its bounds follow from the registers
-alone; only memory contents change between runs, so a run replays the planned steps.
+What an operation reads and writes, its geometry and its bounds follow from its description
+alone (which its family's decoder makes from the registers); only memory contents change
+between runs, so a run replays the planned steps.
 """
 
 from __future__ import annotations
@@ -11,28 +13,23 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from .commands import SYNC_OPERATIONS, Command
-from .conv import prepare_conv
 from .decoded import DecodedStreams
-from .dma import prepare_dma
-from .elementwise import prepare_elementwise
-from .errors import PayloadError, UnsupportedError, at
-from .families import accelerator as architecture
-from .families import commands
-from .memory import Memory, shram_bytes
+from .engines import prepare
+from .errors import PayloadError, UnsupportedError
+from .families import Accelerator, families
+from .families.family import RawOperation
+from .memory import Memory
 from .native.batch import batched
 from .payload import NpuProgram, forget_payloads
-from .pool import forget_tables, prepare_pool
+from .pool import forget_tables
 from .records import Step
-from .registers import Registers
 from .run_frame import RunFrame
-from .weights import forget_formats
 
 
 @dataclass(eq=False)
 class Plan:
     program: NpuProgram
-    accelerator: str
+    accelerator: Accelerator
     decoded: DecodedStreams
     extent: dict[int, int]  # per region, the bytes the program uses (Memory.extent)
     steps: tuple[Step, ...]  # convolutions hold the plan's DecodedStreams: decoded on first use
@@ -71,7 +68,7 @@ class Plan:
         return any(step.blas for step in self.steps)
 
 
-def new_memory(program: NpuProgram, accelerator: str, plan: Plan | None = None) -> Memory:
+def new_memory(program: NpuProgram, accelerator: Accelerator, plan: Plan | None = None) -> Memory:
     """Memory for one run outside a plan's frame: the sizes the plan uses (without a plan, the
     payload's)."""
     if plan is not None:
@@ -80,7 +77,7 @@ def new_memory(program: NpuProgram, accelerator: str, plan: Plan | None = None) 
 
 
 @lru_cache(maxsize=32)
-def plan_for(program: NpuProgram, accelerator: str) -> Plan:
+def plan_for(program: NpuProgram, accelerator: Accelerator) -> Plan:
     """The program's plan, made on its first run in this process and kept for the next ones."""
     return _build(program, accelerator)
 
@@ -89,11 +86,12 @@ def forget_programs() -> None:
     """Drop every planned program and what it decoded (a fresh start, for benchmarks)."""
     plan_for.cache_clear()
     forget_payloads()
-    forget_formats()
+    for family in families():
+        family.forget()
     forget_tables()
 
 
-def _bounds(program: NpuProgram, accelerator: str) -> Memory:
+def _bounds(program: NpuProgram, accelerator: Accelerator) -> Memory:
     """A Memory with the program's region sizes, for the bounds checks of planning; nothing is
     allocated or copied (new_memory's copy of the weights and zeroed scratch are for runs)."""
     regions = {
@@ -104,7 +102,7 @@ def _bounds(program: NpuProgram, accelerator: str) -> Memory:
         regions[2] = regions[1]
     elif program.scratch_fast_size:
         regions[2] = _sized(program.scratch_fast_size)
-    return Memory(regions, shram_bytes(accelerator))
+    return Memory(regions, accelerator.shram_bytes)
 
 
 _ONE_BYTE = bytes(1)
@@ -116,24 +114,25 @@ def _sized(size: int) -> np.ndarray:
     return np.ndarray((size,), np.uint8, buffer=_ONE_BYTE, strides=(0,))
 
 
-def _build(program: NpuProgram, accelerator: str) -> Plan:
+def _build(program: NpuProgram, accelerator: Accelerator) -> Plan:
+    family = accelerator.family
     memory = _bounds(program, accelerator)
-    decoded = DecodedStreams()
-    operations = _operations(program, accelerator)
+    decoded = DecodedStreams(family)
+    operations = family.operations(program)
     steps: list[Step] = []
     i = 0
     alone_until = 0  # operations before this are in a run that could not merge: planned alone
     while i < len(operations):
         cmd, values = operations[i]
         try:
-            step = _prepare(cmd, Registers(values, cmd), memory, accelerator, decoded)
+            step = prepare(family.describe(accelerator, cmd, values), memory, decoded)
         except UnsupportedError as exc:
             exc.offset = cmd.offset
             raise
         steps.append(step)
         i += 1
         if step.byte_map is not None and i >= alone_until:
-            taken, run_end = _merge_run(steps, operations, i, memory)
+            taken, run_end = _merge_run(steps, operations, i, memory, accelerator)
             # a run refused whole is not tried again from each of its operations: its tails
             # have the same overlap (and each try lists their bytes: quadratic in the run)
             alone_until = i if taken else run_end
@@ -157,44 +156,21 @@ def _constant_regions(program: NpuProgram, memory: Memory, steps: list[Step]) ->
     return frozenset(r for r, buffer in memory.regions.items() if id(buffer) not in changing)
 
 
-def _operations(program: NpuProgram, accelerator: str) -> list[tuple[Command, dict[str, int]]]:
-    """(command, register values) of every operation that does something, up to NPU_OP_STOP
-    (no Registers for each: a merged run's members are never prepared on their own)."""
-    operations: list[tuple[Command, dict[str, int]]] = []
-    stream = program.command_stream
-    for cmd, values in commands(accelerator).operation_registers(stream, SYNC_OPERATIONS):
-        if cmd.name == "NPU_OP_STOP":
-            return operations
-        if values is not None:
-            operations.append((cmd, values))
-    raise PayloadError(
-        f"{program.source}: the command stream ends without NPU_OP_STOP (truncated?)"
-    )
-
-
-def _merge_run(steps: list[Step], operations: list, start: int, memory: Memory) -> tuple[int, int]:
+def _merge_run(
+    steps: list[Step],
+    operations: list[RawOperation],
+    start: int,
+    memory: Memory,
+    accelerator: Accelerator,
+) -> tuple[int, int]:
     """Vela transposes a feature map with runs of 1x1 pools that differ only in their IFM and
-    OFM addresses, each a constant step further (MobileNet's input: 96 of them). With the last
-    of steps such a pool, the operations from `start` that continue its run are merged into
-    it: they keep their own records, its run does them all (pool.ByteMap.merged_run decides
-    when that is exact). Returns how many operations were taken, and where the run of
-    operations like the last of steps ends."""
+    OFM addresses, each a constant step further (the family finds such runs:
+    NpuFamily.address_run). With the last of steps such a pool, the operations from `start`
+    that continue its run are merged into it: they keep their own records, its run does them
+    all (pool.ByteMap.merged_run decides when that is exact). Returns how many operations were
+    taken, and where the run of operations like the last of steps ends."""
     first = steps[-1]
-    cmd0, values0 = operations[start - 1]
-    ifm0, ofm0 = values0.get("IFM_BASE0", 0), values0.get("OFM_BASE0", 0)
-    ifm_step = ofm_step = 0
-    expected = dict(values0)  # the registers of the run's next operation
-    end = start  # the run so far: operations[start - 1 : end]
-    for cmd, values in operations[start:]:
-        if end == start:  # the second operation sets the steps
-            ifm_step = values.get("IFM_BASE0", 0) - ifm0
-            ofm_step = values.get("OFM_BASE0", 0) - ofm0
-        count = end - start + 1
-        expected["IFM_BASE0"] = ifm0 + count * ifm_step
-        expected["OFM_BASE0"] = ofm0 + count * ofm_step
-        if cmd.name != cmd0.name or cmd.param != cmd0.param or values != expected:
-            break
-        end += 1
+    end, ifm_step, ofm_step = accelerator.family.address_run(operations, start - 1)
     if end == start:
         return 0, end
     assert first.byte_map is not None
@@ -212,26 +188,3 @@ def _merge_run(steps: list[Step], operations: list, start: int, memory: Memory) 
 
 def _merged(mem: Memory) -> None:
     """An operation its run's first operation did (_merge_run)."""
-
-
-def _prepare(cmd, regs, memory: Memory, accelerator: str, decoded: DecodedStreams):
-    cores = architecture(accelerator).cores  # Vela sets PARALLEL_MODE = cores - 1 once, up front
-    mode = regs.get("PARALLEL_MODE", 0)
-    if mode != cores - 1:
-        raise UnsupportedError(
-            f"PARALLEL_MODE = {mode} is not implemented on {accelerator}, which has {cores} "
-            f"core{'s' if cores > 1 else ''} (in {at(cmd.offset, cmd.name, cmd.param)})"
-        )
-    if cmd.name == "NPU_OP_CONV":
-        return prepare_conv(regs, memory, accelerator, False, decoded)
-    if cmd.name == "NPU_OP_DEPTHWISE":
-        return prepare_conv(regs, memory, accelerator, True, decoded)
-    if cmd.name == "NPU_OP_POOL":
-        return prepare_pool(regs, memory)
-    if cmd.name == "NPU_OP_ELEMENTWISE":
-        return prepare_elementwise(regs, memory)
-    if cmd.name == "NPU_OP_DMA_START":
-        return prepare_dma(regs, memory)
-    raise UnsupportedError(
-        f"{at(cmd.offset, cmd.name, cmd.param)} is not implemented by the simulator"
-    )

@@ -1,11 +1,11 @@
-"""NPU_OP_POOL: max, average and reduce-sum (the 1x1 average pools Vela uses for transposes, and
-for LUT activations whose table lookup the output stage does: activation.py).
+"""Pooling (operations.Pooling): max, average and reduce-sum (the 1x1 average pools Vela uses for
+transposes, and for LUT activations whose table lookup the output stage does: activation.py).
 
-A padded average pool divides each sum by the number of its taps inside the IFM (TOSA AVG_POOL2D,
-TFLite's SAME padding): Vela 5.1 leaves OFM_SCALE at 1, shift 0 for it (regor's RescalePooling puts
-1/N into the scale only without padding), so the division is the NPU's. It is TOSA's: the
-reciprocal_scale multiplier and shift of the count, rounded once (divide_by_count); OFM_SCALE
-then applies as on any pool."""
+A padded average pool (Pooling.divide) divides each sum by the number of its taps inside the IFM
+(TOSA AVG_POOL2D, TFLite's SAME padding): Vela 5.1 leaves OFM_SCALE at 1, shift 0 for it (regor's
+RescalePooling puts 1/N into the scale only without padding), so the division is the NPU's. It is
+TOSA's: the reciprocal_scale multiplier and shift of the count, rounded once (divide_by_count);
+the OFM scale then applies as on any pool."""
 
 from __future__ import annotations
 
@@ -15,27 +15,18 @@ from typing import NamedTuple
 import numpy as np
 
 from . import outstage
-from .activation import output_finish
-from .conv import check_common
-from .errors import UnsupportedError, at
-from .kernel import NEAREST, NO_UPSCALE, kernel_from
-from .layouts import FeatureMap, ifm_map, ofm_map
-from .memory import Memory
+from .kernel import NO_UPSCALE
+from .layouts import FeatureMap
+from .memory import Memory, check_lut
 from .native.copy import NativeCopy, copy_kernel
 from .native.pool import pool_kernel
-from .records import OpRecord, Step, feature_map_fields
-from .registers import Registers
+from .operations import Pooling
+from .records import Step
 
-MODES = {0: "max", 1: "average", 2: "reduce_sum"}
 _EMPTY = np.iinfo(np.int64).min // 4  # below any IFM value: padding never wins a max
 
 
 _SAME = np.zeros(0)  # a byte table that gives back what it reads
-
-
-@lru_cache(maxsize=256)
-def _rescale(scale: int, shift: int, rounding: int) -> outstage.Rescale:
-    return outstage.Rescale(scale, shift, rounding)
 
 
 @lru_cache(maxsize=256)
@@ -201,46 +192,21 @@ def divide_by_count(acc: np.ndarray, count: np.ndarray, bound: int = 1 << 31) ->
 
 def forget_tables() -> None:
     """Drop the output stages built so far (a fresh start, for benchmarks)."""
-    _rescale.cache_clear()
+    outstage.shared_rescale.cache_clear()
     _byte_table.cache_clear()
 
 
-def prepare_pool(regs: Registers, memory: Memory) -> Step:  # noqa: C901 - one pooling op's register checks
-    check_common(regs, (NO_UPSCALE, NEAREST))
-    op = regs.command
-    what = f"{op.name} at command-stream offset {op.offset:#x}"
-    mode = MODES.get(op.param)
-    if mode is None:
-        raise UnsupportedError(
-            f"pooling mode {op.param} is not implemented ({at(op.offset, op.name, op.param)})"
-        )
-    ofm = ofm_map(regs)
-    k = kernel_from(regs)
-    ifm_h, ifm_w = k.ifm_extent(ofm.height, ofm.width)
-    ifm_depth = regs.get("IFM_DEPTH_M1") + 1
-    ifm = ifm_map(regs, ifm_h, ifm_w, ifm_depth)
-    global_scale = bool(regs.get("OFM_PRECISION") & (1 << 8))
-    padded = (k.pad_top, k.pad_left, k.pad_bottom, k.pad_right) != (0, 0, 0, 0)
-    if mode != "max" and not global_scale:
-        raise UnsupportedError(
-            f"{mode} pooling with per-channel scaling (Vela 3.x's padded average pool) is not "
-            f"implemented (in {at(op.offset, 'NPU_SET_OFM_PRECISION', regs.get('OFM_PRECISION'))})"
-        )
-    if mode == "reduce_sum" and padded:
-        raise UnsupportedError(f"padded reduce-sum is not implemented ({what})")
-    divide = mode == "average" and padded
+def prepare_pool(op: Pooling, memory: Memory) -> Step:
+    """The planned run of a pool: its feature maps and table checked against memory; a 1x1
+    unpadded pool of bytes as a table of its 256 outputs (ByteMap, which plan.py merges into
+    runs), else its native kernel where one runs it (else numpy)."""
+    what, ifm, ofm, k, mode = op.label, op.ifm, op.ofm, op.kernel, op.mode
     ifm.check(memory, f"{what} (IFM)")
     ofm.check(memory, f"{what} (OFM)")
-    depth = ofm.depth if mode != "reduce_sum" else ifm_depth
-    oh, ow = ofm.height, ofm.width
-    zp = ifm.zero_point
-    rescale = _rescale(
-        regs.get("OFM_SCALE", 0),
-        regs.cmd1_param("OFM_SCALE") & 0x3F,
-        regs.get("OFM_PRECISION") >> 14,
-    )
-    finish = output_finish(regs, ofm, memory)
-    terms = k.elements * (ifm_depth if mode == "reduce_sum" else 1)
+    check_lut(op.finish, memory, what)
+    depth, rescale, finish = op.depth, op.rescale, op.finish
+    padded = (k.pad_top, k.pad_left, k.pad_bottom, k.pad_right) != (0, 0, 0, 0)
+    terms = k.elements * (depth if mode == "reduce_sum" else 1)
     bound = terms << (8 * ifm.elem_size)  # |ifm - zp| summed
     plain = (
         k.elements == 1
@@ -252,20 +218,27 @@ def prepare_pool(regs: Registers, memory: Memory) -> Step:  # noqa: C901 - one p
     table = (
         _byte_table(
             ifm.dtype,
-            zp,
-            rescale if global_scale else None,
+            ifm.zero_point,
+            rescale,
             bound,
             (finish.zero_point, finish.lo, finish.hi, finish.dtype),
         )
         if plain and ifm.elem_size == 1 and finish.lut is None
         else None
     )
+    native = pool_kernel(ifm, ofm, k, mode, depth, rescale, bound, finish, op.divide)
+    run = _numpy_pool(op, bound, plain, table)
+    byte_map = None if table is None else ByteMap(ifm, ofm, table, depth)
+    return Step(op.record, run if native is None else native, byte_map)
 
-    native = pool_kernel(
-        ifm, ofm, k, mode, depth, rescale if global_scale else None, bound, finish, divide
-    )
 
-    def run(mem: Memory) -> None:  # numpy's, where the native kernel does not run
+def _numpy_pool(op: Pooling, bound: int, plain: bool, table: np.ndarray | None):
+    """The pool's run through numpy, where the native kernel does not run."""
+    ifm, ofm, k, mode, depth = op.ifm, op.ofm, op.kernel, op.mode, op.depth
+    rescale, finish, divide, zp = op.rescale, op.finish, op.divide, ifm.zero_point
+    oh, ow = ofm.height, ofm.width
+
+    def run(mem: Memory) -> None:
         x = k.upscaled(ifm.read(mem)[..., :depth], zp, oh, ow)
         if table is not None:  # the output is a function of one IFM byte
             ofm.write(mem, x if table is _SAME else table[x.view(np.uint8)])
@@ -291,20 +264,8 @@ def prepare_pool(regs: Registers, memory: Memory) -> Step:  # noqa: C901 - one p
             if divide:
                 ones = k.padded(np.ones((*x.shape[:2], 1), np.int64), 0, np.int64)
                 acc = divide_by_count(acc, sum(k.taps(ones, oh, ow)), bound)
-        if global_scale:
+        if rescale is not None:
             acc = rescale.apply(acc, bound)
         ofm.write(mem, finish(acc, mem))
 
-    byte_map = None if table is None else ByteMap(ifm, ofm, table, depth)
-    record = OpRecord(
-        kind=f"pool.{mode}",
-        offset=op.offset,
-        macs=int(oh * ow * depth * k.elements),
-        bytes_read=((ifm.region, ifm_h * ifm_w * ifm_depth * ifm.elem_size),),
-        bytes_written=((ofm.region, oh * ow * ofm.depth * ofm.elem_size),),
-        kernel=(k.height, k.width, k.stride_y, k.stride_x, k.dilation_y, k.dilation_x),
-        **feature_map_fields(regs, ifm, ofm),
-        acc_40bit=regs.get("ACC_FORMAT", 0) == 1,
-        registers=regs.values,
-    )
-    return Step(record, run if native is None else native, byte_map)
+    return run

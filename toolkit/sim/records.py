@@ -1,4 +1,5 @@
-"""What one executed NPU operation does: the work the cycle model and `etk diff` look at."""
+"""What one executed NPU operation does: the work its family's cycle model and traffic read
+(a family's decoder makes the record with the operation's description, operations.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from .layouts import FeatureMap
     from .pool import ByteMap
-    from .registers import Registers
 
 
 _NO_REGISTERS: Mapping[str, int] = MappingProxyType({})
@@ -66,26 +65,3 @@ class Step(NamedTuple):
     # plan.py merges runs of them that differ only in their feature maps' addresses
     byte_map: ByteMap | None = None
     blas: bool = False  # runs numpy BLAS products (the simulator holds BLAS to one thread)
-
-
-def block_of(regs: Registers) -> tuple[int, int, int]:
-    return (
-        regs.get("OFM_BLK_HEIGHT_M1", 0) + 1,
-        regs.get("OFM_BLK_WIDTH_M1", 0) + 1,
-        regs.get("OFM_BLK_DEPTH_M1", 0) + 1,
-    )
-
-
-def feature_map_fields(regs: Registers, ifm: FeatureMap, ofm: FeatureMap) -> dict:
-    """The OpRecord fields that every block operation (conv, pool, elementwise) takes from its
-    IFM, OFM, block configuration and activation."""
-    return dict(
-        ofm_shape=ofm.shape,
-        ifm_shape=ifm.shape,
-        block=block_of(regs),
-        ifm_elem_size=ifm.elem_size,
-        ofm_elem_size=ofm.elem_size,
-        ifm_brick=ifm.brick,
-        ofm_brick=ofm.brick,
-        activation=regs.get("ACTIVATION", 0) & 0xFFF,
-    )

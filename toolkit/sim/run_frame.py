@@ -13,7 +13,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from .errors import SimError
-from .memory import Memory, shram_bytes
+from .families.accelerator import Accelerator
+from .memory import Memory
 from .payload import IOTensor, NpuProgram
 
 _KEPT = 2  # finished runs' memories kept (two runs at once on one plan, from two threads)
@@ -33,7 +34,7 @@ class RunFrame:
     def __init__(
         self,
         program: NpuProgram,
-        accelerator: str,
+        accelerator: Accelerator,
         extent: dict[int, int] | None,
         constant_regions: frozenset[int],
     ):
@@ -46,7 +47,7 @@ class RunFrame:
             if program.fast_scratch_aliases_scratch:
                 scratch = max(scratch, fast)
         self._sizes = scratch, fast
-        self._shram = shram_bytes(accelerator)
+        self._shram = accelerator.shram_bytes
         first = self._new()
         _check_placed(program.inputs, first, "input")
         _check_placed(program.outputs, first, "output")

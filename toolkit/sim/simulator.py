@@ -10,16 +10,15 @@ from typing import NamedTuple
 import numpy as np
 
 from ..npu import ARM_VELA_INI, npu_config, vela_ini_path
-from . import cycles as cycle_model
 from .blas import one_blas_thread
 from .errors import SimError
-from .families import accelerator as architecture
-from .fvp_timing import PmuPrediction, fvp_memory, predict_pmu
-from .layouts import ofm_map
+from .families import Accelerator
+from .families import accelerator as configuration
+from .fvp_timing import PmuPrediction, fvp_memory
+from .memory_system import memory_system
 from .payload import NpuProgram
 from .plan import Plan, plan_for
 from .records import OpRecord
-from .registers import Registers
 
 
 class Timing(NamedTuple):
@@ -36,7 +35,7 @@ class SimResult(NamedTuple):
     never on the data)."""
 
     outputs: list[np.ndarray]
-    accelerator: str
+    accelerator: Accelerator
     plan: Plan
     system: VelaSystem
 
@@ -69,13 +68,16 @@ class SimResult(NamedTuple):
         return self.timing.pmu.total
 
 
-def check_simulated_accelerator(program: NpuProgram, accelerator: str) -> None:
-    architecture(accelerator)  # SimError unless the simulator runs it
-    if program.config is not None and program.config.accelerator != accelerator:
+def simulated_accelerator(program: NpuProgram, name: str | Accelerator) -> Accelerator:
+    """The configuration the program runs on (SimError unless the simulator runs it and the
+    program was compiled for it)."""
+    accelerator = configuration(name)
+    if program.config is not None and program.config.accelerator != accelerator.name:
         raise SimError(
             f"{program.source} was compiled for {program.config.accelerator}, "
-            f"not {accelerator}: compile for the NPU you simulate"
+            f"not {accelerator.name}: compile for the NPU you simulate"
         )
+    return accelerator
 
 
 class VelaSystem(NamedTuple):
@@ -88,26 +90,26 @@ class VelaSystem(NamedTuple):
 
 @lru_cache(maxsize=16)
 def vela_system(
-    accelerator: str, system_config: str | None, memory_mode: str | None, config_ini: str
+    accelerator: Accelerator, system_config: str | None, memory_mode: str | None, config_ini: str
 ) -> VelaSystem:
     """The names given, or ExecuTorch's defaults for the NPU family."""
-    npu = npu_config(accelerator, system_config, memory_mode)
+    npu = npu_config(accelerator.name, system_config, memory_mode)
     return VelaSystem(npu.system_config, npu.memory_mode, str(vela_ini_path(config_ini)))
 
 
-def _timed(plan: Plan, accelerator: str, system: VelaSystem) -> Timing:
-    """The plan's cycle figures, computed once per memory system."""
+def _timed(plan: Plan, accelerator: Accelerator, system: VelaSystem) -> Timing:
+    """The plan's cycle figures by its family's timing, computed once per memory system."""
     timed = plan.timed.get(system)
     if timed is None:
-        ports = cycle_model.memory_system(accelerator, *system)
-        timings = [cycle_model.op_timing(s.record, accelerator, ports) for s in plan.steps]
+        family = accelerator.family
+        ports = memory_system(accelerator.name, *system)
+        timings = [family.op_timing(s.record, accelerator, ports) for s in plan.steps]
         records = tuple(
             s.record._replace(cycles=t.total, compute_cycles=t.compute)
             for s, t in zip(plan.steps, timings)
         )
-        pmu = predict_pmu(
-            plan.program.command_stream, records, fvp_memory(accelerator, *system), accelerator
-        )
+        fvp = fvp_memory(accelerator, *system)
+        pmu = family.predict_pmu(accelerator, plan.program.command_stream, records, fvp)
         timed = plan.timed[system] = Timing(records, sum(t.compute for t in timings), pmu)
     return timed
 
@@ -115,16 +117,17 @@ def _timed(plan: Plan, accelerator: str, system: VelaSystem) -> Timing:
 def simulate(
     program: NpuProgram,
     inputs: Sequence[np.ndarray],
-    accelerator: str,
+    accelerator: str | Accelerator,
     system_config: str | None = None,
     memory_mode: str | None = None,
     config_ini: str = ARM_VELA_INI,
 ) -> SimResult:
-    """Run the program; system config and memory mode (Vela's, for the cycle model, read from
-    config_ini) default to ExecuTorch's defaults for the NPU family."""
-    check_simulated_accelerator(program, accelerator)
-    system = vela_system(accelerator, system_config, memory_mode, config_ini)
-    plan = plan_for(program, accelerator)
+    """Run the program on the configuration (its name, or the Accelerator); system config and
+    memory mode (Vela's, for the cycle model, read from config_ini) default to ExecuTorch's
+    defaults for the NPU family."""
+    npu = simulated_accelerator(program, accelerator)
+    system = vela_system(npu, system_config, memory_mode, config_ini)
+    plan = plan_for(program, npu)
     frame = plan.frame
     memory = frame.memory()
     frame.place_inputs(memory, inputs)
@@ -132,36 +135,36 @@ def simulate(
         plan.execute(memory)
     outputs = frame.read_outputs(memory)
     frame.release(memory)
-    return SimResult(outputs, accelerator, plan, system)
+    return SimResult(outputs, npu, plan, system)
 
 
 def op_outputs(
-    program: NpuProgram, inputs: Sequence[np.ndarray], accelerator: str
+    program: NpuProgram, inputs: Sequence[np.ndarray], accelerator: str | Accelerator
 ) -> list[tuple[OpRecord, np.ndarray]]:
     """Run the program one operation at a time: each operation's record and its OFM (H, W, C) as
     it stood right after the operation ran (DMA: none). For finding where a run goes wrong."""
-    check_simulated_accelerator(program, accelerator)
-    plan = plan_for(program, accelerator)
+    npu = simulated_accelerator(program, accelerator)
+    plan = plan_for(program, npu)
     memory = plan.frame.memory()
     plan.frame.place_inputs(memory, inputs)
     outputs = []
     for step in plan.steps:
         step.run(memory)
         if step.record.kind != "dma":
-            ofm = ofm_map(Registers(dict(step.record.registers)))
+            ofm = npu.family.output_map(step.record)
             outputs.append((step.record, np.array(ofm.read(memory))))
     return outputs
 
 
 def predict_pmu_counts(
     program: NpuProgram,
-    accelerator: str,
+    accelerator: str | Accelerator,
     system_config: str | None = None,
     memory_mode: str | None = None,
     config_ini: str = ARM_VELA_INI,
 ) -> PmuPrediction:
     """The cycle model's FVP PMU prediction without running the program: its figures depend on
     the command stream only, never on the data (tests/sim check that)."""
-    check_simulated_accelerator(program, accelerator)
-    system = vela_system(accelerator, system_config, memory_mode, config_ini)
-    return _timed(plan_for(program, accelerator), accelerator, system).pmu
+    npu = simulated_accelerator(program, accelerator)
+    system = vela_system(npu, system_config, memory_mode, config_ini)
+    return _timed(plan_for(program, npu), npu, system).pmu

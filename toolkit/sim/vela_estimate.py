@@ -17,8 +17,9 @@ from typing import NamedTuple
 
 from ..errors import ToolError
 from ..npu import npu_config
-from . import cycles as cycle_model
-from .families import accelerator as architecture
+from .families import Accelerator
+from .families import accelerator as configuration
+from .memory_system import MemorySystem
 from .records import OpRecord
 
 # Vela 5.1's C++ estimator books the output-stage activation cost by the fused sub-operation:
@@ -37,9 +38,9 @@ class VelaOpEstimate(NamedTuple):
     macs: int
     fused: tuple[str, ...] = ()  # operators Vela fused into this one (its sub-operations)
 
-    def activation_cost(self, accelerator: str) -> float:
+    def activation_cost(self, accelerator: Accelerator) -> float:
         """Cycles per output element Vela books for the activation."""
-        lut, relu = architecture(accelerator).activation_cycles
+        lut, relu = accelerator.activation_cycles
         fused = self.fused[0] if self.fused else None
         if fused is None or fused in _LUT_OPS:
             return lut
@@ -158,11 +159,12 @@ def scheduled_operation(tosa_path: str | Path, npu, offset: int) -> VelaOpEstima
 def compare_cycles(
     operations: tuple[OpRecord, ...],
     estimates: tuple[VelaOpEstimate, ...],
-    accelerator: str,
-    memory: cycle_model.MemorySystem,
+    accelerator: str | Accelerator,
+    memory: MemorySystem,
 ) -> tuple[CycleComparison, ...]:
     """Our ops grouped under the Vela operation whose last NPU_OP they precede or are, with the
     known reasons for disagreement."""
+    npu = configuration(accelerator)
     rows = []
     ops = sorted(operations, key=lambda r: r.offset)
     start = 0
@@ -177,7 +179,7 @@ def compare_cycles(
                 ours,
                 est.op_cycles,
                 len(group),
-                _known_bias(est, group, ours, accelerator, memory),
+                _known_bias(est, group, ours, npu, memory),
             )
         )
     return tuple(rows)
@@ -187,8 +189,8 @@ def _known_bias(
     est: VelaOpEstimate,
     group: list[OpRecord],
     ours: int,
-    accelerator: str,
-    memory: cycle_model.MemorySystem,
+    accelerator: Accelerator,
+    memory: MemorySystem,
 ) -> str:
     if est.operator == "Transpose":
         return (
@@ -199,7 +201,7 @@ def _known_bias(
     as_vela = sum(
         r.cycles
         if r.kind == "dma" or r.activation != 0
-        else cycle_model.op_timing(r, accelerator, memory, activation_cost=cost).total
+        else accelerator.family.op_timing(r, accelerator, memory, activation_cost=cost).total
         for r in group
     )
     notes = []

@@ -1,15 +1,22 @@
-"""One NPU configuration as the simulator's stages read it."""
+"""One NPU configuration as the simulator's stages read it, holding the family that runs it."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .family import NpuFamily
 
 IFM_UBLOCK_DEPTH = 8  # every Ethos-U55/U65 configuration
 
 
-class Accelerator(NamedTuple):
-    name: str  # "ethos-u55-128"
-    family: str  # "ethos-u55", "ethos-u65"
+# eq=False: a configuration is one object (its family's), compared and hashed by identity; the
+# plan cache (plan.plan_for) looks one up at every run
+@dataclass(frozen=True, eq=False)
+class Accelerator:
+    name: str  # "ethos-u55-128": Vela's accelerator_config
+    family: NpuFamily  # its home: decoder, weight decoding, timing and traffic
     ublock: tuple[int, int, int]  # OFM u-block (h, w, c)
     shram_banks: int  # of 1 KB; the last 2 KB hold the LUTs
     beat_bytes: int  # one AXI data transfer: the NPU's AXI data width
@@ -41,3 +48,12 @@ class Accelerator(NamedTuple):
     @property
     def shram_bytes(self) -> int:
         return self.shram_banks * 1024
+
+    def __repr__(self) -> str:
+        return f"Accelerator({self.name!r})"
+
+    def __reduce__(self):
+        """Pickled by name: unpickled, it is the registry's configuration again."""
+        from . import accelerator
+
+        return accelerator, (self.name,)

@@ -23,12 +23,25 @@ from . import (
 )
 
 if TYPE_CHECKING:
-    from ..elementwise import OperandScales
+    from ..operations import OperandScales
 
 _WORDS = 3 * FM_WORDS + 4 + 7 + 4 + FINISH_WORDS
 _KERNEL = function("elementwise", _WORDS)
-_SCALE_16BIT = 0  # elementwise.SCALE_16BIT and INPUT_SHIFT_8BIT (it imports this module)
+_SCALE_16BIT = 0  # operations.SCALE_16BIT and INPUT_SHIFT_8BIT (it imports this module)
 _INPUT_SHIFT_8BIT = 20
+# elementwise.c's operation numbers
+_MODES = {
+    "mul": 0,
+    "add": 1,
+    "sub": 2,
+    "min": 3,
+    "max": 4,
+    "lrelu": 5,
+    "abs": 6,
+    "clz": 7,
+    "shr": 8,
+    "shl": 9,
+}
 _INT64_SAFE = 1 << 61  # a scaled operand below it: their sums and differences fit int64
 
 
@@ -75,7 +88,7 @@ def _words(rescale: Rescale) -> tuple[int, int, int]:
 
 
 def elementwise_kernel(
-    mode: int,
+    mode: str,
     ifm: FeatureMap,
     ifm2: FeatureMap | None,
     ofm: FeatureMap,
@@ -85,7 +98,7 @@ def elementwise_kernel(
     rescale: Rescale | NegativeRescale,
     finish: Finish,
 ) -> NativeElementwise | None:
-    """The native run of a planned elementwise operation (elementwise.MODES' `mode`; IFM2 a
+    """The native run of a planned elementwise operation (operations.Elementwise's `mode`; IFM2 a
     feature map, or `scalar`), or None where the numpy path runs it: kernels not built or
     turned off, a LUT the clipped values could index outside of (lut_in_reach), or a 32-bit
     operand scale whose result could pass int64 (no Vela stream scales more than an 8-bit
@@ -108,7 +121,7 @@ def elementwise_kernel(
         *fm_words(ifm),
         *(fm_words(ifm2) if ifm2 is not None else [0] * FM_WORDS),
         *fm_words(ofm),
-        mode,
+        _MODES[mode],
         int(ifm2 is not None),
         scalar,
         int(reversed_),

@@ -16,29 +16,13 @@ lengths enter: no data, zero point or scale can change a count.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
-from .families import accelerator as architecture
-from .memory import INTERNAL
-from .records import OpRecord
-
-
-def beat_bytes(accelerator: str) -> int:
-    return architecture(accelerator).beat_bytes
+from ...fvp_timing import Transfer
+from ...memory import INTERNAL
+from ...records import OpRecord
 
 
 def _ceil(a: int, b: int) -> int:
     return -(-a // b)
-
-
-class Transfer(NamedTuple):
-    """Bytes moved on one region in one direction, and the AXI beats that takes."""
-
-    region: int
-    write: bool
-    nbytes: int
-    beats: int
-    runs: int = 1  # contiguous runs, each of beats / runs beats
 
 
 def _runs(region: int, write: bool, runs: int, run_bytes: int, beat: int) -> Transfer:

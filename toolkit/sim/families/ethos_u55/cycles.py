@@ -1,4 +1,5 @@
-"""Our cycle model: computed from what each executed operation does, never from Vela's numbers.
+"""Our Ethos-U55/U65 cycle model: computed from what each executed operation does (its record),
+never from Vela's numbers.
 
 The structure follows the hardware as Vela's documented estimator (npu_performance.py) describes
 it. The MAC array works through an OFM block as u-blocks, one kernel step (IFM depth slice) at a
@@ -14,85 +15,18 @@ Each operation has two figures, as Vela's: compute (NPU cycles) and total (compu
 
 from __future__ import annotations
 
-import contextlib
-import io
 import math
-from functools import lru_cache
 from typing import NamedTuple
 
-from ..npu import ARM_VELA_INI, vela_ini_path
-from .families import accelerator as architecture
-from .families.accelerator import IFM_UBLOCK_DEPTH
-from .memory import INTERNAL
-from .records import OpRecord
+from ...memory import INTERNAL
+from ...memory_system import MemoryPort, MemorySystem
+from ...records import OpRecord
+from ..accelerator import IFM_UBLOCK_DEPTH, Accelerator
+from ..family import OpTiming
 
 SUBKERNEL_MAX = 8
 _ADD_SUB = frozenset({"elementwise.add", "elementwise.sub"})
 SCALE_RECORD_BYTES = 10  # bias, scale and shift per OFM channel
-
-
-class MemoryPort(NamedTuple):
-    name: str  # "Sram", "OffChipFlash", "Dram"
-    bytes_per_cycle: float
-    read_latency: int
-    write_latency: int
-    burst: int  # longest burst, bytes
-
-
-class MemorySystem(NamedTuple):
-    regions: dict  # region -> MemoryPort
-
-    def port(self, region: int) -> MemoryPort:
-        return self.regions.get(region, self.regions[1])
-
-
-@lru_cache(maxsize=16)
-def vela_architecture(
-    accelerator: str, system_config: str, memory_mode: str, config_ini: str = ARM_VELA_INI
-):
-    """Vela's ArchitectureFeatures for the ini's system config and memory mode: the one reader of
-    a Vela ini here (sections that inherit, Vela's defaults), for the cycle model's memory system
-    and the FVP timing's ports alike."""
-    from ethosu.vela.architecture_features import ArchitectureFeatures
-
-    # Vela prints an "Info: Changing const_mem_area ..." line for SRAM-only memory modes: ours is a
-    # read of the ini, not a compile, so the line is not for the user
-    with contextlib.redirect_stdout(io.StringIO()):
-        arch = ArchitectureFeatures(
-            vela_config_files=[str(vela_ini_path(config_ini))],
-            accelerator_config=accelerator,
-            system_config=system_config,
-            memory_mode=memory_mode,
-            max_blockdep=3,
-            verbose_config=False,
-            arena_cache_size=None,
-        )
-    return arch
-
-
-@lru_cache(maxsize=16)
-def memory_system(
-    accelerator: str, system_config: str, memory_mode: str, config_ini: str = ARM_VELA_INI
-) -> MemorySystem:
-    """Bandwidths, latencies and bursts of the Vela system config, per region (0 weights,
-    1 arena, 2 fast scratch), as Vela plans with them (its SRAM-only override included)."""
-    from ethosu.vela.architecture_features import MemPort
-
-    arch = vela_architecture(accelerator, system_config, memory_mode, config_ini)
-
-    def port(mem_port: MemPort) -> MemoryPort:
-        area = arch._mem_port_mapping(mem_port)
-        return MemoryPort(
-            area.name,
-            float(arch.memory_bandwidths_per_cycle[area]),
-            int(arch.memory_latency[area][0]),
-            int(arch.memory_latency[area][1]),
-            int(arch.memory_burst_length[area]),
-        )
-
-    return MemorySystem(
-        {0: port(arch.const_mem_area), 1: port(arch.arena_mem_area), 2: port(arch.cache_mem_area)}
-    )
 
 
 def _ceil(a: int, b: int) -> int:
@@ -114,11 +48,11 @@ class _Geometry(NamedTuple):
         return _ceil(bh, uh), _ceil(bw, uw), _ceil(bc, uc)
 
 
-def _geometry(rec: OpRecord, accelerator: str) -> _Geometry:
+def _geometry(rec: OpRecord, accelerator: Accelerator) -> _Geometry:
     oh, ow, oc = rec.ofm_shape
     kh, kw, sy, sx, dy, dx = rec.kernel
     block = (min(rec.block[0], oh), min(rec.block[1], ow), min(rec.block[2], oc))
-    ublock = architecture(accelerator).ublock
+    ublock = accelerator.ublock
     if ublock[0] == 2 and rec.kind == "conv" and oh == 1 and ow % 2 == 0 and kh == 1:
         ublock = (1, 4, ublock[2])  # a 2x2 u-block array works as 1x4 on single-row outputs
         block = (1, block[1], block[2])
@@ -152,7 +86,7 @@ def _subkernels(rec: OpRecord) -> list[int]:
     ]
 
 
-def _mac_cycles_per_block(rec: OpRecord, geo: _Geometry, accelerator: str) -> int:
+def _mac_cycles_per_block(rec: OpRecord, geo: _Geometry, accelerator: Accelerator) -> int:
     ub_y, ub_x, ub_z = geo.ublocks
     ub_xy = ub_y * ub_x
     ifm_bits = 8 * rec.ifm_elem_size
@@ -165,7 +99,7 @@ def _mac_cycles_per_block(rec: OpRecord, geo: _Geometry, accelerator: str) -> in
             # Vela's legacy estimator doubles only 16-bit pools; Vela 5.1's C++ estimator books
             # ~4x for 8-bit pools beyond U55-32 (checked: maxpool/avgpool land within 10% of it
             # only with this factor). Unverified against hardware; it inflates 1x1 transposes.
-            work *= ifm_bits // 2 if architecture(accelerator).pool_rate_by_width else 1
+            work *= ifm_bits // 2 if accelerator.pool_rate_by_width else 1
         elif rec.kind == "depthwise":
             steps = _ceil(elements, 4)
             work = max(weight_feed, 4 * ub_xy * ifm_bits // 8) * steps * ub_z
@@ -180,40 +114,39 @@ def _mac_cycles_per_block(rec: OpRecord, geo: _Geometry, accelerator: str) -> in
         cycles *= _ceil(rec.ifm_depth, geo.ifm_block[2])  # one pass per IFM depth slice
     # cores share each OFM block's channels: its MAC work, stalls included, divides between them
     # (Vela's cycles_dpu_blk /= ncores; their output stages are in the Accelerator's tables)
-    return _ceil(cycles, architecture(accelerator).cores)
+    return _ceil(cycles, accelerator.cores)
 
 
-def _pipeline_stalls(rec: OpRecord, geo: _Geometry, accelerator: str, steps: int) -> int:
+def _pipeline_stalls(rec: OpRecord, geo: _Geometry, accelerator: Accelerator, steps: int) -> int:
     """With a single u-block in x/y, the MAC pipeline cannot hide its accumulate latency."""
     ub_y, ub_x, ub_z = geo.ublocks
-    arch = architecture(accelerator)
-    delay = arch.accumulate_delay[1 if rec.acc_40bit else 0]
+    delay = accelerator.accumulate_delay[1 if rec.acc_40bit else 0]
     stalls = 0
     if ub_y * ub_x == 1:
         if ub_z == 1:
             stalls = delay * steps
         elif steps > 1:
             stalls = delay * (steps - 1) * ub_z
-    if arch.narrow_block_40bit_stall and rec.acc_40bit and ub_z > 1 and 1 in (ub_y, ub_x):
+    if accelerator.narrow_block_40bit_stall and rec.acc_40bit and ub_z > 1 and 1 in (ub_y, ub_x):
         stalls += delay * ub_z
     if rec.part_kernel_first:
         stalls *= _ceil(geo.ifm_block[2], 8)
     return stalls
 
 
-def _activation_cost(rec: OpRecord, accelerator: str, override: float | None) -> float:
+def _activation_cost(rec: OpRecord, accelerator: Accelerator, override: float | None) -> float:
     """Cycles per element of the activation the ACTIVATION register selects (clip: none)."""
     if override is not None:
         return override
-    return architecture(accelerator).activation_cycles[0] if rec.activation != 0 else 0.0
+    return accelerator.activation_cycles[0] if rec.activation != 0 else 0.0
 
 
 def output_cycles_per_element(
-    rec: OpRecord, accelerator: str, activation_cost: float | None = None
+    rec: OpRecord, accelerator: Accelerator, activation_cost: float | None = None
 ) -> float:
     """Output stage by accumulator and operation, or the activation unit if that is slower.
     `activation_cost` replaces what the ACTIVATION register selects (for what-if comparisons)."""
-    acc32, acc40, maxpool = architecture(accelerator).output_cycles
+    acc32, acc40, maxpool = accelerator.output_cycles
     per_elem = acc40 if rec.acc_40bit else (maxpool if rec.kind == "pool.max" else acc32)
     activation_cost = _activation_cost(rec, accelerator, activation_cost)
     return max(per_elem, activation_cost)
@@ -259,7 +192,7 @@ def _block_transfer(rec: OpRecord, geo: _Geometry, memory: MemorySystem) -> tupl
 def _stages(
     rec: OpRecord,
     geo: _Geometry,
-    accelerator: str,
+    accelerator: Accelerator,
     memory: MemorySystem,
     activation_cost: float | None,
 ) -> tuple[float, float]:
@@ -278,7 +211,7 @@ def _stages(
 def _compute_cycles(
     rec: OpRecord,
     geo: _Geometry,
-    accelerator: str,
+    accelerator: Accelerator,
     memory: MemorySystem,
     activation_cost: float | None,
 ) -> float:
@@ -287,7 +220,9 @@ def _compute_cycles(
     return max(mac, out) * geo.blocks + min(mac, out) + first_in + last_out
 
 
-def pipeline_ends(rec: OpRecord, accelerator: str, memory: MemorySystem) -> tuple[float, float]:
+def pipeline_ends(
+    rec: OpRecord, accelerator: Accelerator, memory: MemorySystem
+) -> tuple[float, float]:
     """(fill, drain) that an operation's compute figure includes: the first IFM block's fetch
     and the pipeline's first step; its last step and the last OFM block's write. An
     elementwise operation streams through the output stage alone: its fetch and write."""
@@ -334,11 +269,11 @@ def _dma_cycles(rec: OpRecord, memory: MemorySystem) -> float:
 
 
 def _elementwise_cycles(
-    rec: OpRecord, accelerator: str, memory: MemorySystem, activation_cost: float | None
+    rec: OpRecord, accelerator: Accelerator, memory: MemorySystem, activation_cost: float | None
 ) -> tuple[float, float]:
     """The output stage streams every OFM element; the operands are read once, the OFM written
     once, each at its memory's bandwidth. (compute, total)"""
-    add16, add32, mul, wide, other = architecture(accelerator).elementwise_cycles
+    add16, add32, mul, wide, other = accelerator.elementwise_cycles
     per_elem = (
         wide
         if rec.ifm_elem_size == 4
@@ -358,13 +293,11 @@ def _elementwise_cycles(
     return compute, max(compute, *per_port.values())
 
 
-class OpTiming(NamedTuple):
-    compute: int  # the NPU's own work (MAC array, output stage, block pipeline); 0 for a DMA
-    total: int  # the longest of compute and each memory's access cycles
-
-
 def op_timing(
-    rec: OpRecord, accelerator: str, memory: MemorySystem, activation_cost: float | None = None
+    rec: OpRecord,
+    accelerator: Accelerator,
+    memory: MemorySystem,
+    activation_cost: float | None = None,
 ) -> OpTiming:
     if rec.kind == "dma":
         # memory traffic only, as in Vela's split: how many bytes a weight stream takes (how

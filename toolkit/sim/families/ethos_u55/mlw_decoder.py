@@ -19,7 +19,7 @@ import threading
 import numpy as np
 from ethosu import mlw_codec
 
-from .errors import PayloadError
+from ...errors import PayloadError
 
 # The child: the codec library by its path (no ethosu import), the protocol on its own copy of
 # stdout, and the decoder's own prints sent to stderr, which the parent reads when it dies.

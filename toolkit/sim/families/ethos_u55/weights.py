@@ -1,4 +1,4 @@
-"""Weights and scales as the NPU reads them.
+"""Weights and scales as Ethos-U55/U65 read them.
 
 Scale stream: 10 bytes per OFM channel, bias (40 bits signed), scale (32 bits unsigned),
 shift (6 bits). Weight stream: mlw-compressed, in OFM-block / IFM-block / sub-kernel /
@@ -13,8 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .errors import PayloadError
-from .families import accelerator as architecture
+from ...errors import PayloadError
 from .mlw_decoder import mlw_decode
 
 SUBKERNEL_MAX = 8
@@ -35,11 +34,6 @@ class WeightFormat(NamedTuple):
     dilation_x: int
     ifm_ublock_depth: int
     ofm_ublock_depth: int
-
-
-def ublock_depths(accelerator: str) -> tuple[int, int]:
-    """(IFM, OFM) u-block depths of an accelerator configuration."""
-    return architecture(accelerator).ublock_depths
 
 
 def decode_scales(
@@ -183,20 +177,6 @@ def decode_matrix(stream: bytes, fmt: WeightFormat) -> np.ndarray:
     if fmt.depthwise:
         return out.reshape(kh, kw, o)
     return np.ascontiguousarray(out.reshape(kh * kw * fmt.ifm_depth, o).T)
-
-
-_FLOAT32_EXACT = 1 << 24  # float32 holds every integer below this exactly
-
-
-def exact_in_float32(matrix: np.ndarray, ifm_bits: int) -> bool:
-    """Whether a convolution's products with these weights ((K, O), one output channel a
-    column) are exact in float32: every partial sum of |ifm - zp| * |w| down a column stays
-    below 2^24 when |ifm - zp| < 2^ifm_bits (an IFM zero point inside the IFM's type; conv.py
-    checks that). Then the BLAS product can run in float32, half the bytes of float64."""
-    if matrix.size == 0:
-        return False
-    column_bound = float(np.abs(matrix).sum(axis=0, dtype=np.int64).max())
-    return column_bound * ((1 << ifm_bits) - 1) < _FLOAT32_EXACT
 
 
 def forget_formats() -> None:

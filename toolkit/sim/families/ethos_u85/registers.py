@@ -1,8 +1,5 @@
-"""Ethos-U85: decoded, not simulated. Its home holds the U85 register map (the commands its
-streams are made of, so operation counts, `etk diff` and the fused/unfused register comparison
-read U85 programs) and the driver's product id; no configuration is listed in ACCELERATORS, so
-`simulates("ethos-u85-256")` is False and the toolkit runs U85 programs on the TOSA reference
-model.
+"""Ethos-U85's register map: the commands its streams are made of (so operation counts, `etk
+diff` and the fused/unfused register comparison read U85 programs) and the driver's product id.
 
 The opcodes were transcribed by hand from Vela 5.1.0's source distribution,
 `ethosu/regor/architecture/ethosu85/ethos_u85_interface.hpp` (Apache-2.0; enums `cmd0_opcode`
@@ -21,10 +18,9 @@ from __future__ import annotations
 
 from enum import Enum
 
-from ..commands import CommandSet
-from .accelerator import Accelerator
+from ...commands import CommandSet
 
-__all__ = ["ACCELERATORS", "COMMANDS", "PRODUCTS", "cmd0", "cmd1"]
+__all__ = ["COMMANDS", "PRODUCTS", "cmd0", "cmd1"]
 
 
 class cmd0(Enum):  # noqa: N801 - named as Vela's cmd0_opcode and ethos_u55_regs.cmd0
@@ -156,5 +152,3 @@ class cmd1(Enum):  # noqa: N801 - named as Vela's cmd1_opcode and ethos_u55_regs
 # its COP1 driver payload (ArchEthosU85::ConfigRegisters; U55 writes 0, U65 1)
 PRODUCTS = {2: "ethos-u85"}
 COMMANDS = CommandSet(cmd0, cmd1)
-# the simulator does not execute U85 streams yet: decoding is not simulating
-ACCELERATORS: dict[str, Accelerator] = {}
