@@ -73,15 +73,15 @@ REWRITES = (
         BATCHED_CONV,
         "lowering",
         True,
-        "a per-token linear's batched 1x1 convolution run as one image (Vela 5.1.0 compiles "
-        "the batched form wrongly when it fuses a clamp)",
+        "a per-token linear's batched 1x1 convolution with a clamp after it run as one square "
+        "image (Vela 5.2.0 runs the clamp as an extra operation; 5.1.0 compiled it wrongly)",
     ),
     RewriteInfo(
         INVERSE_PERMUTES,
         "lowering",
         True,
-        "a transpose that undoes the one before it is dropped (Vela 5.1.0 merges such a pair "
-        "and drops the first one's delegate output)",
+        "a transpose that undoes the one before it is dropped (Vela 5.1.0 and 5.2.0 merge such a "
+        "pair and drop the first one's delegate output)",
     ),
     RewriteInfo(
         SLICED_MATMUL,
