@@ -4,9 +4,9 @@ geometric mean |log ratio| of ours and of Vela's.
 
     python scripts/bench_cycle_truth.py [--anchors DIR] [--out DIR]
 
-Source models are compiled here by Vela 5.1 with the ini the published stream was compiled with
-(so the stream is Vela 5.1's, not the published Vela 3.x one); the Vela-compiled file is loaded
-and run as it is (its stream is the published one). Our figure is the simulator's
+Source models are compiled here by the installed Vela (5.2.0 as pinned) with the ini the
+published stream was compiled with (so the stream is that Vela's, not the published Vela 3.x
+one); the Vela-compiled file is loaded and run as it is (its stream is the published one). Our figure is the simulator's
 run.cycles.total_cycles (the prediction of the FVP's NPU TOTAL).
 """
 
@@ -16,6 +16,7 @@ import argparse
 import math
 import tempfile
 from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
@@ -146,6 +147,7 @@ def report(anchors: Path, out: Path) -> None:
     )
     print("|---|---|---|---|---|---|---|---|")
     ours_log, vela_log = [], []
+    installed = f"Vela {version('ethos-u-vela')}"
     for anchor in ANCHORS:
         ours, vela, beats = predict(anchor, anchors, out)
         ours_log.append(abs(math.log(ours / anchor.published_total)))
@@ -160,7 +162,7 @@ def report(anchors: Path, out: Path) -> None:
         stream = (
             "published"
             if anchor.stream == "published"
-            else f"Vela 5.1 (published: {anchor.stream})"
+            else f"{installed} (published: {anchor.stream})"
         )
         print(
             f"| {anchor.model} | {stream} | {anchor.published_total:,} | {ours:,} | "
@@ -175,7 +177,7 @@ def report(anchors: Path, out: Path) -> None:
 
     print(
         f"\ngeometric mean |log ratio| to the published NPU TOTAL: ours "
-        f"{mean(ours_log):.1%}, Vela's estimate {mean(vela_log):.1%}; on the files Vela 5.1 "
+        f"{mean(ours_log):.1%}, Vela's estimate {mean(vela_log):.1%}; on the files {installed} "
         f"compiles here alone: ours {mean(ours_log, _recompiled):.1%}, Vela's "
         f"{mean(vela_log, _recompiled):.1%}"
     )

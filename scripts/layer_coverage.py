@@ -4,7 +4,7 @@
     ETK_CACHE_DIR=... python scripts/layer_coverage.py [NAME ...] [--out DIR]
 
 Compiles as tests/report/test_layer_cases.py does (the zoo with the default calibration, the
-collection as tests/test_collection_sweep.py), so with the same ETK_CACHE_DIR it reads their
+collection as tests/models/test_collection_sweep.py), so with the same ETK_CACHE_DIR it reads their
 programs from the cache. Prints per net the lowest share over its variants, each variant's share
 of its simulated NPU cycles (and the operations left unattributed), and its costliest layer;
 ends with the lowest share of all.

@@ -24,6 +24,7 @@ FOLD_PAD = "fold-pad-into-conv"
 BATCHED_CONV = "batched-1x1-conv-as-image"
 INVERSE_PERMUTES = "cancel-inverse-permutes"
 SLICED_MATMUL = "copy-sliced-matmul-input"
+SLICED_ELEMENTWISE = "copy-sliced-elementwise-inputs"
 REWRITES = (
     RewriteInfo(
         "global-pool-stride",
@@ -72,22 +73,29 @@ REWRITES = (
         BATCHED_CONV,
         "lowering",
         True,
-        "a per-token linear's batched 1x1 convolution run as one image (Vela 5.1.0 compiles "
-        "the batched form wrongly when it fuses a clamp)",
+        "a per-token linear's batched 1x1 convolution with a clamp after it run as one square "
+        "image (Vela 5.2.0 runs the clamp as an extra operation; 5.1.0 compiled it wrongly)",
     ),
     RewriteInfo(
         INVERSE_PERMUTES,
         "lowering",
         True,
-        "a transpose that undoes the one before it is dropped (Vela 5.1.0 merges such a pair "
-        "and drops the first one's delegate output)",
+        "a transpose that undoes the one before it is dropped (Vela 5.1.0 and 5.2.0 merge such a "
+        "pair and drop the first one's delegate output)",
     ),
     RewriteInfo(
         SLICED_MATMUL,
         "lowering",
         True,
         "a batched matmul's first operand, when a slice (an attention's q), copied into its own "
-        "tensor (Vela 5.1.0 otherwise reads batch 0's rows for every batch)",
+        "tensor (Vela 5.1.0 and 5.2.0 otherwise read batch 0's rows for every batch)",
+    ),
+    RewriteInfo(
+        SLICED_ELEMENTWISE,
+        "lowering",
+        True,
+        "an elementwise add, sub or mul of two slices (`q + k` after a split) reads each slice "
+        "from a tensor of its own (Vela 5.2.0 otherwise overwrites one slice with the other)",
     ),
 )
 DEFAULT_REWRITES = tuple(r.name for r in REWRITES if r.default)

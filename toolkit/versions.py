@@ -8,6 +8,10 @@ from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+# The Vela etk's pinned figures and checks were made with (pyproject.toml pins it; executorch's
+# [ethos-u] extra pins 5.1.0, so an environment can end up with another).
+TESTED_VELA = "5.2.0"
+
 
 def tool_versions() -> dict[str, str]:
     versions = {"python": platform.python_version()}
@@ -24,6 +28,16 @@ def tool_versions() -> dict[str, str]:
         except PackageNotFoundError:
             versions[key] = "not installed"
     return versions
+
+
+def vela_version_warning(installed: str) -> str | None:
+    """One line when the installed Vela is not the one etk was tested with, else None."""
+    if installed == TESTED_VELA:
+        return None
+    return (
+        f"WARNING ethos-u-vela {installed} is installed; etk was tested with {TESTED_VELA} "
+        f"(pip install ethos-u-vela=={TESTED_VELA}): estimates and command streams may differ"
+    )
 
 
 @cache

@@ -118,6 +118,7 @@ def test_doctor_reports_versions_and_what_is_missing(bare_machine, capsys):
         ("toolkit", "ethos-u-toolkit"),
     ):
         assert f"{label:<14}{metadata.version(dist)}" in lines
+    assert not [line for line in lines if "ethos-u-vela" in line and "WARNING" in line]
     assert (
         "  FVP_Corstone_SSE-300_Ethos-U65: missing; download the Corstone-300 Ecosystem FVP "
         "from https://developer.arm.com/downloads/-/arm-ecosystem-fvps (or run ExecuTorch's "
@@ -132,6 +133,20 @@ def test_doctor_reports_versions_and_what_is_missing(bare_machine, capsys):
         )
         for line in lines
     )
+
+
+def test_doctor_warns_when_vela_is_not_the_tested_one(bare_machine, monkeypatch, capsys):
+    real = metadata.version
+    monkeypatch.setattr(
+        doctor.metadata, "version", lambda d: "5.1.0" if d == "ethos-u-vela" else real(d)
+    )
+    assert _etk(["doctor"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert f"{'ethos-u-vela':<14}5.1.0" in lines
+    assert (
+        "WARNING ethos-u-vela 5.1.0 is installed; etk was tested with 5.2.0 (pip install "
+        "ethos-u-vela==5.2.0): estimates and command streams may differ"
+    ) in lines
 
 
 def test_doctor_finds_fvp_and_elf(bare_machine, tmp_path, monkeypatch, capsys):

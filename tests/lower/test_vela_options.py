@@ -38,8 +38,9 @@ def test_vela_options_change_the_shipped_payload_and_its_estimate(compiled, tmp_
     assert size.delegates[0].payload != default.delegates[0].payload
     for program in (default, size):
         _same_run(program)
-    # DS-CNN's weights stream from flash: Size buffers less of them (Vela 5.1.0, ethos-u55-128)
+    # DS-CNN's weights stream from flash: Size buffers less of them (Vela 5.2.0, ethos-u55-128;
+    # 5.1.0 compiled both streams byte for byte the same and estimated 107,389 and 127,261)
     assert (
         default.delegates[0].estimate.total_cycles,
         size.delegates[0].estimate.total_cycles,
-    ) == (107_389, 127_261)
+    ) == (88_913, 122_161)

@@ -49,12 +49,14 @@ def test_reference_without_its_softmax_is_the_network_body(tmp_path):
     body_path = tmp_path / "kws_body.tflite"
     body_path.write_bytes(without_final_softmax(KWS.read_bytes(), KWS.name))
     body = compile_tflite(body_path, npu, tmp_path / "body")
-    assert (full.npu_ops, body.npu_ops) == (39, 12)  # the softmax is 27 small NPU operations
+    # the softmax is 28 small NPU operations (Vela 5.1.0: 27; 5.2.0 adds an elementwise one,
+    # and the full model stays bit-exact with TFLite's reference kernels: test_tflite_softmax.py)
+    assert (full.npu_ops, body.npu_ops) == (40, 12)
     assert body.output_specs[0].shape == (1, 12) and body.output_quant[0].zero_point == 14
-    # Vela 5.1.0: the softmax rows of the full model's per-layer report add up to 786 cycles
+    # Vela 5.2.0 estimates (5.1.0: 88,889 and 88,103 for a body stream byte-identical to 5.2.0's)
     assert (full.delegates[0].estimate.npu_cycles, body.delegates[0].estimate.npu_cycles) == (
-        88_889,
-        88_103,
+        88_902,
+        88_095,
     )
 
 

@@ -33,7 +33,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="session")
 def collection_job(tmp_path_factory):
-    """The collection's nets as tests/test_collection_sweep.py compiles them (the session's
+    """The collection's nets as tests/models/test_collection_sweep.py compiles them (the session's
     compile cache shares the programs)."""
 
     @functools.cache

@@ -1,5 +1,5 @@
 """Ethos-U85 command streams decoded by our register map (toolkit/sim/families/ethos_u85/registers.py),
-checked against a listing we did not write: Vela 5.1.0's own disassembly of the same stream
+checked against a listing we did not write: Vela's own disassembly of the same stream
 (`vela --verbose-register-command-stream`, its C++ core's isa::disassemble).
 
 Each program is compiled once per module (fused and unfused, through run_job as `etk compare`
@@ -238,7 +238,9 @@ def test_u85_operation_counts_and_fused_unfused_register_differences(u85_program
         "ACTIVATION_MIN": 10,
         "IFM_ZERO_POINT": 9,
         "OFM_SCALE": 11,
-        "OFM_SCALE.param": 7,
+        # Vela 5.2.0 picks another rounding shift for one more operation pair (5.1.0: 7); each
+        # stream is checked against Vela's own disassembly above
+        "OFM_SCALE.param": 8,
         "OFM_ZERO_POINT": 10,
     }
 
@@ -269,7 +271,7 @@ def test_etk_diff_reads_two_u85_programs(u85_programs, capsys):
 
 
 def test_u85_unfused_conv_relu_issues_its_convolution_twice(u85_programs):
-    """Vela 5.1.0 on ethos-u85-256: the unfused Conv2D (sub-operations Transpose, Clamp) is
+    """Vela 5.1.0 and 5.2.0 on ethos-u85-256: the unfused Conv2D (sub-operations Transpose, Clamp) is
     issued twice, two NPU_OP_CONV with no register written between them; the fused one once.
     The report's note names the kind that differs."""
     from toolkit.evaluation.variants import compare_variants
@@ -290,10 +292,11 @@ def test_u85_unfused_conv_relu_issues_its_convolution_twice(u85_programs):
     assert second == first + 4 and registers_a == registers_b
 
 
-def test_vela_s_batched_pointwise_bug_is_named_on_u85_too(tmp_path):
-    """Vela 5.1.0's wrong stream for a batched 1x1 convolution reading a CLAMP it fused (16
-    tokens, test_batched_conv.py on U55) is emitted for Ethos-U85 as well: the padded-window
-    check names it there, and the rewrite batched-1x1-conv-as-image avoids it there too."""
+def test_a_batched_pointwise_conv_with_a_clamp_on_u85(tmp_path):
+    """A batched 1x1 convolution reading a CLAMP (16 tokens, test_batched_conv.py on U55): Vela
+    5.1.0 emitted its wrong stream (IFM 4x1, IFM_PAD_BOTTOM 12) for Ethos-U85 as well; Vela
+    5.2.0 compiles it right with the CLAMP as a POOL, and the rewrite batched-1x1-conv-as-image
+    saves that operation there too (estimate 4,121 -> 2,857 NPU cycles)."""
     import torch
     from torch import nn
 
@@ -314,13 +317,13 @@ def test_vela_s_batched_pointwise_bug_is_named_on_u85_too(tmp_path):
         name: compile_variant(loaded, calibration, "unfused", npu, tmp_path / name, rewrites=r)
         for name, r in (("default", DEFAULT_REWRITES), ("none", ()))
     }
-    (problem,) = program_problems(programs["none"])
-    assert (problem.delegate, problem.offset, problem.operation) == (0, 0x124, "conv")
-    assert problem.reads.startswith(
-        "reads an IFM of 4x1 with IFM_PAD_BOTTOM 12 for a 1x1 kernel into an OFM of 16x1"
-    )
-    assert problem.tensor == "tosa_clamp_default"  # named by Vela's U85 optimiser database
-    assert program_problems(programs["default"]) == ()
+    for program in programs.values():
+        assert program_problems(program) == ()
+    kinds = [programs[n].delegates[0].command_ops for n in ("default", "none")]
+    assert [k["NPU_OP_CONV"] for k in kinds] == [2, 2]
+    assert [k.get("NPU_OP_POOL", 0) for k in kinds] == [0, 1]
+    estimates = [programs[n].delegates[0].estimate.npu_cycles for n in ("default", "none")]
+    assert estimates == [2_857, 4_121]  # as a 16x1 column: 2,921
 
 
 def test_a_vela_compiled_u85_tflite_is_read_as_u85(tmp_path):

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
 
 from ..errors import UserError
+from ..lower.pte_file import ethos_u_payloads
 
 # the simulator package is also the command-stream decoder (payloads, registers, Vela .tflite)
 from ..sim import load_payload
@@ -18,7 +18,9 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "diff",
         help="compare two compiled programs' NPU operations register by register",
-        description="A and B: .pte files, Vela _vela.npz files, or compile output folders.",
+        description="A and B: .pte files, Vela _vela.npz files, or compile output folders. A "
+        ".pte whose Vela blocks ExecuTorch stored as named data is read with the .ptd files "
+        "beside it.",
     )
     parser.add_argument("a", type=Path)
     parser.add_argument("b", type=Path)
@@ -80,25 +82,10 @@ def load_command_stream(path: Path, delegate: int = 0) -> NpuProgram:
     if not path.is_file():
         raise UserError(f"{path}: no such file")
     if path.suffix == ".pte":
-        streams = payloads_in_pte(path.read_bytes())
+        streams = ethos_u_payloads(path)
         if len(streams) <= delegate:
             raise UserError(f"{path}: has {len(streams)} Ethos-U delegates, no delegate {delegate}")
         return load_payload(streams[delegate])
     if path.suffix == ".npz":
         return load_payload(path)
     raise UserError(f"{path}: expected a .pte, a _vela.npz or a compile output folder")
-
-
-_STREAM_START = re.compile(re.escape(b"vela_bin_stream\0"))
-_END = b"vela_end_stream\0"
-
-
-def payloads_in_pte(data: bytes) -> list[bytes]:
-    """The vela_bin_stream payloads a .pte holds, in order (found by their block markers)."""
-    out = []
-    for match in _STREAM_START.finditer(data):
-        end = data.find(_END, match.start())
-        if end < 0:
-            raise UserError("a vela_bin_stream in the .pte has no vela_end_stream: truncated file")
-        out.append(data[match.start() : end + 32])
-    return out

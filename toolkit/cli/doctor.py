@@ -11,6 +11,7 @@ from pathlib import Path
 from ..runners.fvp import find_fvp, find_runner_elf, how_to_build_runner, how_to_get_fvp
 from ..sim import native as native_kernels
 from ..targets import list_targets
+from ..versions import vela_version_warning
 from .console import plain_console
 
 # (label, distribution) pairs etk doctor reports.
@@ -43,6 +44,9 @@ def _version(distribution: str) -> str:
 def run_doctor(args: argparse.Namespace) -> int:
     lines = [f"{'python':<14}{sys.version.split()[0]}"]
     lines += [f"{label:<14}{_version(dist)}" for label, dist in DISTRIBUTIONS]
+    warning = vela_version_warning(_version("ethos-u-vela"))
+    if warning:
+        lines.append(warning)
     lines.append(f"{'sim kernels':<14}{native_kernels.STATUS}")
     targets = list_targets()
     lines.append("FVP binaries (searched in ETK_FVP_PATH, then PATH):")

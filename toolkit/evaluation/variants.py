@@ -1,8 +1,11 @@
 """Fused vs unfused: what differs in what the NPU executes, and what only Vela's estimate says.
 
-Vela 5.1's estimator charges a conv with no fused activation operator as if it ran a lookup-table
-activation, while a conv followed by an explicit CLAMP (folded in as a sub-operation) is charged
-nothing for it. So the fused variant can show more estimated cycles for the same NPU operations.
+Both variants usually run the same NPU operations, differing only in zero points and clip bounds;
+Vela 5.2 then estimates them alike. Vela 5.1's estimator did not: it charged a conv with no fused
+activation operator a lookup-table activation cost, and a conv followed by an explicit CLAMP
+nothing, so the fused variant showed more estimated cycles for the same work. The check stays:
+an estimate that differs between variants whose NPU operations are the same is flagged as a
+difference in the estimate alone.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ class VariantComparison:
     estimate_delta_npu_cycles: int  # fused - unfused
     layer_deltas: tuple[LayerDelta, ...]  # layers whose estimate differs, same operation in both
     estimator_effect: bool  # estimates differ although the NPU executes the same operations
+    # (Vela 5.1 on every fused conv; not seen with Vela 5.2)
     notes: tuple[str, ...]
     # register -> number of aligned NPU operations whose value differs (NPUs families.decodes)
     register_differences: dict[str, int] = field(default_factory=dict)
@@ -97,9 +101,9 @@ def compare_variants(fused: Program, unfused: Program) -> VariantComparison:
     if effect:
         notes.append(
             f"Both variants run the same {fused.npu_ops} NPU operations; the {delta:+,} estimated "
-            "NPU cycles (fused - unfused) are an artifact of Vela's estimator (a conv without a "
-            "fused activation operator is charged a lookup-table activation cost), not a speed "
-            "difference."
+            "NPU cycles (fused - unfused) are a difference in Vela's estimate alone, not in "
+            "speed (Vela 5.1 charged a conv without a fused activation operator a lookup-table "
+            "activation cost; Vela 5.2 estimates both alike)."
         )
     elif not same_ops:
         notes.append(

@@ -4,14 +4,15 @@ compile time.
 A convolution or pool whose padding on one side reaches its (dilated) kernel extent computes a
 whole row or column of outputs from padding alone. A TOSA graph asks for that only when one of
 its own convolutions or pools is padded that much (a 1x1 convolution with padding=1, say); when
-none is, the stream does not compute what the graph asks. Vela 5.1.0 emits such streams for a
+none is, the stream does not compute what the graph asks. Vela 5.1.0 emitted such streams for a
 batched 1x1 convolution that reads a CLAMP it fused (rewrites/batched_conv.py): the next
-convolution's IFM covers 4 of 16 tokens and pads the other 12.
+convolution's IFM covered 4 of 16 tokens and padded the other 12 (5.2.0 compiles it right).
 
 Ethos-U55/U65 run a TOSA MATMUL as, per column of B, an elementwise MUL of A's rows by that
 column broadcast, then a channel-sum POOL. The MUL must read A's channels and no more, and when
 Vela runs the batches one after another, batch b's MULs must read another address than batch
-0's. Vela 5.1.0 breaks both when A is a SLICE it reads in place (rewrites/sliced_matmul.py).
+0's. Vela 5.1.0 and 5.2.0 break both when A is a SLICE they read in place
+(rewrites/sliced_matmul.py).
 
 The checks read registers and the delegate's TOSA graph only; they need neither a run nor the
 simulator.
@@ -287,7 +288,7 @@ def graph_outputs(tosa: Path | bytes) -> tuple[str, ...]:
 
 
 def _dropped_outputs(index: int, written: int, wanted: tuple[str, ...]) -> VelaProblem | None:
-    """Vela 5.1.0 can drop a delegate output (seen: a UNet's skip tensor at batch size 2, whose
+    """Vela 5.1.0 and 5.2.0 can drop a delegate output (seen: a UNet's skip tensor at batch size 2, whose
     two inverse transposes it merged): the next delegate then reads a buffer nothing wrote."""
     if written >= len(wanted):
         return None

@@ -22,6 +22,7 @@ from ..rewrite_names import (
     FOLD_PAD,
     INVERSE_PERMUTES,
     REWRITES,
+    SLICED_ELEMENTWISE,
     SLICED_MATMUL,
 )
 
@@ -52,6 +53,7 @@ def _lowering_registry() -> dict[str, LoweringRewrite]:
     from .batched_conv import batched_conv_rewrite
     from .fold_pad import fold_pad_rewrite
     from .inverse_permutes import inverse_permutes_rewrite
+    from .sliced_elementwise import sliced_elementwise_rewrite
     from .sliced_matmul import sliced_matmul_rewrite
 
     return {
@@ -59,6 +61,7 @@ def _lowering_registry() -> dict[str, LoweringRewrite]:
         BATCHED_CONV: batched_conv_rewrite,
         INVERSE_PERMUTES: inverse_permutes_rewrite,
         SLICED_MATMUL: sliced_matmul_rewrite,
+        SLICED_ELEMENTWISE: sliced_elementwise_rewrite,
     }
 
 

@@ -79,8 +79,8 @@ def inverse_permutes_rewrite() -> Iterator[Callable[[], tuple[RewriteRecord, ...
                 name,
                 "TOSA lowering",
                 "a transpose that undoes the one before it dropped: its readers read the "
-                "untransposed tensor (Vela 5.1.0 otherwise drops the first transpose's delegate "
-                "output; same result)",
+                "untransposed tensor (Vela 5.1.0 and 5.2.0 otherwise drop the first transpose's "
+                "delegate output; same result)",
             )
             for name in ours.cancelled
         )

@@ -3,9 +3,9 @@
 An attention's `q @ k` reads q as a slice of the qkv tensor: after the qkv permute and split,
 ExecuTorch 1.5.1 lowers it to TOSA MATMUL(RESHAPE(SLICE(TRANSPOSE(x))), ...); after a split of
 the channels (`qkv.chunk(3, -1)`), to MATMUL(SLICE(x), ...). Ethos-U55 and U65 have no matrix
-multiply: Vela 5.1.0 runs MATMUL as, for each column of B, an elementwise MUL of A's rows by that
-column broadcast, then a channel-sum POOL; on a whole tensor it runs every batch at once (the
-batches as IFM rows). When A is a SLICE Vela reads in place, it gets this wrong two ways:
+multiply: Vela (5.1.0 and 5.2.0) runs MATMUL as, for each column of B, an elementwise MUL of
+A's rows by that column broadcast, then a channel-sum POOL; on a whole tensor it runs every
+batch at once (the batches as IFM rows). When A is a SLICE Vela reads in place, it gets this wrong two ways:
 - a slice along the batches: it runs the batches one at a time and gives every batch's MUL batch
   0's address (IFM_BASE0 0 while batch 1 of A is at 256): every head gets head 0's queries;
 - a slice of the channels: the MUL reads the whole row's depth (48 channels of q, k and v where
@@ -105,8 +105,8 @@ def sliced_matmul_rewrite() -> Iterator[Callable[[], tuple[RewriteRecord, ...]]]
                 matmul,
                 "TOSA lowering",
                 f"first operand of a matmul over {n} batch(es) of {h}x{c}, a slice, copied into "
-                "its own tensor by a full-range clamp: Vela 5.1.0 otherwise reads batch 0's rows "
-                "for every batch, or the whole row of a channel slice (same result)",
+                "its own tensor by a full-range clamp: Vela 5.1.0 and 5.2.0 otherwise read batch "
+                "0's rows for every batch, or the whole row of a channel slice (same result)",
             )
             for matmul, (n, h, c) in ours.copied
         )

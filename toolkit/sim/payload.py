@@ -11,6 +11,7 @@ import math
 import os
 import struct
 import zipfile
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
@@ -127,8 +128,18 @@ def _parsed_bin_stream(raw: bytes) -> NpuProgram:
     return _load_bin_stream(raw, "vela_bin_stream")
 
 
-def _load_bin_stream(raw: bytes, source: str) -> NpuProgram:
-    blocks: dict[str, bytes] = {}
+class Block(NamedTuple):
+    """One block of a vela_bin_stream."""
+
+    name: str
+    name_field: bytes  # the 16-byte name as stored
+    data: bytes
+    external: bool  # ExecuTorch 1.5's named data: `data` is the key, the bytes live elsewhere
+
+
+def bin_stream_blocks(raw: bytes, source: str) -> list[Block]:
+    """The blocks of a vela_bin_stream in order, vela_end_stream last."""
+    blocks: list[Block] = []
     pos = 0
     while True:
         if pos + _BLOCK_HEADER.size > len(raw):
@@ -146,15 +157,41 @@ def _load_bin_stream(raw: bytes, source: str) -> NpuProgram:
                 f"{source}: block '{name}' at byte {pos - 32} says {length} bytes, "
                 f"only {len(raw) - pos} left: truncated"
             )
-        if external:
-            raise PayloadError(
-                f"{source}: block '{name}' is stored outside the payload "
-                "(external reference); give the simulator the full payload"
-            )
-        blocks[name] = raw[pos : pos + length]
+        blocks.append(Block(name, name_raw, raw[pos : pos + length], bool(external)))
         pos += (length + 15) // 16 * 16
         if name == "vela_end_stream":
-            break
+            return blocks
+
+
+def with_named_data(raw: bytes, named: Mapping[str, bytes], source: str) -> bytes:
+    """The vela_bin_stream with each block stored as named data put back in its place: the full
+    payload, as ExecuTorch's runtime assembles it from the .pte and its data files."""
+    out = bytearray()
+    for block in bin_stream_blocks(raw, source):
+        data: bytes | None = block.data
+        if block.external:
+            key = block.data.decode("ascii", "replace")
+            data = named.get(key)
+        if data is None:
+            raise PayloadError(
+                f"{source}: block '{block.name}' is named data '{key}' that neither the .pte "
+                "nor a .ptd given holds: give the .ptd ExecuTorch wrote with it"
+            )
+        out += _BLOCK_HEADER.pack(block.name_field, len(data), 0, bytes(11))
+        out += data + bytes(-len(data) % 16)
+    return bytes(out)
+
+
+def _load_bin_stream(raw: bytes, source: str) -> NpuProgram:
+    blocks: dict[str, bytes] = {}
+    for block in bin_stream_blocks(raw, source):
+        if block.external:
+            raise PayloadError(
+                f"{source}: block '{block.name}' is stored outside the payload as named data; "
+                "read the program from its .pte and the .ptd beside it (etk diff, "
+                "toolkit.lower.pte_file.ethos_u_payloads)"
+            )
+        blocks[block.name] = block.data
     for required in ("cmd_data", "weight_data", "scratch_size", "inputs", "outputs"):
         if required not in blocks:
             raise PayloadError(f"{source}: block '{required}' is missing")

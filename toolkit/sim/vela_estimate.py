@@ -1,8 +1,8 @@
 """Vela's own per-operation estimate, keyed by command-stream offset, next to our cycle model.
 
-Vela 5.1 compiles TOSA with its C++ core; `regor.compile` returns an optimiser database whose
-`queue` table maps the command-stream offset of the last NPU_OP of each scheduled operation to
-that operation's `perf` row. We run Vela's own command line (so its option handling applies) and
+Vela 5.1 and 5.2 compile TOSA with their C++ core; `regor.compile` returns an optimiser
+database whose `queue` table maps the command-stream offset of the last NPU_OP of each scheduled
+operation to that operation's `perf` row. We run Vela's own command line (so its option handling applies) and
 keep the compiled model it produces.
 """
 
@@ -22,11 +22,26 @@ from .families import accelerator as configuration
 from .memory_system import MemorySystem
 from .records import OpRecord
 
-# Vela 5.1's C++ estimator books the output-stage activation cost by the fused sub-operation:
-# table lookups -> index 0, the ReLU family -> 1, anything else (a fused Clamp) -> 2 (free), and
-# NO fused operation -> 0, the table-lookup cost, although the registers then select plain clip.
+# Vela's C++ estimator books the output-stage activation cost by the fused sub-operation:
+# table lookups -> index 0, the ReLU family -> 1, anything else (a fused Clamp) -> 2 (free).
+# With NO fused operation Vela 5.1 booked index 0, the table-lookup cost, although the registers
+# then select plain clip; Vela 5.2 books it free, as the registers say (its estimate of a conv
+# with no fused operation equals our cycle model's: tests/sim/test_cycle_model.py).
 _LUT_OPS = frozenset({"Sigmoid", "Tanh", "LUT"})
 _RELU_OPS = frozenset({"Relu", "Relu0To1", "Relu6", "ReluN1To1"})
+
+
+def books_lut_without_fused_operation(vela: str) -> bool:
+    """Whether this Vela version charges an operation with no fused one a table lookup."""
+    major, minor = (int(part) for part in vela.split(".")[:2])
+    return (major, minor) < (5, 2)
+
+
+@lru_cache(maxsize=1)
+def _installed_vela_books_lut() -> bool:
+    from importlib.metadata import version
+
+    return books_lut_without_fused_operation(version("ethos-u-vela"))
 
 
 class VelaOpEstimate(NamedTuple):
@@ -42,7 +57,9 @@ class VelaOpEstimate(NamedTuple):
         """Cycles per output element Vela books for the activation."""
         lut, relu = accelerator.activation_cycles
         fused = self.fused[0] if self.fused else None
-        if fused is None or fused in _LUT_OPS:
+        if fused is None:
+            return lut if _installed_vela_books_lut() else 0.0
+        if fused in _LUT_OPS:
             return lut
         return relu if fused in _RELU_OPS else 0.0
 

@@ -212,7 +212,8 @@ def load_compiled_tflite(path: str | Path) -> TfliteGraph:
 def _check_graph(graph: TfliteGraph) -> None:  # noqa: C901 - flat checks of a hostile file
     count = len(graph.tensors)
     for t in graph.tensors:
-        if any(d < 1 for d in t.shape):
+        # an empty 1-D buffer is allowed: Vela 3.x's flash tensor of a program without weights
+        if any(d < 1 for d in t.shape) and t.shape != (0,):
             raise PayloadError(f"{graph.source}: tensor '{t.name}' has shape {t.shape}")
         if math.prod(t.shape) * t.dtype.itemsize > _TENSOR_BYTES:
             raise PayloadError(

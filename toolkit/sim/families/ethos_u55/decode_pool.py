@@ -1,7 +1,11 @@
 """NPU_OP_POOL described from its registers (operations.Pooling): its parameter selects max (0),
-average (1) or reduce-sum (2); OFM_PRECISION's global-scale bit applies OFM_SCALE (Vela 3.x's
-per-channel scaled average pool is not implemented). A padded average pool divides by its count
-of taps inside the IFM (pool.py)."""
+average (1) or reduce-sum (2); OFM_PRECISION's global-scale bit applies OFM_SCALE. A padded
+average pool divides by its count of taps inside the IFM (pool.py). Without the global-scale bit
+(per-channel scaling, what Vela 3.x selects for a padded average pool, with the IFM and OFM zero
+points 0 when their quantizations are equal) there is no OFM scale: the NPU divides by the count
+of taps itself. pool.py's division (the reciprocal of the count, rounded) then equals TFLite's
+reference average pool, which rounds half away from zero: on every int8 sum for counts up to 256,
+and tests/sim/test_vela3_average_pool.py checks streams against those kernels."""
 
 from __future__ import annotations
 
@@ -44,10 +48,10 @@ def describe_pool(regs: Registers, accelerator: Accelerator) -> Pooling:
     ifm = ifm_map(regs, ifm_h, ifm_w, ifm_depth)
     global_scale = bool(regs.get("OFM_PRECISION") & GLOBAL_SCALE)
     padded = (k.pad_top, k.pad_left, k.pad_bottom, k.pad_right) != (0, 0, 0, 0)
-    if mode != "max" and not global_scale:
+    if mode == "reduce_sum" and not global_scale:
         raise UnsupportedError(
-            f"{mode} pooling with per-channel scaling (Vela 3.x's padded average pool) is not "
-            f"implemented (in {at(op.offset, 'NPU_SET_OFM_PRECISION', regs.get('OFM_PRECISION'))})"
+            f"{mode} pooling with per-channel scaling is not implemented "
+            f"(in {at(op.offset, 'NPU_SET_OFM_PRECISION', regs.get('OFM_PRECISION'))})"
         )
     if mode == "reduce_sum" and padded:
         raise UnsupportedError(f"padded reduce-sum is not implemented ({what})")
@@ -63,5 +67,5 @@ def describe_pool(regs: Registers, accelerator: Accelerator) -> Pooling:
         **record_fields(regs, ifm, ofm),
         acc_40bit=regs.get("ACC_FORMAT", 0) == 1,
     )
-    divide = mode == "average" and padded
+    divide = mode == "average" and (padded or not global_scale)
     return Pooling(what, mode, ifm, ofm, k, depth, rescale, divide, finish, record)
