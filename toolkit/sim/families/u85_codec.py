@@ -24,6 +24,8 @@ wrong.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from ..errors import PayloadError
@@ -44,6 +46,7 @@ class _Bits:
     def __init__(self, data: bytes, name: str):
         self.data, self.name = data, name
         self.pos, self.end = 0, len(data) * 8
+        self._bit_array: np.ndarray | None = None
 
     def get(self, n: int, field: str) -> int:
         if self.pos + n > self.end:
@@ -54,8 +57,23 @@ class _Bits:
         self.pos += n
         return value & ((1 << n) - 1)
 
-    def align_byte(self) -> None:
-        self.pos = min(self.end, (self.pos + 7) & ~7)
+    def skip(self, n: int, field: str) -> int:
+        """Step over n bits (read later by gather); where they start."""
+        if self.pos + n > self.end:
+            raise self.error(f"ends inside {field} ({n} bits wanted, {self.end - self.pos} left)")
+        start = self.pos
+        self.pos += n
+        return start
+
+    def gather(self, starts: np.ndarray, width: int) -> np.ndarray:
+        """The `width`-bit values at bit positions `starts` (already bounds-checked)."""
+        if self._bit_array is None:
+            raw = np.frombuffer(self.data, np.uint8)
+            self._bit_array = np.unpackbits(raw, bitorder="little")
+        if not width or not len(starts):
+            return np.zeros(len(starts), np.int64)
+        picked = self._bit_array[starts[:, None] + np.arange(width)].astype(np.int64)
+        return picked @ (np.int64(1) << np.arange(width, dtype=np.int64))
 
     def error(self, what: str, at: int | None = None) -> PayloadError:
         where = self.pos if at is None else at
@@ -171,51 +189,69 @@ class _Slice:
             self.runs = self.count
 
 
-def _weight_quotients(
-    unary0: int, unary1: int, truncated: bool, carry: int, wanted: int
-) -> tuple[list[int], int]:
-    symbols: list[int] = []
-    q = carry
+@lru_cache(maxsize=1 << 16)
+def _weight_chunk(unary0: int, unary1: int, truncated: bool) -> tuple[tuple[int, ...], int]:
+    """The weight quotients a chunk's 12 unary positions end (the first one without what an
+    earlier chunk carried into it) and the part of the one it ends inside. Each position adds
+    0 (WUNARY0 bit clear), 1 or 2 (the next WUNARY1 bit); a symbol ends below 2, or at every
+    position when truncated."""
+    ended: list[int] = []
+    q = 0
     for i in range(12):
-        if len(symbols) >= wanted:
-            break
         code = 0
         if unary0 >> i & 1:
             code = 1 + (unary1 & 1)
             unary1 >>= 1
         q += code
         if code < 2 or truncated:
-            symbols.append(q)
+            ended.append(q)
             q = 0
-    return symbols, q
+    return tuple(ended), q
 
 
-def _run_symbols(unary: int, length: int, carry: int, wanted: int) -> tuple[list[int], int]:
-    """One chunk's zero-run quotients (at most `wanted`), and the quotient carried on."""
-    symbols: list[int] = []
-    q = carry
+@lru_cache(maxsize=1 << 12)
+def _run_chunk(unary: int, length: int) -> tuple[tuple[int, ...], int]:
+    """The zero-run quotients a chunk's unary positions end, and the part of the one it ends
+    inside: each set bit adds one, each clear bit ends a symbol."""
+    ended: list[int] = []
+    q = 0
     for i in range(length):
         if unary >> i & 1:
             q += 1
         else:
-            symbols.append(q)
+            ended.append(q)
             q = 0
-    return symbols[:wanted], q
+    return tuple(ended), q
+
+
+def _carried(chunk: tuple[tuple[int, ...], int], carry: int, wanted: int) -> tuple[list[int], int]:
+    """A chunk's quotients with what the previous chunk carried added to the first (at most
+    `wanted`: the positions after a slice's last symbol are padding), and the carry on."""
+    ended, tail = chunk
+    if not ended:
+        return [], carry + tail
+    symbols = list(ended[:wanted])
+    symbols[0] += carry
+    return symbols, 0 if len(ended) >= wanted else tail
 
 
 class _SliceBody:
     """A slice's chunks: each chunk's unary parts (WUNARY0, ZUNARY, WUNARY1), then the
-    remainders of the previous chunk's symbols (WREMAIN, ZREMAIN)."""
+    remainders of the previous chunk's symbols (WREMAIN, ZREMAIN). The remainders are stepped
+    over and read all at once at the end of the slice."""
 
     def __init__(self, bits: _Bits, s: _Slice):
         self.bits, self.s = bits, s
-        self.indices: list[int] = []  # weight indices
-        self.runs: list[int] = []  # zero-run lengths
+        self.w_quotients: list[int] = []  # of the weight indices, in order
+        self.w_starts: list[int] = []  # bit where each one's remainder starts
+        self.z_quotients: list[int] = []  # of the zero-run lengths
+        self.z_starts: list[int] = []
         self.w_seen = self.z_seen = 0  # symbols whose quotient is known
         self.w_carry = self.z_carry = 0  # quotients a chunk ended inside
         self.run_bits = 12 if s.zdiv < 3 else 8
 
-    def read(self) -> tuple[list[int], list[int]]:
+    def read(self) -> tuple[np.ndarray, np.ndarray]:
+        """(weight indices, zero-run lengths)."""
         w_pending: list[int] = []
         z_pending: list[int] = []
         while True:
@@ -226,7 +262,7 @@ class _SliceBody:
             w_new, z_new = self._unaries(w_on, z_on)
             self._remainders(w_pending, z_pending)
             if not (w_on or z_on):
-                return self.indices, self.runs
+                return self._values()
             self.w_seen += len(w_new)
             self.z_seen += len(z_new)
             w_pending, z_pending = w_new, z_new
@@ -238,15 +274,15 @@ class _SliceBody:
         unary0 = bits.get(12, "WUNARY0") if w_on and not s.uncompressed else 0
         if z_on:
             unary = bits.get(self.run_bits, "ZUNARY")
-            z_new, self.z_carry = _run_symbols(
-                unary, self.run_bits, self.z_carry, s.runs - self.z_seen
+            z_new, self.z_carry = _carried(
+                _run_chunk(unary, self.run_bits), self.z_carry, s.runs - self.z_seen
             )
         if w_on and s.uncompressed:
             w_new = [0] * min(s.count - self.w_seen, 8 if s.wdiv > 5 else 12)
         elif w_on:
             unary1 = bits.get(unary0.bit_count(), "WUNARY1") if unary0 else 0
-            w_new, self.w_carry = _weight_quotients(
-                unary0, unary1, s.truncated, self.w_carry, s.count - self.w_seen
+            w_new, self.w_carry = _carried(
+                _weight_chunk(unary0, unary1, s.truncated), self.w_carry, s.count - self.w_seen
             )
             if self.w_carry << s.wdiv >= _WEIGHT_INDEX_LIMIT:
                 raise bits.error("a weight index runs past 511")
@@ -254,21 +290,35 @@ class _SliceBody:
 
     def _remainders(self, w_pending: list[int], z_pending: list[int]) -> None:
         bits, s = self.bits, self.s
-        for q in w_pending:
-            index = (q << s.wdiv) | bits.get(s.wdiv, "WREMAIN")
-            if index >= _WEIGHT_INDEX_LIMIT:
-                raise bits.error(f"weight index {index} is past 511")
-            self.indices.append(index)
-        for q in z_pending:
-            self.runs.append((q << s.zdiv) | bits.get(s.zdiv, "ZREMAIN") if s.zdiv else q)
+        if w_pending:
+            start = bits.skip(s.wdiv * len(w_pending), "WREMAIN")
+            step = s.wdiv or 1  # a divisor of 0: no remainder bits
+            self.w_starts.extend(range(start, start + step * len(w_pending), step))
+            self.w_quotients.extend(w_pending)
+        if z_pending:
+            start = bits.skip(s.zdiv * len(z_pending), "ZREMAIN")
+            step = s.zdiv or 1
+            self.z_starts.extend(range(start, start + step * len(z_pending), step))
+            self.z_quotients.extend(z_pending)
+
+    def _values(self) -> tuple[np.ndarray, np.ndarray]:
+        s, bits = self.s, self.bits
+        w_starts = np.asarray(self.w_starts, np.int64)
+        indices = np.asarray(self.w_quotients, np.int64) << s.wdiv
+        indices |= bits.gather(w_starts, s.wdiv)
+        if indices.size and int(indices.max()) >= _WEIGHT_INDEX_LIMIT:
+            first = int(np.argmax(indices >= _WEIGHT_INDEX_LIMIT))
+            raise bits.error(f"weight index {indices[first]} is past 511", int(w_starts[first]))
+        runs = np.asarray(self.z_quotients, np.int64) << s.zdiv
+        runs |= bits.gather(np.asarray(self.z_starts, np.int64), s.zdiv)
+        return indices, runs
 
 
-def _place(weights: np.ndarray, runs: list[int], leading: bool) -> np.ndarray:
+def _place(weights: np.ndarray, lengths: np.ndarray, leading: bool) -> np.ndarray:
     """A slice's weights with its zero runs between them (before each weight when `leading`:
     the first slice of a palette starts with a run)."""
-    if not runs:
+    if not lengths.size:
         return weights
-    lengths = np.asarray(runs, np.int64)
     before = (
         np.cumsum(lengths[: len(weights)])
         if leading
@@ -298,10 +348,10 @@ def decode_standard(stream: bytes, name: str, limit: int) -> np.ndarray:
         s = _Slice(bits, zdiv, palette, runs_before)
         runs_before = s.zero_runs
         indices, runs = _SliceBody(bits, s).read()
-        folded = palette.weights(np.asarray(indices, np.int32))
+        folded = palette.weights(indices)
         if folded.size and int(folded.max()) >= _WEIGHT_INDEX_LIMIT:
             raise bits.error("a weight past the 9-bit range", start)
-        total += len(indices) + sum(runs)
+        total += len(indices) + int(runs.sum())
         if total > limit:
             raise bits.error(f"the stream holds more than the {limit} weights its operation needs")
         pieces.append(_place(_unfold(folded), runs, s.new_palette))
