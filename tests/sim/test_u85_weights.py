@@ -53,6 +53,8 @@ from .u85_reference import (
     decoded_operations,
     expected_weights,
     match,
+    pool_scales,
+    transposed_rescale,
     vela_encode_fast,
     vela_encode_standard,
 )
@@ -436,6 +438,15 @@ def test_many_layouts_decode_exactly_on_every_configuration(weight_layouts, tmp_
                 assert len({(name, first) for _, name, first in found}) >= 16
                 assert {d.acc48 for d, _, _ in found} == {quant == "a16w8"}
                 assert any(d.layout.dilation == (2, 2) for d, _, _ in found)
+                # the transposed convolution's output stage: a NullPool's per-channel records
+                # (bias 0: the phases added it), TOSA's multipliers and shifts unreduced
+                (pool,) = pool_scales(load_payload(next(out.glob("vela/*_vela.npz"))))
+                multiplier, shift = transposed_rescale(weight_layouts[quant].delegates[0].tosa_path)
+                assert pool.bias.tolist() == [0] * 8
+                assert (pool.scale.tolist(), pool.shift.tolist()) == (
+                    multiplier.tolist(),
+                    shift.tolist(),
+                )
                 kinds.update(_kinds(found))
                 splits |= {(d.layout.cores, d.layout.streams, d.layout.fast) for d, _, _ in found}
     assert LAYOUT_KINDS <= {(t, f) for t, f, _, _ in kinds}

@@ -274,6 +274,34 @@ def decoded_operations(program: NpuProgram) -> Iterator[Decoded]:
         )
 
 
+def pool_scales(program: NpuProgram) -> Iterator[ScaleRecords]:
+    """The scale records of each POOL that reads a per-channel scale stream (OFM_PRECISION bit
+    8 clear): a NullPool rescaling 32-bit sums, the transposed convolution's output stage."""
+    accelerator = program.config.accelerator if program.config else ""
+    regions = {0: bytearray(program.weights)}
+    for command, registers in commands(accelerator).operation_registers(program.command_stream):
+        if registers is None:
+            continue
+        if command.name == "NPU_OP_DMA_START":
+            _copy(regions, registers)
+        elif command.name == "NPU_OP_POOL" and not registers["OFM_PRECISION"] >> 8 & 1:
+            base, length = scale_stream(registers)
+            raw = bytes(regions[registers["SCALE_REGION"] & 7][base : base + length])
+            yield decode_scales(
+                raw, registers["OFM_DEPTH_M1"] + 1, registers["ACC_FORMAT"] & 3 == 1
+            )
+
+
+def transposed_rescale(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """The (multiplier, shift) of the RESCALE after the graph's transposed convolution."""
+    tosa = read_tosa(path)
+    (op,) = [o for o in tosa.operators if o.op == "TRANSPOSE_CONV2D"]
+    (rescale,) = [u for u in tosa.operators if u.op == "RESCALE" and u.inputs[0] in op.outputs]
+    return tosa.constants[rescale.inputs[1]].astype(np.int64), tosa.constants[
+        rescale.inputs[2]
+    ].astype(np.int64)
+
+
 def _copy(regions: dict[int, bytearray], registers: dict[str, int]) -> None:
     """A linear DMA between regions (LUT loads into internal memory are no weight reads)."""
     source, destination = registers["DMA0_SRC_REGION"], registers["DMA0_DST_REGION"]
