@@ -184,9 +184,8 @@ class _Slice:
         if not self.uncompressed and wdiv > 5:
             raise bits.error(f"WDIV {wdiv} is no weight divisor (0-5, or 7: uncompressed)", start)
         self.wdiv = palette.uncompressed_bits() if self.uncompressed else wdiv
-        self.runs = self.count + 1 if (self.zero_runs and self.new_palette) else 0
-        if self.zero_runs and not self.new_palette:
-            self.runs = self.count
+        # zero runs: one after each weight, and one before the first in a palette's first slice
+        self.runs = self.count + self.new_palette if self.zero_runs else 0
 
 
 @lru_cache(maxsize=1 << 16)
