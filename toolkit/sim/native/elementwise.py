@@ -103,7 +103,7 @@ def elementwise_kernel(
     turned off, a LUT the clipped values could index outside of (lut_in_reach), or a 32-bit
     operand scale whose result could pass int64 (no Vela stream scales more than an 8-bit
     operand there; numpy would go to Python ints)."""
-    if _KERNEL is None or not lut_in_reach(finish) or operands.mode == _SCALE_EACH:
+    if _KERNEL is None or not lut_in_reach(finish) or operands.mode == _SCALE_EACH or ofm.numpy_only:
         return None
     negative_only = isinstance(rescale, NegativeRescale)
     ofm_rescale = rescale.rescale if isinstance(rescale, NegativeRescale) else rescale

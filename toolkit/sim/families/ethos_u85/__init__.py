@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...commands import Command
+from ...fvp_timing import FvpMemory, PmuPrediction
 from ...kernel import Kernel
 from ...layouts import FeatureMap
 from ...memory_system import MemorySystem
@@ -23,7 +24,7 @@ from ...records import OpRecord
 from ...registers import Registers
 from ..accelerator import Accelerator
 from ..family import NpuFamily, OpTiming
-from . import cycles, decoder, fields, weights
+from . import cycles, decoder, fields, timeline, weights
 from .configurations import accelerators
 from .registers import COMMANDS, PRODUCTS, cmd0, cmd1
 
@@ -65,6 +66,15 @@ class EthosU85(NpuFamily):
         activation_cost: float | None = None,
     ) -> OpTiming:
         return cycles.op_timing(record, accelerator, memory)
+
+    def predict_pmu(
+        self,
+        accelerator: Accelerator,
+        command_stream: bytes,
+        records: tuple[OpRecord, ...],
+        memory: FvpMemory,
+    ) -> PmuPrediction:
+        return timeline.predict_pmu(command_stream, records, memory, accelerator)
 
     def internal_regions(self, accelerator: Accelerator) -> dict[int, int]:
         return {fields.CHAIN_REGION + i: _CHAIN_BYTES for i in range(fields.CHAIN_BUFFERS)}

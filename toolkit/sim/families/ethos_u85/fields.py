@@ -86,8 +86,9 @@ def feature_map(regs: Registers, name: str, height: int, width: int, depth: int)
         if region >= CHAIN_BUFFERS:
             raise refuse(regs, f"chaining buffer {region}", f"{name}_REGION")
         strides = (width * depth * size, depth * size, size)
-        return _make(CHAIN_REGION + region, (0, 0, 0, 0), (height, height, width),
-                     (height, width, depth), strides, size, signed, False, zero_point)  # fmt: skip
+        chained = _make(CHAIN_REGION + region, (0, 0, 0, 0), (height, height, width),
+                        (height, width, depth), strides, size, signed, False, zero_point)  # fmt: skip
+        return chained._replace(numpy_only=True)
     h0, h1, w0, sy, sx, sc = regs.required(
         tuple(f"{name}_{f}" for f in ("HEIGHT0_M1", "HEIGHT1_M1", "WIDTH0_M1"))
         + tuple(f"{name}_STRIDE_{a}" for a in "YXC")
@@ -137,7 +138,8 @@ def ofm_map(regs: Registers) -> FeatureMap:
         offset += (src[axis] - 1) * strides[axis]
         strides[axis] = -strides[axis]
     view = Piece(slice(0, height), slice(0, width), slice(0, depth), offset, src, tuple(strides))
-    return written._replace(height=height, width=width, depth=depth, pieces=(view,))
+    return written._replace(height=height, width=width, depth=depth, pieces=(view,),
+                            numpy_only=True)  # fmt: skip
 
 
 def kernel_from(regs: Registers) -> Kernel:
