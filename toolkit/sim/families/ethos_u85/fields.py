@@ -124,22 +124,43 @@ def ofm_map(regs: Registers) -> FeatureMap:
     order = _TRANSPOSES[transpose]
     src = (height, width, depth)
     written = feature_map(regs, "OFM", *(src[a] for a in order))
-    single = len(written.pieces) == 1 and len(written.pieces[0].shape) == 3
-    if not single or storage(regs, "OFM") == STORAGE_CHAINED:
-        raise refuse(regs, "a transposed or reversed OFM in tiles, in more than one brick or "
-                     "chained", "OFM_PRECISION")  # fmt: skip
-    piece = written.pieces[0]  # NHWC, or NHCWB16 of at most 16 channels: strides y, x, c
-    strides = [0, 0, 0]
-    for dest, source in enumerate(order):
-        strides[source] = piece.strides[dest]
-    offset = piece.offset
+    if storage(regs, "OFM") == STORAGE_CHAINED or (reverse and len(written.pieces) != 1):
+        raise refuse(regs, "a transposed or reversed OFM that is chained, or reversed in "
+                     "pieces", "OFM_PRECISION")  # fmt: skip
+    pieces = tuple(_source_piece(p, order) for p in written.pieces)
     if reverse:  # 1: H, 2: W, 3: C of the source
-        axis = reverse - 1
-        offset += (src[axis] - 1) * strides[axis]
-        strides[axis] = -strides[axis]
-    view = Piece(slice(0, height), slice(0, width), slice(0, depth), offset, src, tuple(strides))
-    return written._replace(height=height, width=width, depth=depth, pieces=(view,),
+        pieces = (_reversed(pieces[0], reverse - 1),)
+    return written._replace(height=height, width=width, depth=depth, pieces=pieces,
                             numpy_only=True)  # fmt: skip
+
+
+def _source_piece(piece: Piece, order: tuple[int, int, int]) -> Piece:
+    """A piece of the written map addressed by the source's (H, W, C): each destination axis's
+    range, size and stride moved to the source axis it comes from. An NHCWB16 piece of whole
+    bricks (its C as bricks x 16) splits its source axis the same way, so that reading reshapes
+    it back and writing reshapes into it in C order."""
+    dest_slices = (piece.ys, piece.xs, piece.cs)
+    slices: list[slice] = [slice(0)] * 3
+    dims: list[tuple[tuple[int, ...], tuple[int, ...]]] = [((), ())] * 3
+    for d, source in enumerate(order):
+        slices[source] = dest_slices[d]
+        if d < 2:
+            dims[source] = ((piece.shape[d],), (piece.strides[d],))
+        else:  # the channels: one axis, or bricks x 16
+            dims[source] = (tuple(piece.shape[2:]), tuple(piece.strides[2:]))
+    shape = tuple(n for sizes, _ in dims for n in sizes)
+    strides = tuple(st for _, steps in dims for st in steps)
+    return Piece(slices[0], slices[1], slices[2], piece.offset, shape, strides)
+
+
+def _reversed(piece: Piece, axis: int) -> Piece:
+    """The piece with one source axis written last to first."""
+    if len(piece.shape) != 3:
+        raise UnsupportedError("a reversed OFM in NHCWB16 bricks is not implemented")
+    strides = list(piece.strides)
+    offset = piece.offset + (piece.shape[axis] - 1) * strides[axis]
+    strides[axis] = -strides[axis]
+    return piece._replace(offset=offset, strides=tuple(strides))
 
 
 def kernel_from(regs: Registers) -> Kernel:
