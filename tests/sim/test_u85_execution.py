@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from toolkit.sim import UnsupportedError, load_payload, simulate
+from toolkit.sim import load_payload, simulate
 
-from .conftest import DEFAULT_CASES, tosa_reference
+from .conftest import DEFAULT_CASES
 
 U85 = "ethos-u85-256"
 

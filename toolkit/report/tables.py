@@ -86,17 +86,18 @@ def rows(result: JobResult) -> tuple[list[str], list[list[str]]]:
     if len(runner_runs) == len(vs):
         runs = [r.evaluation.runs[0] for r in runner_runs]
         kind = runs[0].cycles.kind
+        label = runs[0].cycles.label
         measured = [r.cycles.npu_cycles for r in runs]
         simulated = kind == "simulated"
         add(
-            f"NPU {'compute cycles, op sum' if simulated else 'cycles'} ({runs[0].runner}, {kind})",
+            f"NPU {'compute cycles, op sum' if simulated else 'cycles'} ({runs[0].runner}, {label})",
             measured,
             both(measured),
         )
         total = [r.cycles.total_cycles for r in runs if r.cycles.total_cycles is not None]
         if len(total) == len(runs):
-            label = "NPU TOTAL, PMU prediction" if simulated else "total cycles"
-            add(f"{label} ({runs[0].runner}, {kind})", total, both(total))
+            name = "NPU TOTAL, PMU prediction" if simulated else "total cycles"
+            add(f"{name} ({runs[0].runner}, {label})", total, both(total))
             if kind != "estimate":  # an estimate over itself is 1 by construction
                 add(
                     f"  {runs[0].runner} / Vela estimate (total)",

@@ -65,6 +65,9 @@ class NpuFamily:
         self.products = products  # the driver config word's product id -> "ethos-u55", ...
         self.commands = commands  # the register map; None while it is not filled
         self.configurations: Mapping[str, Accelerator] = {}  # the configurations it executes
+        # whether FVP measurements have checked its cycle model (else its cycles are labelled
+        # "simulated, not checked against an FVP")
+        self.cycles_checked = True
 
     def __repr__(self) -> str:
         return f"NpuFamily({self.name!r})"

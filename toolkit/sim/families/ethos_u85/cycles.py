@@ -82,7 +82,9 @@ def output_cycles_per_element(record: OpRecord, accelerator: Accelerator) -> flo
     return cycles
 
 
-def _block_read_cycles(record: OpRecord, memory: MemorySystem, block_bytes: int, name: str) -> float:
+def _block_read_cycles(
+    record: OpRecord, memory: MemorySystem, block_bytes: int, name: str
+) -> float:
     if _chained(record, name):
         return 0.0
     region = record.bytes_read[0][0] if record.bytes_read else 1
@@ -155,7 +157,7 @@ def mac_op_cycles(record: OpRecord, accelerator: Accelerator, memory: MemorySyst
     oh, ow, oc = record.ofm_shape
     blocks = ceil(oh / ub[0]) * ceil(ow / ub[1]) * ceil(oc / ub[2]) / ub_in_block
     block_elements = block[0] * block[1] * block[2]
-    ao = ceil(output_cycles_per_element(record, accelerator) * block_elements)
+    ao: float = ceil(output_cycles_per_element(record, accelerator) * block_elements)
     if record.kind in ("conv", "depthwise") and len(record.bytes_read) > 2:
         ao = max(ao, 10 * block[2] * memory.port(record.bytes_read[2][0]).read_latency / 256)
     mac = _mac_cycles_per_block(record, figures, block, ub)
