@@ -100,6 +100,12 @@ class SimulatorRunner:
                 "--runner tosa-ref (the TOSA graph's outputs, not the command stream's; "
                 "cycles are Vela's estimate)",
             )
+        if not accelerator(program_npu).family.cycles_checked:
+            return Availability(
+                True,
+                "etk simulator (Vela's command stream, bit-exact int8; what it cannot execute is "
+                "refused up front; cycles simulated, not checked against an FVP)",
+            )
         return Availability(
             True,
             "etk simulator (Vela's command stream, bit-exact int8 and a16w8; "

@@ -1,4 +1,4 @@
-"""Ethos-U85's home: its register map (registers.py), its five configurations
+"""Ethos-U85's home (toolkit.sim.families.ethos_u85): its register map (registers.py), its five configurations
 (configurations.py), and everything that reads its registers or knows its hardware:
 
 - fields.py and decode_*.py: an operation's registers described as the shared engines run it
