@@ -11,6 +11,7 @@ import pytest
 from toolkit.job import Job
 from toolkit.npu import npu_config
 from toolkit.pipeline import run_job
+from toolkit.runners.sim import SimulatorRunner
 from toolkit.sim import load_payload, simulate
 
 from .conftest import tosa_reference
@@ -31,7 +32,7 @@ def zoo(tmp_path_factory):
         if name not in built:
             out = tmp_path_factory.mktemp(f"{name}-u85")
             job = Job(model=f"zoo:{name}", target="corstone-320", eval_samples=1, out_dir=out)
-            built[name] = run_job(job)
+            built[name] = run_job(job, runner=SimulatorRunner())
         return built[name]
 
     return get

@@ -195,15 +195,55 @@ def dma_cycles(record: OpRecord, memory: MemorySystem) -> int:
     return ceil(cycles)
 
 
+# transpose code -> for each destination axis (h, w, c), the source axis it takes (fields.py)
+_TRANSPOSES = {1: (1, 0, 2), 2: (0, 2, 1), 3: (1, 2, 0), 6: (2, 0, 1), 7: (2, 1, 0)}
+
+
+def _ofm_run(record: OpRecord, block: tuple) -> int:
+    """Bytes of the longest contiguous run an OFM block write makes (Vela's burst): a
+    transposed write's run is the source axis that lands in the destination's channels."""
+    e = record.ofm_elem_size
+    transpose = record.register("OFM_PRECISION") >> 11 & 7
+    if transpose in _TRANSPOSES:
+        source = _TRANSPOSES[transpose][2]
+        return min(block[source], 16 if record.ofm_brick else block[source]) * e
+    if record.ofm_brick:
+        return 16 * e * block[1]
+    depth = record.ofm_shape[2]
+    if depth <= 16 and record.register("OFM_STRIDE_X") == depth * e:
+        return block[1] * depth * e
+    return min(64, 16 * e, depth * e)
+
+
+def _ifm_run(record: OpRecord, block: tuple) -> int:
+    """Bytes of the longest contiguous run an IFM block read makes."""
+    e, depth = record.ifm_elem_size, record.ifm_shape[2]
+    width = _ifm_block(record, block)[1] if not record.kind.startswith("elementwise") else block[1]
+    if record.ifm_brick:
+        return 16 * e * width
+    if record.register("IFM_STRIDE_X") == depth * e:
+        return width * depth * e
+    return depth * e
+
+
 def memory_cycles(record: OpRecord, memory: MemorySystem) -> dict[str, float]:
     """Per memory (the ini's name), the operation's access cycles: its bytes at the memory's
-    bandwidth (chaining buffers and the LUT memory are inside the NPU: none)."""
+    bandwidth, the IFM's and OFM's in bursts no longer than a block's contiguous runs (Vela's
+    EstimateMemoryTransfer: bytes x the memory's burst / the run; chaining buffers and the LUT
+    memory are inside the NPU: none)."""
+    block = tuple(min(b, s) for b, s in zip(record.block, record.ofm_shape))
+    runs = {}
+    if record.kind != "dma":
+        runs = {("r", 0): _ifm_run(record, block), ("w", 0): _ofm_run(record, block)}
     times: dict[str, float] = {}
-    for region, nbytes in (*record.bytes_read, *record.bytes_written):
-        if region == INTERNAL or region >= MEMORY_REGIONS:
-            continue
-        port = memory.port(region)
-        times[port.name] = times.get(port.name, 0.0) + nbytes / port.bytes_per_cycle
+    for direction, moves in (("r", record.bytes_read), ("w", record.bytes_written)):
+        for index, (region, nbytes) in enumerate(moves):
+            if region == INTERNAL or region >= MEMORY_REGIONS:
+                continue
+            port = memory.port(region)
+            run = runs.get((direction, index), port.burst)
+            moved = nbytes * port.burst / min(port.burst, max(run, 1))
+            times[port.name] = times.get(port.name, 0.0) + moved / port.bytes_per_cycle
     return times
 
 
