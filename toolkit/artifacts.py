@@ -276,6 +276,14 @@ class CycleFigures:
     note: str = ""
     # AXI beats per inference: axi0_read, axi0_write, axi1_read (measured PMU counters or predicted)
     beats: dict[str, int] | None = None
+    # simulated figures of an NPU family no FVP measurement has checked (Ethos-U85): labelled
+    # "simulated, not checked against an FVP"
+    unchecked: bool = False
+
+    @property
+    def label(self) -> str:
+        """What the figures are, for console and report: "measured", "simulated", ..."""
+        return f"{self.kind}, not checked against an FVP" if self.unchecked else self.kind
 
 
 @dataclass(frozen=True)

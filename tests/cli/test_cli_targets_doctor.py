@@ -82,17 +82,13 @@ def test_targets_on_a_machine_without_fvp(bare_machine, capsys):
         "--memory_mode=Shared_Sram"
     ) in elf_note
     u85 = _row(out, "corstone-320", "ethos-u85: 128", "Ethos_U85_SYS_DRAM_Mid")
-    sim_cell = u85.split("│")[-3].strip()  # the simulator has no U85: a note says so
-    (note,) = _notes(out, sim_cell)
-    assert "ethos-u85-256" in note
+    assert u85.split("│")[-3].strip() == "yes"  # the simulator runs Ethos-U85 (issue 47)
     assert "Sram_Only" in out and "Dedicated_Sram_384KB" in out
     assert "FVP binary FVP_Corstone_SSE-320 not found" in out
-    # every configuration a row lists runs: the simulator has the U65-512 (two cores) too, and
-    # the U85 row's note names it among the configurations it models
+    # every configuration a row lists runs: the simulator has the U65-512 (two cores) too
     u65 = _row(out, "corstone-300", "ethos-u65: 256, 512")
     assert u65.split("│")[-3].strip() == "yes"
-    assert "not ethos-u65-512" not in out
-    assert note.endswith("ethos-u65-256, ethos-u65-512), not ethos-u85-256")
+    assert "not ethos-u65-512" not in out and "not ethos-u85" not in out
 
 
 def test_targets_with_fvp_and_runner_elf(bare_machine, tmp_path, monkeypatch, capsys):

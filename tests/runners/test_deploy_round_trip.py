@@ -83,8 +83,8 @@ def test_auto_runner_without_fvp_says_why(monkeypatch, tmp_path):
     runner, note = select_runner(
         "auto", load_target("corstone-320"), load_target("corstone-320").npu()
     )
-    assert runner.name == "tosa-ref"  # the simulator models Ethos-U55/U65 only
-    assert "not sim: the simulator models Ethos-U55/U65" in note and "not ethos-u85-256" in note
+    assert runner.name == "sim"  # the simulator runs Ethos-U85 too (issue 47)
+    assert note.startswith("sim: etk simulator")
 
 
 def test_deploy_on_simulator_matches_host_reference_fused_and_unfused(compiled, tmp_path):
@@ -106,7 +106,8 @@ def test_deploy_on_simulator_matches_host_reference_fused_and_unfused(compiled, 
 
 
 def test_a_run_on_the_tosa_reference_model_is_not_called_checked(tmp_path):
-    """Issue 45 item 3: on Ethos-U85 (not simulated) the runner is the host reference itself;
+    """Issue 45 item 3: on the TOSA reference runner (--runner tosa-ref) the runner is the host
+    reference itself;
     comparing it with itself checks nothing, and its cycles are Vela's estimate over itself."""
     from toolkit.job import Job
     from toolkit.pipeline import run_job

@@ -224,7 +224,7 @@ def test_cycle_rates_of_the_new_modes(programs):
     assert timing_of(wide, u55, memory) == timing_of(
         wide._replace(kind="elementwise.mul"), u55, memory
     )
-    for accelerator in SIMULATED:
+    for accelerator in (n for n in SIMULATED if not n.startswith("ethos-u85")):
         rates = architecture(accelerator).elementwise_cycles
         assert (
             rates[4]

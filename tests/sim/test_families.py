@@ -34,13 +34,20 @@ def test_the_simulated_configurations_and_what_the_decoder_reads():
         "ethos-u55-256",
         "ethos-u65-256",
         "ethos-u65-512",
+        "ethos-u85-128",
+        "ethos-u85-256",
+        "ethos-u85-512",
+        "ethos-u85-1024",
+        "ethos-u85-2048",
     )
-    assert SIMULATED_FAMILIES == "Ethos-U55/U65"
+    assert SIMULATED_FAMILIES == "Ethos-U55/U65 and Ethos-U85"
     assert decodes("ethos-u65-512") and simulates("ethos-u65-512")
-    # Ethos-U85's register map is known (families/ethos_u85/); its streams are not executed
-    assert decodes("ethos-u85-256") and not simulates("ethos-u85-256")
-    with pytest.raises(SimError, match=r"runs ethos-u55-32, .*ethos-u65-512, not 'ethos-u85-256'$"):
-        accelerator("ethos-u85-256")
+    # Ethos-U85's streams are executed too (issue 47)
+    assert decodes("ethos-u85-256") and simulates("ethos-u85-256")
+    with pytest.raises(
+        SimError, match=r"runs ethos-u55-32, .*ethos-u85-2048, not 'ethos-u99-256'$"
+    ):
+        accelerator("ethos-u99-256")
 
 
 def test_a_family_s_register_map_is_asked_for_by_configuration():
@@ -71,6 +78,7 @@ def test_each_configuration_as_vela_describes_it():
     described = {
         name: (a.ublock, a.ublock_depths, a.shram_bytes, a.beat_bytes, a.cores)
         for name, a in ((n, accelerator(n)) for n in SIMULATED)
+        if a.family.name == "Ethos-U55/U65"
     }
     assert described == {
         "ethos-u55-32": ((1, 1, 4), (8, 4), 16384, 8, 1),
@@ -79,6 +87,20 @@ def test_each_configuration_as_vela_describes_it():
         "ethos-u55-256": ((2, 2, 8), (8, 8), 49152, 8, 1),
         "ethos-u65-256": ((2, 2, 8), (8, 8), 49152, 16, 1),
         "ethos-u65-512": ((2, 2, 8), (8, 8), 49152, 16, 2),
+    }
+    # Vela 5.2's s_EthosU85Configs: the first OFM u-block and the cores; the simulator's internal
+    # memory of a U85 is its 2 KB LUT memory
+    u85 = {
+        n: (a.ublock, a.shram_bytes, a.cores)
+        for n, a in ((n, accelerator(n)) for n in SIMULATED)
+        if a.family.name == "Ethos-U85"
+    }
+    assert u85 == {
+        "ethos-u85-128": ((1, 2, 8), 2048, 1),
+        "ethos-u85-256": ((1, 2, 16), 2048, 1),
+        "ethos-u85-512": ((2, 2, 16), 2048, 2),
+        "ethos-u85-1024": ((2, 2, 32), 2048, 4),
+        "ethos-u85-2048": ((2, 2, 64), 2048, 4),
     }
 
 
@@ -101,14 +123,17 @@ def test_a_configuration_holds_its_family_which_decodes_or_also_executes():
     assert u55.family.name == "Ethos-U55/U65" and u55.family.commands is commands("ethos-u55-32")
     assert accelerator(u55) is u55  # an Accelerator passes through
     u85 = family_of("ethos-u85-512")
-    assert (u85.name, dict(u85.configurations), u85.commands is commands("ethos-u85-128")) == (
+    assert (u85.name, sorted(u85.configurations), u85.commands is commands("ethos-u85-128")) == (
         "Ethos-U85",
-        {},
+        [f"ethos-u85-{m}" for m in (1024, 128, 2048, 256, 512)],
         True,
     )
+    assert accelerator("ethos-u85-512").family is u85 and not u85.cycles_checked
+    # a family describes only for its own configurations' streams: the U85 NPU_OP_POOL 1
+    # (AVERAGE) needs its registers
     (op,) = commands("ethos-u85-128").decode((0x0001_0005).to_bytes(4, "little"))
-    with pytest.raises(UnsupportedError, match="decodes Ethos-U85 streams but does not run them"):
-        u85.describe(u55, op, {})
+    with pytest.raises(UnsupportedError, match="NPU_OP_POOL at command-stream offset 0x0 needs"):
+        u85.describe(accelerator("ethos-u85-128"), op, {})
     with pytest.raises(SimError, match="knows no NPU family of 'ethos-u99-256'$"):
         family_of("ethos-u99-256")
 

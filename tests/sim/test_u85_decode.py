@@ -355,9 +355,9 @@ def _stream(*words: int) -> bytes:
     return struct.pack(f"<{len(words)}I", *words)
 
 
-def test_u85_is_decoded_not_simulated():
+def test_u85_is_decoded_and_simulated():
     assert decodes("ethos-u85-128") and decodes("ethos-u85-2048")
-    assert not simulates("ethos-u85-256")
+    assert simulates("ethos-u85-256")  # issue 47: the simulator executes U85 streams
     assert family_of_product(2) == "ethos-u85"
     # the config word of ds_cnn's COP1 header on ethos-u85-256 (Vela 5.1.0): macs_per_cc 8,
     # cmd_stream_version 1, num_axi_sram 1 (bits 8-9), product 2 (bits 28-31)

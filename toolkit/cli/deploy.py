@@ -10,6 +10,7 @@ from ..resolve import (
     resolve_runner,
     resolve_target,
 )
+from ..runners.layer_cycles import layer_lines
 from .common import add_job_arguments, job_from_args, show, stage_progress
 
 
@@ -40,6 +41,7 @@ def _deploy(args) -> int:
     with stage_progress() as progress:
         result = run_job(job_from_args(args, variants), progress, runner, note)
     status = show(result, args.require_full_npu)
+    _show_layers(result)
     lost = _samples_lost(result)
     if lost:
         print(f"etk: {lost}")
@@ -53,6 +55,16 @@ def _deploy(args) -> int:
         print(f"etk: ran, outputs differ from the host reference for: {', '.join(mismatched)}")
         return 1
     return status
+
+
+def _show_layers(result) -> None:
+    """Per layer, simulated cycles beside Vela's estimate (families no FVP figure has checked)."""
+    for name, variant in result.variants.items():
+        rows = variant.run.evaluation.runs[0].details.get("layers") if variant.run else None
+        if rows:
+            print(f"{name}: cycles per layer (sim: simulated, not checked against an FVP)")
+            for line in layer_lines(rows):
+                print(f"  {line}")
 
 
 def _samples_lost(result) -> str:

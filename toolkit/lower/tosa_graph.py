@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -38,8 +38,13 @@ class TosaOperator:
 @dataclass(frozen=True)
 class TosaProgram:
     operators: tuple[TosaOperator, ...]
-    constants: dict[str, np.ndarray]
+    constants: dict[str, np.ndarray]  # flat; INT48 as int64
     tensor_types: dict[str, str]
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+
+    def constant(self, name: str) -> np.ndarray:
+        """A constant in its tensor's shape."""
+        return self.constants[name].reshape(self.shapes[name])
 
     def histogram(self) -> dict[str, int]:
         """Operator counts without constants."""
@@ -73,7 +78,7 @@ def _clamp_bounds(operator, dtype: str) -> tuple[int, int] | None:
 def read_tosa(path: Path | bytes) -> TosaProgram:
     data = path if isinstance(path, bytes) else Path(path).read_bytes()
     graph = TosaGraph.GetRootAsTosaGraph(data, 0)
-    operators, constants, types = [], {}, {}
+    operators, constants, types, shapes = [], {}, {}, {}
     for r in range(graph.RegionsLength()):
         region = graph.Regions(r)
         for b in range(region.BlocksLength()):
@@ -83,9 +88,15 @@ def read_tosa(path: Path | bytes) -> TosaProgram:
                 name = tensor.Name().decode()
                 dtype = _DTYPE_NAMES.get(tensor.Type(), "UNKNOWN")
                 types[name] = dtype
-                np_type = _NUMPY.get(dtype)
-                if tensor.DataLength() and np_type is not None:
-                    constants[name] = np.frombuffer(tensor.DataAsNumpy().tobytes(), dtype=np_type)
+                shapes[name] = (
+                    tuple(int(d) for d in tensor.ShapeAsNumpy()) if tensor.ShapeLength() else ()
+                )
+                if tensor.DataLength():
+                    raw = tensor.DataAsNumpy().tobytes()
+                    if dtype == "INT48":
+                        constants[name] = _int48(raw)
+                    elif (np_type := _NUMPY.get(dtype)) is not None:
+                        constants[name] = np.frombuffer(raw, dtype=np_type)
             for i in range(block.OperatorsLength()):
                 op = block.Operators(i)
                 inputs = tuple(op.Inputs(j).decode() for j in range(op.InputsLength()))
@@ -93,4 +104,12 @@ def read_tosa(path: Path | bytes) -> TosaProgram:
                 name = OP_NAMES.get(op.Op(), f"OP_{op.Op()}")
                 clamp = _clamp_bounds(op, types.get(inputs[0], "")) if name == "CLAMP" else None
                 operators.append(TosaOperator(name, inputs, outputs, clamp))
-    return TosaProgram(tuple(operators), constants, types)
+    return TosaProgram(tuple(operators), constants, types, shapes)
+
+
+def _int48(raw: bytes) -> np.ndarray:
+    """Little-endian 48-bit integers (a 16x8 convolution's bias) as int64."""
+    six = np.frombuffer(raw[: len(raw) // 6 * 6], np.uint8).reshape(-1, 6)
+    wide = np.zeros((len(six), 8), np.uint8)
+    wide[:, :6] = six
+    return (wide.view("<i8")[:, 0] << 16) >> 16

@@ -36,6 +36,7 @@ def cycles_entry(run: RunResult) -> dict[str, Any]:
         "cpu_cycles": c.cpu_cycles,
         "note": c.note,
         "beats": c.beats,
+        **({"not_checked": "simulated, not checked against an FVP"} if c.unchecked else {}),
     }
 
 

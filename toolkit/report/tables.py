@@ -119,11 +119,11 @@ def _runner_rows(t: _Rows, runner_runs: list, tot: list) -> None:
     """The runner's cycles beside Vela's estimate (and etk's prediction), its agreement with
     the host reference."""
     runs = [r.evaluation.runs[0] for r in runner_runs]
-    kind = runs[0].cycles.kind
+    kind, label = runs[0].cycles.kind, runs[0].cycles.label
     measured = [r.cycles.npu_cycles for r in runs]
     simulated = kind == "simulated"
     t.add(
-        f"NPU {'compute cycles, op sum' if simulated else 'cycles'} ({runs[0].runner}, {kind})",
+        f"NPU {'compute cycles, op sum' if simulated else 'cycles'} ({runs[0].runner}, {label})",
         measured,
         t.both(measured),
     )
@@ -153,8 +153,8 @@ def _total_rows(t: _Rows, runs: list, tot: list) -> None:
     if len(total) != len(runs):
         return
     kind = runs[0].cycles.kind
-    label = "NPU TOTAL, PMU prediction" if kind == "simulated" else "total cycles"
-    t.add(f"{label} ({runs[0].runner}, {kind})", total, t.both(total))
+    name = "NPU TOTAL, PMU prediction" if kind == "simulated" else "total cycles"
+    t.add(f"{name} ({runs[0].runner}, {runs[0].cycles.label})", total, t.both(total))
     if kind != "estimate":
         t.add(
             f"  {runs[0].runner} / Vela estimate (total)",

@@ -19,12 +19,59 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..artifacts import CycleFigures, Delegate, Program, RunResult
+from ..sim import accelerator
 from ..sim import native as native_kernels
 from ..targets import Target
 from . import sim_check
 from .base import Availability
 from .host_interpreter import execute
+from .layer_cycles import layer_rows
 from .tosa_ref import run_tosa_delegate
+
+_CYCLES_NOTE = (
+    "computed by etk's cycle model from the executed command stream; not a measurement. NPU "
+    "cycles are each operation's compute, summed; total cycles predict the FVP PMU's NPU TOTAL: "
+    "compute and AXI traffic (such as weight reads from flash) through the Corstone-300 timing "
+    "adapters, DMA overlapping kernels, and each kernel's pipeline fill overlapping the previous "
+    "one's drain where BLOCKDEP allows (so the total can be below the compute sum); beats "
+    "predict its AXI beat counters"
+)
+UNCHECKED_NOTE = (
+    "simulated, not checked against an FVP (no Ethos-U85 PMU figure is known here): etk's U85 "
+    "cycle model, built from Vela 5.2's U85 performance model and applied to the executed "
+    "command stream (MAC block traversal per configuration, output stage, memory traffic at the "
+    "Vela ini's bandwidths, DMA beside kernels, BLOCKDEP, chained operations sharing their "
+    "producer's blocks); not a measurement"
+)
+
+
+def _cycle_figures(per_delegate: list, checked: bool) -> CycleFigures:
+    """The run's cycles: each delegate's simulated figures, summed."""
+    pmus = [r.pmu for r in per_delegate]
+    beats = {k: sum(p.beats[k] for p in pmus) for k in pmus[0].beats} if pmus else None
+    return CycleFigures(
+        kind="simulated",
+        source="etk simulator cycle model",
+        npu_cycles=sum(int(r.npu_cycles) for r in per_delegate),
+        total_cycles=sum(p.total for p in pmus),
+        note=_CYCLES_NOTE if checked else UNCHECKED_NOTE,
+        beats=beats,
+        unchecked=not checked,
+    )
+
+
+def _details(per_delegate: list, disagreements: list[str], check: bool) -> dict[str, object]:
+    details: dict[str, object] = {
+        "operations": sum(r.operation_count for r in per_delegate),
+        "kernels": native_kernels.STATUS,
+    }
+    if disagreements:
+        details["self_check"] = "; ".join(disagreements)
+    elif check and not per_delegate:
+        details["self_check"] = "not checked: no delegate, nothing ran on the NPU"
+    elif check:
+        details["self_check"] = "every delegate equals the TOSA reference model on the first sample"
+    return details
 
 
 class SimulatorRunner:
@@ -55,6 +102,12 @@ class SimulatorRunner:
                 "--runner tosa-ref (the TOSA graph's outputs, not the command stream's; "
                 "cycles are Vela's estimate)",
             )
+        if not accelerator(program_npu).family.cycles_checked:
+            return Availability(
+                True,
+                "etk simulator (Vela's command stream, bit-exact int8; what it cannot execute is "
+                "refused up front; cycles simulated, not checked against an FVP)",
+            )
         return Availability(
             True,
             "etk simulator (Vela's command stream, bit-exact int8 and a16w8; "
@@ -69,6 +122,33 @@ class SimulatorRunner:
             self._checked[key] = next((r for r in reasons if r), None)
         return self._checked[key]
 
+    def _fall_back(
+        self, program: Program, inputs: Sequence[np.ndarray], target: Target | None, refused: str
+    ) -> RunResult:
+        """The fallback runner's run of a program the simulator refuses, saying why (no
+        fallback: the refusal, as an UnsupportedError)."""
+        from ..sim import UnsupportedError
+
+        if self.fallback is None or program.graph_module is None:
+            elsewhere = (
+                "use --runner tosa-ref"
+                if program.graph_module is not None
+                else "a .tflite model runs on the simulator only (no TOSA graph to run)"
+            )
+            raise UnsupportedError(
+                f"the simulator cannot run {program.model_name} "
+                f"({program.variant}): {refused}; {elsewhere}"
+            )
+        result = self.fallback.run(program, inputs, target)
+        return dataclasses.replace(
+            result,
+            details={
+                **result.details,
+                "fallback": f"the simulator cannot run it ({refused}); "
+                f"ran {self.fallback.name} instead",
+            },
+        )
+
     def run(
         self, program: Program, inputs: Sequence[np.ndarray], target: Target | None = None
     ) -> RunResult:
@@ -78,8 +158,9 @@ class SimulatorRunner:
         first_run = self._program_key(program) not in self._checked
         refused = self.refusal(program)
         if refused:
-            return self._fallback(program, inputs, target, refused)
+            return self._fall_back(program, inputs, target, refused)
         per_delegate = []
+        ran: list = []  # (delegate, its SimResult)
         disagreements = []
         check = first_run and self.self_check and program.graph_module is not None
         npu = program.npu
@@ -96,6 +177,8 @@ class SimulatorRunner:
                 npu.config_ini,
             )
             per_delegate.append(result)
+            if delegate is not None:
+                ran.append((delegate, result))
             if check and delegate is not None and delegate.tosa_path is not None:
                 expected = run_tosa_delegate(delegate, arrays)
                 if not all(
@@ -129,67 +212,9 @@ class SimulatorRunner:
                 o.reshape(s.shape)
                 for o, s in zip(run_delegate(delegate, list(inputs)), program.output_specs)
             )
-        details: dict[str, object] = {
-            "operations": sum(r.operation_count for r in per_delegate),
-            "kernels": native_kernels.STATUS,
-        }
-        if disagreements or check:
-            details["self_check"] = _self_check(disagreements, len(program.delegates))
-        return RunResult(self.name, outputs, _simulated_cycles(per_delegate), details)
-
-    def _fallback(
-        self, program: Program, inputs: Sequence[np.ndarray], target: Target | None, refused: str
-    ) -> RunResult:
-        """The fallback runner's run of a program the simulator refuses; UnsupportedError
-        without one (or for a .tflite program, which has no TOSA graph to run elsewhere)."""
-        from ..sim import UnsupportedError
-
-        if self.fallback is None or program.graph_module is None:
-            elsewhere = (
-                "use --runner tosa-ref"
-                if program.graph_module is not None
-                else "a .tflite model runs on the simulator only (no TOSA graph to run)"
-            )
-            raise UnsupportedError(
-                f"the simulator cannot run {program.model_name} "
-                f"({program.variant}): {refused}; {elsewhere}"
-            )
-        result = self.fallback.run(program, inputs, target)
-        return dataclasses.replace(
-            result,
-            details={
-                **result.details,
-                "fallback": f"the simulator cannot run it ({refused}); "
-                f"ran {self.fallback.name} instead",
-            },
-        )
-
-
-def _simulated_cycles(per_delegate: list) -> CycleFigures:
-    """The cycle model's figures over every delegate run (sim.SimulationResult each)."""
-    pmus = [r.pmu for r in per_delegate]
-    beats = {k: sum(p.beats[k] for p in pmus) for k in pmus[0].beats} if pmus else None
-    return CycleFigures(
-        kind="simulated",
-        source="etk simulator cycle model",
-        npu_cycles=sum(int(r.npu_cycles) for r in per_delegate),
-        total_cycles=sum(p.total for p in pmus),
-        note="computed by etk's cycle model from the executed command "
-        "stream; not a measurement. NPU cycles are each operation's compute, "
-        "summed; total cycles predict the FVP PMU's NPU TOTAL: compute and "
-        "AXI traffic (such as weight reads from flash) through the "
-        "Corstone-300 timing adapters, DMA overlapping kernels, and each "
-        "kernel's pipeline fill overlapping the previous one's drain where "
-        "BLOCKDEP allows (so the total can be below the compute sum); "
-        "beats predict its AXI beat counters",
-        beats=beats,
-    )
-
-
-def _self_check(disagreements: list[str], delegates: int) -> str:
-    """What the first sample's check against the TOSA reference model found."""
-    if disagreements:
-        return "; ".join(disagreements)
-    if not delegates:
-        return "not checked: no delegate, nothing ran on the NPU"
-    return "every delegate equals the TOSA reference model on the first sample"
+        checked = accelerator(program.npu.accelerator).family.cycles_checked
+        cycles = _cycle_figures(per_delegate, checked)
+        details = _details(per_delegate, disagreements, check)
+        if first_run and not checked:  # Vela's estimate beside ours, per layer
+            details["layers"] = [row for d, r in ran for row in layer_rows(d, npu, r)]
+        return RunResult(self.name, outputs, cycles, details)

@@ -146,7 +146,7 @@ def prepare_conv(op: Convolution, memory: Memory, decoded: DecodedStreams) -> St
                 decoded.slot(*s.weights),
                 decoded.slot(*s.scales),
                 s.fmt,
-                (s.channels, op.rounding, f"{what} (scales)"),
+                (s.channels, op.rounding, f"{what} (scales)", s.scale_fmt),
             )
         )
     run = ConvRun(engine, decoded, tuple(streams))
@@ -159,7 +159,8 @@ class CoreStreams(NamedTuple):
     weights: StreamSlot
     scales: StreamSlot
     fmt: Hashable  # the family's weight format (NpuFamily.decode_weights)
-    scale_args: tuple[int, int, str]  # DecodedStreams.scales': channels, rounding, where
+    # DecodedStreams.scales': channels, rounding, where, the family's scale format
+    scale_args: tuple[int, int, str, Hashable]
 
 
 class ConvRun:

@@ -44,13 +44,13 @@ class DecodedStreams:
             matrix = self._weights[key] = self.family.decode_weights(stream, fmt)
         return matrix
 
-    def scales(self, raw: bytes, channels: int, rounding: int, where: str):
+    def scales(self, raw: bytes, channels: int, rounding: int, where: str, fmt: Hashable = None):
         """(bias, output-stage rescale, max |bias|) from one scale stream."""
-        key = (raw, channels, rounding)
+        key = (raw, channels, rounding, fmt)
         decoded = self._scales.get(key)
         if decoded is None:
             raw_bytes = np.frombuffer(raw, dtype=np.uint8)
-            bias, scale, shift = self.family.decode_scales(raw_bytes, channels, where)
+            bias, scale, shift = self.family.decode_scales(raw_bytes, channels, where, fmt)
             rescale = outstage.Rescale(scale, shift, rounding)
             decoded = self._scales[key] = (bias, rescale, int(np.abs(bias).max(initial=0)))
         return decoded

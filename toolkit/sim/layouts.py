@@ -59,6 +59,10 @@ class FeatureMap(NamedTuple):
     zero_point: int
     dtype: np.dtype
     pieces: tuple[Piece, ...]
+    # only code that reads the pieces (numpy) may run it, not the native kernels: the pieces
+    # are not what the fields above give (an Ethos-U85 transposed or reversed OFM write), or the
+    # region is none of the memory's 0-7 the kernels address (an Ethos-U85 chaining buffer)
+    numpy_only: bool = False
 
     @property
     def shape(self) -> tuple[int, int, int]:

@@ -13,6 +13,7 @@ import numpy as np
 from .errors import RegionError
 
 REGION_NAMES = {0: "weights", 1: "scratch", 2: "fast scratch"}
+MEMORY_REGIONS = 8  # regions 0-7 (BASEP0-7); higher numbers are buffers inside the NPU
 INTERNAL = -1  # region number the records use for the SHRAM
 LUT_BYTES = 2048  # the last 2 KB of the SHRAM
 LUT_SLOT_BYTES = 256

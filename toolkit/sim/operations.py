@@ -32,7 +32,7 @@ from .outstage import Finish, Rescale
 from .records import OpRecord
 
 # OperandScales.mode: how ADD and SUB scale their operands
-SCALE_16BIT, SCALE_OPA_32BIT, SCALE_OPB_32BIT = 0, 1, 2
+SCALE_16BIT, SCALE_OPA_32BIT, SCALE_OPB_32BIT, SCALE_EACH = 0, 1, 2, 3
 INPUT_SHIFT_8BIT = 20  # where the 32-bit operand scale sees an 8-bit operand
 UNSCALED_SHIFT_8BIT = INPUT_SHIFT_8BIT - 1  # the other operand, times 1/2
 
@@ -47,9 +47,13 @@ class OperandScales(NamedTuple):
     opa: int = 1
     opb: int = 1
     rescale: Rescale | None = None
+    rescale_b: Rescale | None = None  # SCALE_EACH (Ethos-U85's IFM2_SCALE): B's own rescale
 
     def functions(self):
         """(scale IFM, scale IFM2): functions of the zero-point-adjusted int64 operands."""
+        if self.mode == SCALE_EACH:  # each operand by its own rescale, rounded (Ethos-U85)
+            assert self.rescale is not None and self.rescale_b is not None
+            return _rescaled(self.rescale), _rescaled(self.rescale_b)
         if self.mode == SCALE_16BIT:
             opa, opb = self.opa, self.opb
             if (opa, opb) == (1, 1):
@@ -68,6 +72,13 @@ class OperandScales(NamedTuple):
         return (scaled, unscaled) if self.mode == SCALE_OPA_32BIT else (unscaled, scaled)
 
 
+def _rescaled(rescale: Rescale):
+    def scaled(x):
+        return rescale.apply(x, int(np.abs(x).max(initial=0)))
+
+    return scaled
+
+
 class StreamAt(NamedTuple):
     """Where a stream lies: its region, byte address and length."""
 
@@ -84,6 +95,7 @@ class WeightStreams(NamedTuple):
     scales: StreamAt
     fmt: Hashable  # how the family decodes the weights (NpuFamily.decode_weights)
     channels: int  # the OFM channels the stream holds
+    scale_fmt: Hashable = None  # how the family decodes the scales (NpuFamily.decode_scales)
 
 
 class Convolution(NamedTuple):

@@ -102,6 +102,8 @@ def _bounds(program: NpuProgram, accelerator: Accelerator) -> Memory:
         regions[2] = regions[1]
     elif program.scratch_fast_size:
         regions[2] = _sized(program.scratch_fast_size)
+    for region, size in accelerator.family.internal_regions(accelerator).items():
+        regions[region] = _sized(size)
     return Memory(regions, accelerator.shram_bytes)
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from . import outstage
 from .kernel import NO_UPSCALE
 from .layouts import FeatureMap
-from .memory import Memory, check_lut
+from .memory import MEMORY_REGIONS, Memory, check_lut
 from .native.copy import NativeCopy, copy_kernel
 from .native.pool import pool_kernel
 from .operations import Pooling
@@ -223,7 +223,7 @@ def prepare_pool(op: Pooling, memory: Memory) -> Step:
             bound,
             (finish.zero_point, finish.lo, finish.hi, finish.dtype),
         )
-        if plain and ifm.elem_size == 1 and finish.lut is None
+        if plain and ifm.elem_size == 1 and finish.lut is None and ofm.region < MEMORY_REGIONS
         else None
     )
     native = pool_kernel(ifm, ofm, k, mode, depth, rescale, bound, finish, op.divide)

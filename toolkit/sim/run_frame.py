@@ -47,6 +47,12 @@ class RunFrame:
             if program.fast_scratch_aliases_scratch:
                 scratch = max(scratch, fast)
         self._sizes = scratch, fast
+        # the NPU's own buffers that operations address as regions (U85's chaining buffers)
+        self._internal = {
+            region: (extent or {}).get(region, size)
+            for region, size in accelerator.family.internal_regions(accelerator).items()
+            if extent is None or region in extent
+        }
         self._shram = accelerator.shram_bytes
         first = self._new()
         _check_placed(program.inputs, first, "input")
@@ -63,6 +69,8 @@ class RunFrame:
             regions[2] = regions[1]
         elif fast:  # none where the plan's extent says nothing uses it
             regions[2] = np.zeros(fast, np.uint8)
+        for region, size in self._internal.items():
+            regions[region] = np.zeros(size, np.uint8)
         return Memory(regions, self._shram)
 
     def memory(self) -> Memory:

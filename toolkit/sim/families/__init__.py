@@ -13,11 +13,11 @@ toolkit passes that object, never a family's name, and imports no home:
     accelerator("ethos-u65-256")     -> its Accelerator (SimError if it is not simulated)
     family_of_product(2)             -> "ethos-u85": the family a driver config word names
     SIMULATED                        -> every configuration the simulator runs
-    SIMULATED_FAMILIES               -> "Ethos-U55/U65", for messages
+    SIMULATED_FAMILIES               -> "Ethos-U55/U65 and Ethos-U85", for messages
 
 Ethos-U55 and Ethos-U65 share a register map and a home (ethos_u55/). Ethos-U85's home
-(ethos_u85/) holds its own register map (transcribed from Vela 5.1's C++ core, which has no
-Python one) and no configuration: U85 streams are decoded, not simulated.
+(ethos_u85/) holds its own register map (transcribed from Vela's C++ core, which has no Python
+one), its five configurations, its decoder and its cycle model.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ _CONFIGURATIONS: dict[str, Accelerator] = {
     name: a for home in _FAMILIES for name, a in home.configurations.items()
 }
 SIMULATED: tuple[str, ...] = tuple(_CONFIGURATIONS)
-SIMULATED_FAMILIES = "/".join(f.name for f in _FAMILIES if f.configurations)
+SIMULATED_FAMILIES = " and ".join(f.name for f in _FAMILIES if f.configurations)
 # product family ("ethos-u55") -> its home
 _BY_PRODUCT = {product: home for home in _FAMILIES for product in home.products.values()}
 _PRODUCTS = {number: product for home in _FAMILIES for number, product in home.products.items()}

@@ -65,6 +65,9 @@ class NpuFamily:
         self.products = products  # the driver config word's product id -> "ethos-u55", ...
         self.commands = commands  # the register map; None while it is not filled
         self.configurations: Mapping[str, Accelerator] = {}  # the configurations it executes
+        # whether FVP measurements have checked its cycle model (else its cycles are labelled
+        # "simulated, not checked against an FVP")
+        self.cycles_checked = True
 
     def __repr__(self) -> str:
         return f"NpuFamily({self.name!r})"
@@ -120,9 +123,10 @@ class NpuFamily:
         raise self._not_executed()
 
     def decode_scales(
-        self, raw: np.ndarray, channels: int, where: str
+        self, raw: np.ndarray, channels: int, where: str, fmt: object = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """A scale stream as (bias, scale, shift), int64, one per OFM channel."""
+        """A scale stream as (bias, scale, shift), int64, one per OFM channel; `fmt` is the
+        WeightStreams.scale_fmt the decoder put in the description."""
         raise self._not_executed()
 
     def op_timing(
@@ -155,6 +159,11 @@ class NpuFamily:
         """What the FVP's PMU counts for one run of the stream: cycles and AXI beats, from the
         records (with their compute cycles) of its operations."""
         raise self._not_executed()
+
+    def internal_regions(self, accelerator: Accelerator) -> dict[int, int]:
+        """Memories inside the NPU that operations address as regions of their own (Ethos-U85's
+        chaining buffers): region number -> the most bytes an operation may use there."""
+        return {}
 
     def forget(self) -> None:
         """Drop what decoding cached (a fresh start, for benchmarks)."""

@@ -144,6 +144,12 @@ def conv_kernel(
     """The native run of a planned convolution, or None where the numpy path runs it: kernels
     not built or turned off, a 32-bit IFM (its values minus the zero point need 33 bits), or a
     LUT the clipped values could index outside of (lut_in_reach)."""
-    if _KERNEL is None or ifm.elem_size == 4 or not lut_in_reach(finish):
+    if (
+        _KERNEL is None
+        or ifm.elem_size == 4
+        or not lut_in_reach(finish)
+        or ofm.numpy_only
+        or ifm.numpy_only
+    ):
         return None
     return NativeConv(ifm, ofm, k, depthwise, finish, rounding)

@@ -27,7 +27,10 @@ if TYPE_CHECKING:
 
 _WORDS = 3 * FM_WORDS + 4 + 7 + 4 + FINISH_WORDS
 _KERNEL = function("elementwise", _WORDS)
-_SCALE_16BIT = 0  # operations.SCALE_16BIT and INPUT_SHIFT_8BIT (it imports this module)
+_SCALE_16BIT, _SCALE_EACH = (
+    0,
+    3,
+)  # operations.SCALE_16BIT, SCALE_EACH and INPUT_SHIFT_8BIT (it imports this module)
 _INPUT_SHIFT_8BIT = 20
 # elementwise.c's operation numbers
 _MODES = {
@@ -103,7 +106,12 @@ def elementwise_kernel(
     turned off, a LUT the clipped values could index outside of (lut_in_reach), or a 32-bit
     operand scale whose result could pass int64 (no Vela stream scales more than an 8-bit
     operand there; numpy would go to Python ints)."""
-    if _KERNEL is None or not lut_in_reach(finish):
+    if (
+        _KERNEL is None
+        or not lut_in_reach(finish)
+        or operands.mode == _SCALE_EACH
+        or ofm.numpy_only
+    ):
         return None
     negative_only = isinstance(rescale, NegativeRescale)
     ofm_rescale = rescale.rescale if isinstance(rescale, NegativeRescale) else rescale

@@ -88,7 +88,7 @@ def pool_kernel(
     (`bound` is pool.py's bound of |acc|; a zero point outside the IFM's type, or a max
     window wholly in the padding, reaches past it). divide: each sum divided by its count of
     taps inside the IFM (pool.divide_by_count)."""
-    if _KERNEL is None or not lut_in_reach(finish):
+    if _KERNEL is None or not lut_in_reach(finish) or ofm.numpy_only or ifm.numpy_only:
         return None
     if mode == "reduce_sum" and ofm.depth != 1:
         return None

@@ -57,7 +57,7 @@ class EthosU55(NpuFamily):
         return weights.decode_matrix(stream, fmt)
 
     def decode_scales(
-        self, raw: np.ndarray, channels: int, where: str
+        self, raw: np.ndarray, channels: int, where: str, fmt: object = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return weights.decode_scales(raw, channels, where)
 

@@ -1,0 +1,181 @@
+"""Ethos-U85 command streams executed by the simulator (issue 47): Vela 5.2.0's streams for
+ethos-u85-256, bit-exact with the TOSA reference model, and what is refused up front.
+
+The operation cases of conftest.py (convolutions of the shapes the U55 tests cover, depthwise,
+fully connected, pools, elementwise with broadcasts) are compiled again for ethos-u85-256 (their
+TOSA graphs are the ones the U55 tests lower; Vela puts NCHW<->NHWC transposes on the OFM write
+of SUM pools); a conv + residual add runs through U85 chaining; zoo:ds_cnn comes through the
+toolkit's own chain for corstone-320, fused and unfused. The slow sweep (test_u85_sweep.py) runs
+the zoo on every U85 configuration.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from toolkit.job import Job
+from toolkit.npu import npu_config
+from toolkit.pipeline import run_job
+from toolkit.runners.sim import SimulatorRunner
+from toolkit.runners.tosa_ref import TosaReferenceRunner
+from toolkit.sim import UnsupportedError, load_payload, simulate, simulates
+from toolkit.sim.families import accelerator
+from toolkit.sim.plan import plan_for
+
+from .conftest import DEFAULT_CASES, lower_to_tosa, tosa_reference
+
+U85 = "ethos-u85-256"
+# what the simulator refuses in these cases, up front: (case, message)
+REFUSED = {
+    "upsample_nearest2x": "NPU_OP_RESIZE (value 0x2) at command-stream offset 0x1a4 is not "
+    "implemented by the simulator",
+    "conv_transpose2x2_s2": "round mode DOUBLE_SYMMETRIC of per-channel scales is not "
+    "implemented by the simulator (in NPU_SET_OFM_SCALE (value 0x1) at command-stream offset "
+    "0x1ac for NPU_OP_CONV)",
+    "conv_transpose3x3_s2_p1": "round mode DOUBLE_SYMMETRIC of per-channel scales is not "
+    "implemented by the simulator (in NPU_SET_OFM_SCALE (value 0x1) at command-stream offset "
+    "0x1b8 for NPU_OP_CONV)",
+}
+EXECUTED = [name for name in DEFAULT_CASES if name not in REFUSED]
+
+
+@pytest.mark.parametrize("name", EXECUTED)
+def test_operation_cases_run_bit_exact_on_u85(cases, name):
+    case = cases.get(name, U85)
+    got = simulate(load_payload(case.npz[U85]), case.inputs, U85).outputs[0]
+    assert np.array_equal(got.reshape(-1), np.asarray(case.expected).reshape(-1))
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_what_is_not_executed_is_refused_naming_command_and_offset(cases, name):
+    case = cases.get(name, U85)
+    with pytest.raises(UnsupportedError) as refused:
+        plan_for(load_payload(case.npz[U85]), accelerator(U85))
+    assert str(refused.value) == REFUSED[name]
+
+
+def test_every_u85_configuration_is_simulated():
+    names = [f"ethos-u85-{macs}" for macs in (128, 256, 512, 1024, 2048)]
+    assert all(simulates(n) for n in names)
+    assert [accelerator(n).cores for n in names] == [1, 1, 2, 4, 4]
+
+
+class ConvResidual(nn.Module):
+    """conv -> conv + skip -> relu -> conv: Vela chains the ADD to the second convolution
+    (chaining buffer 0), as in zoo:resnet8."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = nn.Conv2d(8, 8, 3, padding=1)
+        self.second = nn.Conv2d(8, 8, 3, padding=1)
+        self.third = nn.Conv2d(8, 8, 3, padding=1)
+
+    def forward(self, x):
+        y = torch.relu(self.first(x))
+        return self.third(torch.relu(self.second(y) + y))
+
+
+@pytest.fixture(scope="module")
+def residual(tmp_path_factory):
+    out = tmp_path_factory.mktemp("u85_residual")
+    torch.manual_seed(0)
+    tosa = lower_to_tosa(ConvResidual(), [(1, 8, 9, 10)], out)
+    return tosa, load_payload(_corstone_320(tosa, out / U85))
+
+
+def _corstone_320(tosa, out):
+    """Vela 5.2.0's compile for the corstone-320 target's system config and memory mode."""
+    import contextlib
+    import io
+
+    from ethosu.vela import vela
+
+    flags = npu_config(U85, "Ethos_U85_SYS_DRAM_Mid", "Dedicated_Sram_384KB").vela_flags
+    with contextlib.redirect_stdout(io.StringIO()):
+        vela.main([*flags, "--output-format=raw", f"--output-dir={out}", str(tosa)])
+    return out / f"{tosa.stem}_vela.npz"
+
+
+def test_a_chained_elementwise_runs_bit_exact(residual):
+    tosa, program = residual
+    plan = plan_for(program, accelerator(U85))
+    chained = [s.record.kind for s in plan.steps if s.record.register("OFM_PRECISION") >> 14 == 2]
+    assert chained == ["conv"]  # the conv writes chaining buffer 0, the ADD reads it
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        x = rng.integers(-128, 128, size=(1, 8, 9, 10)).astype(np.int8)
+        got = simulate(program, [x], U85).outputs[0]
+        assert np.array_equal(got.reshape(-1), tosa_reference(tosa, [x])[0].reshape(-1))
+
+
+@pytest.fixture(scope="module")
+def ds_cnn(tmp_path_factory):
+    """zoo:ds_cnn for ethos-u85-256, as test_u85_weights.py compiles it (one compile a session)."""
+    out = tmp_path_factory.mktemp("ds_cnn-ethos-u85-256")
+    job = Job(
+        model="zoo:ds_cnn", target="corstone-320", npu="ethos-u85-256", eval_samples=1, out_dir=out
+    )
+    return run_job(job, runner=SimulatorRunner())
+
+
+def test_ds_cnn_runs_bit_exact_fused_and_unfused(ds_cnn):
+    rng = np.random.default_rng(5)
+    for name, variant in ds_cnn.variants.items():
+        assert variant.run.evaluation.runs[0].runner == "sim"
+        assert variant.run.outputs_match_reference, name
+        (delegate,) = variant.program.delegates
+        program = load_payload(delegate.payload)
+        kinds = Counter(s.record.kind for s in plan_for(program, accelerator(U85)).steps)
+        assert kinds == {"conv": 7, "depthwise": 4, "pool.sum": 1, "dma": 11}, name
+        for _ in range(2):
+            x = rng.integers(-128, 128, size=(1, 1, 49, 10)).astype(np.int8)
+            got = simulate(program, [x], U85).outputs[0]
+            want = tosa_reference(delegate.tosa_path, [x])[0]
+            assert np.array_equal(got.reshape(-1), want.reshape(-1)), name
+
+
+def test_u85_cycles_are_labelled_and_beside_vela_s_estimate(ds_cnn):
+    run = ds_cnn.variants["fused"].run.evaluation.runs[0]
+    assert run.cycles.label == "simulated, not checked against an FVP"
+    rows = run.details["layers"]
+    assert [r["operator"] for r in rows] == ["Conv2D"] + ["DepthwiseConv2D", "Conv2D"] * 4 + [
+        "AvgPool",
+        "Conv2D",
+    ]
+    # our compute cycles follow Vela 5.2's U85 model: within 5% of its NPU estimate in sum
+    vela_npu = sum(d.estimate.npu_cycles for d in ds_cnn.variants["fused"].program.delegates)
+    assert abs(run.cycles.npu_cycles / vela_npu - 1) < 0.05
+
+
+def _with_pool_mode(payload: bytes, program, offset: int, mode: int) -> bytes:
+    """The payload with the NPU_OP_POOL at `offset` of its command stream given `mode`."""
+    at = payload.find(program.command_stream) + offset
+    return payload[: at + 2] + mode.to_bytes(2, "little") + payload[at + 4 :]
+
+
+def test_a_refused_program_falls_back_to_the_tosa_reference_and_says_why(ds_cnn):
+    variant = ds_cnn.variants["fused"]
+    (delegate,) = variant.program.delegates
+    program = load_payload(delegate.payload)
+    (pool,) = [
+        s.record for s in plan_for(program, accelerator(U85)).steps if "pool" in s.record.kind
+    ]
+    argmax = _with_pool_mode(delegate.payload, program, pool.offset, 6)
+    refused = dataclasses.replace(
+        variant.program, delegates=(dataclasses.replace(delegate, payload=argmax),)
+    )
+    runner = SimulatorRunner(fallback=TosaReferenceRunner())
+    x = np.zeros((1, 1, 49, 10), np.float32)
+    result = runner.run(refused, [x])
+    assert result.runner == "tosa-ref"
+    assert result.details["fallback"].startswith(
+        "the simulator cannot run it (delegate 0: pooling mode ARGMAX_X is not implemented by "
+        f"the simulator (in NPU_OP_POOL (value 0x6) at command-stream offset {pool.offset:#x})"
+    )
+    assert "Vela's AvgPool" in result.details["fallback"]

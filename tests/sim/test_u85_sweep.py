@@ -1,0 +1,74 @@
+"""The zoo on every Ethos-U85 configuration (issue 47), slow: each net compiled through the
+toolkit's chain for corstone-320 (ethos-u85-256), fused and unfused, its delegates compiled again
+by Vela 5.2.0 for ethos-u85-128, -512, -1024 and -2048 (the target's system config and memory
+mode); the simulator must equal the TOSA reference model on full-range random int8 inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from toolkit.job import Job
+from toolkit.npu import npu_config
+from toolkit.pipeline import run_job
+from toolkit.runners.sim import SimulatorRunner
+from toolkit.sim import load_payload, simulate
+
+from .conftest import tosa_reference
+from .test_model_bitexact import _tosa_input_shapes
+
+pytestmark = pytest.mark.slow
+
+NETS = ("ds_cnn", "resnet8", "mobilenet_v1_025", "fc_autoencoder")
+OTHERS = ("ethos-u85-128", "ethos-u85-512", "ethos-u85-1024", "ethos-u85-2048")
+SYSTEM, MODE = "Ethos_U85_SYS_DRAM_Mid", "Dedicated_Sram_384KB"  # targets/corstone-320.toml
+
+
+@pytest.fixture(scope="module")
+def zoo(tmp_path_factory):
+    built = {}
+
+    def get(name):
+        if name not in built:
+            out = tmp_path_factory.mktemp(f"{name}-u85")
+            job = Job(model=f"zoo:{name}", target="corstone-320", eval_samples=1, out_dir=out)
+            built[name] = run_job(job, runner=SimulatorRunner())
+        return built[name]
+
+    return get
+
+
+def _compile(tosa, accelerator, out):
+    import contextlib
+    import io
+
+    from ethosu.vela import vela
+
+    flags = npu_config(accelerator, SYSTEM, MODE).vela_flags
+    with contextlib.redirect_stdout(io.StringIO()):
+        vela.main([*flags, "--output-format=raw", f"--output-dir={out}", str(tosa)])
+    return out / f"{tosa.stem}_vela.npz"
+
+
+def _assert_exact(tosa, payload, accelerator, label):
+    rng = np.random.default_rng(7)
+    for sample in range(2):
+        xs = [rng.integers(-128, 128, size=s).astype(np.int8) for s in _tosa_input_shapes(tosa)]
+        got = simulate(payload, xs, accelerator, SYSTEM, MODE).outputs
+        for g, w in zip(got, tosa_reference(tosa, xs)):
+            assert np.array_equal(np.asarray(g).reshape(-1), np.asarray(w).reshape(-1)), (
+                f"{label} on {accelerator}, sample {sample}"
+            )
+
+
+@pytest.mark.parametrize("name", NETS)
+def test_zoo_bit_exact_on_every_u85_configuration(zoo, tmp_path, name):
+    result = zoo(name)
+    for variant, vr in result.variants.items():
+        assert vr.run.outputs_match_reference, f"{name} {variant}"
+        for d in vr.program.delegates:
+            label = f"{name} {variant} delegate {d.index}"
+            _assert_exact(d.tosa_path, load_payload(d.payload), "ethos-u85-256", label)
+            for npu in OTHERS:
+                npz = _compile(d.tosa_path, npu, tmp_path / variant / str(d.index) / npu)
+                _assert_exact(d.tosa_path, load_payload(npz), npu, label)

@@ -1,0 +1,69 @@
+"""NPU_OP_POOL described from Ethos-U85 registers (operations.Pooling). The parameter selects
+MAX 0, AVERAGE 1, REDUCE_SUM 2, SUM 3 (Vela's large average pools and its "AvgPool NOPs":
+rescales, activations, copies, transposes), NONE 4, MIN 5, ARGMAX_X 6, ARGMAX_Y 7. AVERAGE
+divides each sum by its count of taps inside the IFM, as TOSA's AVG_POOL2D does; SUM divides by
+nothing (its OFM scale does what dividing there is). Then the global OFM scale."""
+
+from __future__ import annotations
+
+from ... import outstage
+from ...kernel import NEAREST, NO_UPSCALE
+from ...operations import Pooling
+from ...records import OpRecord
+from ...registers import Registers
+from ..accelerator import Accelerator
+from .decode_conv import check_accumulators
+from .fields import (
+    GLOBAL_SCALE,
+    feature_map,
+    fm_bytes,
+    kernel_from,
+    label,
+    ofm_map,
+    ofm_scale,
+    output_finish,
+    record_fields,
+    refuse,
+    rounding,
+    storage,
+)
+
+MODES = {0: "max", 1: "average", 2: "reduce_sum", 3: "sum"}
+_NAMES = {4: "NONE", 5: "MIN", 6: "ARGMAX_X", 7: "ARGMAX_Y"}
+
+
+def describe_pool(regs: Registers, accelerator: Accelerator) -> Pooling:
+    op = regs.command
+    mode = MODES.get(op.param)
+    if mode is None:
+        raise refuse(regs, f"pooling mode {_NAMES.get(op.param, op.param)}")
+    check_accumulators(regs)
+    k = kernel_from(regs)
+    if k.upscale not in (NO_UPSCALE, NEAREST):
+        raise refuse(regs, f"IFM_UPSCALE {k.upscale} on a pool", "IFM_UPSCALE")
+    if storage(regs, "IFM") > 1:
+        raise refuse(regs, "a pool's IFM chained or scalar", "IFM_PRECISION")
+    ofm = ofm_map(regs)
+    ifm_h, ifm_w = k.ifm_extent(ofm.height, ofm.width)
+    ifm_depth = regs.get("IFM_DEPTH_M1") + 1
+    ifm = feature_map(regs, "IFM", ifm_h, ifm_w, ifm_depth)
+    if not regs.get("OFM_PRECISION") & GLOBAL_SCALE:
+        raise refuse(regs, "a pool scaled per channel", "OFM_PRECISION")
+    padded = (k.pad_top, k.pad_left, k.pad_bottom, k.pad_right) != (0, 0, 0, 0)
+    if mode == "reduce_sum" and padded:
+        raise refuse(regs, "a padded reduce-sum")
+    scale, shift = ofm_scale(regs)
+    rescale = outstage.shared_rescale(scale, shift, rounding(regs, shift=shift))
+    depth = ofm.depth if mode != "reduce_sum" else ifm_depth
+    record = OpRecord(
+        kind=f"pool.{mode}",
+        macs=int(ofm.height * ofm.width * depth * k.elements),
+        bytes_read=((ifm.region, ifm_h * ifm_w * ifm_depth * ifm.elem_size),),
+        bytes_written=(fm_bytes(ofm),),
+        kernel=(k.height, k.width, k.stride_y, k.stride_x, k.dilation_y, k.dilation_x),
+        **record_fields(regs, ifm, ofm),
+    )
+    engine_mode = "average" if mode == "sum" else mode
+    divide = mode == "average"
+    finish = output_finish(regs, ofm)
+    return Pooling(label(regs), engine_mode, ifm, ofm, k, depth, rescale, divide, finish, record)
