@@ -164,12 +164,11 @@ def wrong_program_line(result: JobResult) -> str:
 
 
 def show(result: JobResult, require_full_npu: bool = False) -> int:
-    """Print and write the report; 1 if --require-full-npu is not met, else 0."""
-    from ..report.tables import print_result, write_markdown
+    """Print the report (run_job wrote it); 1 if --require-full-npu is not met, else 0."""
+    from ..report.tables import print_result
 
     console = Console()
     print_result(result, console)
-    write_markdown(result, result.report_path.with_name("report.md"))
     if any(v.vela_problems for v in result.variants.values()):
         console.print(wrong_program_line(result), markup=False)
         return 1

@@ -415,6 +415,26 @@ def _static_shape(value: Any) -> tuple | None:  # RemoveNoopPass._get_static_sha
     return tuple(value)
 
 
+def _pad_or_slice_is_noop(node: torch.fx.Node) -> bool:  # RemoveNoopPass on a PAD or SLICE
+    source = _arg(node, 0)
+    val = source.meta.get("val") if isinstance(source, torch.fx.Node) else None
+    is_pad = node.target == exir_ops.backend.tosa.PAD.default
+    if not isinstance(val, torch.Tensor) or len(node.args) < (2 if is_pad else 3):
+        return True  # not what the pass reads: let it run (and fail as upstream does)
+    if is_pad:
+        padding = _static_shape(_arg(node, 1))
+        return padding is not None and len(padding) == 2 * val.dim() and not any(padding)
+    shape = _static_shape(tuple(val.shape))
+    starts, sizes = _static_shape(_arg(node, 1)), _static_shape(_arg(node, 2))
+    return (
+        starts is not None
+        and sizes is not None
+        and shape is not None
+        and starts == (0,) * len(shape)
+        and sizes == shape
+    )
+
+
 def _removes_noop(node: torch.fx.Node, pass_: Any) -> bool:  # RemoveNoopPass
     op = node.target
     if not _targeted(node, pass_):
@@ -428,23 +448,7 @@ def _removes_noop(node: torch.fx.Node, pass_: Any) -> bool:  # RemoveNoopPass
     ):
         return True  # none in the graphs this is for: let the pass decide
     if op in (exir_ops.backend.tosa.PAD.default, exir_ops.backend.tosa.SLICE.default):
-        source = _arg(node, 0)
-        val = source.meta.get("val") if isinstance(source, torch.fx.Node) else None
-        needed = 2 if op == exir_ops.backend.tosa.PAD.default else 3
-        if not isinstance(val, torch.Tensor) or len(node.args) < needed:
-            return True  # not what the pass reads: let it run (and fail as upstream does)
-        if op == exir_ops.backend.tosa.PAD.default:
-            padding = _static_shape(_arg(node, 1))
-            return padding is not None and len(padding) == 2 * val.dim() and not any(padding)
-        shape = _static_shape(tuple(val.shape))
-        starts, sizes = _static_shape(_arg(node, 1)), _static_shape(_arg(node, 2))
-        return (
-            starts is not None
-            and sizes is not None
-            and shape is not None
-            and starts == (0,) * len(shape)
-            and sizes == shape
-        )
+        return _pad_or_slice_is_noop(node)
     in_dtype = _dtype(_arg(node, 0))  # a copy-like op: a no-op unless it changes the dtype
     return in_dtype is None or node.kwargs.get("dtype", in_dtype) == in_dtype
 
