@@ -45,6 +45,12 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
         help="input shape(s) for file models, e.g. 1,3,32,32; several inputs separated by ';' "
         "in forward's order: '1,3,16,16;1,8' (quote it for the shell)",
     )
+    _add_data_arguments(parser)
+    _add_compile_arguments(parser)
+
+
+def _add_data_arguments(parser: argparse.ArgumentParser) -> None:
+    """Calibration and evaluation data, seeds."""
     parser.add_argument(
         "--calibration-samples",
         type=int,
@@ -80,6 +86,10 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
         default=8,
         help="inputs to compare against the float model (default 8)",
     )
+
+
+def _add_compile_arguments(parser: argparse.ArgumentParser) -> None:
+    """How the model is compiled, and where the results go."""
     parser.add_argument(
         "--vela-option",
         action="append",
