@@ -14,7 +14,8 @@ python scripts/bench_compile.py --per-patch [--repeats N] [--models ds_cnn,gru]
 each upstream speedup alone: cold compiles of the fused variant with every speedup on, with all
 but that one, and with none, interleaved (one round runs each setting once, in a shuffled
 order); prints per speedup the median CPU seconds of the compile stage it saves, and checks that
-the .pte bytes are the same in every setting.
+the .pte bytes are the same in every setting. --in-process: all compiles in one process after a
+warm-up compile (no import per setting: fits a loaded machine; one-time costs are not counted).
 """
 
 from __future__ import annotations
@@ -144,6 +145,48 @@ def _per_patch(models: list[str], repeats: int) -> None:
         _print_per_patch(key, names, cpu, wall, hashes, repeats)
 
 
+def _per_patch_in_process(models: list[str], repeats: int) -> None:
+    """_per_patch, every compile of a model in this process (CPU seconds of this process)."""
+    from toolkit.job import Job  # torch loads here, not at the script's import
+    from toolkit.lower import build_variant
+    from toolkit.lower.build_variant import compile_variant
+    from toolkit.lower.upstream_speedups import SPEEDUPS, SPEEDUPS_ENV
+    from toolkit.models.loader import load_model
+    from toolkit.quantize.calibration import random_calibration
+    from toolkit.resolved_job import resolve_job
+
+    os.environ.pop("ETK_CACHE_DIR", None)
+    names = list(SPEEDUPS)
+    settings = {"all": ",".join(names), "none": "none"}
+    settings.update({f"-{n}": ",".join(m for m in names if m != n) or "none" for n in names})
+    for key in models:
+        model_spec, shape = PER_PATCH_MODELS[key]
+        model = load_model(model_spec, shape or None)
+        npu = resolve_job(Job(model=model_spec)).npu
+        calibration = random_calibration(model.example_inputs, 8, 0)
+        cpu: dict[str, list[float]] = {label: [] for label in settings}
+        wall: dict[str, list[float]] = {label: [] for label in settings}
+        hashes: set[str] = set()
+        with tempfile.TemporaryDirectory() as out:
+            rounds = [["all"]] + [list(settings) for _ in range(repeats)]  # a warm-up first
+            for round_, order in enumerate(rounds):
+                random.Random(round_).shuffle(order)
+                for label in order:
+                    os.environ[SPEEDUPS_ENV] = settings[label]
+                    build_variant._CACHE.clear()
+                    start, start_cpu = time.perf_counter(), time.process_time()
+                    folder = Path(out) / f"{round_}_{label}"
+                    program = compile_variant(model, calibration, "fused", npu, folder)
+                    seconds = (time.perf_counter() - start, time.process_time() - start_cpu)
+                    hashes.add(hashlib.sha256(program.pte_path.read_bytes()).hexdigest())
+                    if round_:
+                        wall[label].append(seconds[0])
+                        cpu[label].append(seconds[1])
+                    print(f"# {key} round {round_} {label}: cpu {seconds[1]:.1f} s", flush=True)
+        os.environ.pop(SPEEDUPS_ENV, None)
+        _print_per_patch(key, names, cpu, wall, hashes, repeats)
+
+
 def _print_per_patch(key, names, cpu, wall, hashes, repeats) -> None:
     base = statistics.median(cpu["all"])
     print(f"{key}: compile stage of the fused variant, cold, median of {repeats} (CPU s)")
@@ -195,6 +238,7 @@ def main() -> None:
     parser.add_argument("--per-patch", action="store_true", help="each speedup alone")
     parser.add_argument("--repeats", type=int, default=3, help="with --per-patch: rounds")
     parser.add_argument("--models", default="ds_cnn,gru", help="with --per-patch")
+    parser.add_argument("--in-process", action="store_true", help="with --per-patch")
     parser.add_argument("--ratio", action="store_true", help="etk compile GRU vs DS-CNN")
     parser.add_argument("--fusion", choices=("on", "off"), default="on", help="with --ratio")
     parser.add_argument("--profile", metavar="FILE", help="with --ratio: cProfile the GRU")
@@ -206,7 +250,8 @@ def main() -> None:
         _child(args.model, args.input_shape, args.fused_only)
         return
     if args.per_patch:
-        _per_patch(args.models.split(","), args.repeats)
+        per_patch = _per_patch_in_process if args.in_process else _per_patch
+        per_patch(args.models.split(","), args.repeats)
         return
     modes = (args.only,) if args.only else ("off", "on")
     runs = {mode: _run(args.model, args.input_shape, mode == "on") for mode in modes}
