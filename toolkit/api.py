@@ -35,7 +35,6 @@ from .resolve import FUSION_CHOICES, RUNNER_CHOICES, fusion_variants
 if TYPE_CHECKING:
     from .artifacts import Variant
     from .results import JobResult
-    from .runners.base import Runner
 
 __all__ = ["compile", "compare", "deploy"]
 
@@ -87,8 +86,6 @@ def deploy(
 ) -> JobResult:
     """Compile and run on the target's runner ("auto", "fvp", "sim", "tosa-ref", "serial");
     result.variants[v].run.outputs_match_reference says whether the runner agreed with the host."""
-    from .resolve import resolve_runner, resolve_target
-
     check_option_types(
         {
             "runner": runner,
@@ -108,27 +105,17 @@ def deploy(
     if runner not in RUNNER_CHOICES:
         raise UserError(f"runner '{runner}' is not one of {', '.join(RUNNER_CHOICES)}")
     variants = _variants(fusion, compare_fusion)
-    target, npu = resolve_target(
-        options.get("target", "corstone-300"),
-        options.get("npu"),
-        options.get("system_config"),
-        options.get("memory_mode"),
-        options.get("vela_config"),
+    runner_options = {
+        "runner_elf": runner_elf,
+        "port": port,
+        "baud": baud,
+        "build": build,
+        "flash": flash,
+        "fvp_fast": fvp_fast,
+    }
+    return _run(
+        model, example_inputs, variants, output, progress, options, (runner, runner_options)
     )
-    spec = model if isinstance(model, str) else "python-module"
-    chosen, note = resolve_runner(
-        spec,
-        runner,
-        target,
-        npu,
-        runner_elf=runner_elf,
-        port=port,
-        baud=baud,
-        build=build,
-        flash=flash,
-        fvp_fast=fvp_fast,
-    )
-    return _run(model, example_inputs, variants, output, progress, options, chosen, note)
 
 
 def _variants(fusion: str, both: bool) -> tuple[Variant, ...]:
@@ -144,9 +131,9 @@ def _run(
     output: str | Path | None,
     progress: Callable[[str], None] | None,
     options: dict[str, Any],
-    runner: Runner | None = None,
-    runner_note: str = "",
+    runner: tuple[str, dict[str, Any]] | None = None,
 ) -> JobResult:
+    """runner: the runner's name and options (deploy); None: the host reference only."""
     from .lower.compile_cache import usable_cache_root
     from .model_spec import check_model_spec
 
@@ -164,21 +151,21 @@ def _run(
         quiet_third_party_warnings()
         quiet_torch_import()  # before anything imports torchao and ExecuTorch
         from .models.loader import live_model
-        from .pipeline import run_job
+        from .pipeline import check_job, run_resolved
+        from .resolved_job import resolve_deploy, resolve_job
 
         loaded = None if isinstance(model, str) else live_model(model, example_inputs)
         spec = model if loaded is None else loaded.spec
         job = _job(spec, variants, Path(output) if output is not None else Path(), options)
+        check_job(job)
+        resolved = (
+            resolve_job(job) if runner is None else resolve_deploy(job, runner[0], **runner[1])
+        )
         if output is not None:
-            result = run_job(job, progress or _silent, runner, runner_note, loaded)
-        else:
-            with _temporary_folder() as out_dir:
-                job = replace(job, out_dir=out_dir)
-                result = run_job(job, progress or _silent, runner, runner_note, loaded)
-    from .report.tables import write_markdown
-
-    write_markdown(result, result.report_path.with_name("report.md"))
-    return result
+            return run_resolved(resolved, progress or _silent, loaded)
+        with _temporary_folder() as out_dir:
+            resolved = replace(resolved, job=replace(job, out_dir=out_dir))
+            return run_resolved(resolved, progress or _silent, loaded)
 
 
 def _job(spec: str, variants: tuple[Variant, ...], out_dir: Path, options: dict[str, Any]):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import configparser
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,6 +109,25 @@ def vela_ini_path(config_ini: str) -> Path:
     return Path(ethosu.vela.__file__).parent.parent / "config_files" / ARM_VELA_INI
 
 
+def vela_ini_sections(ini: Path) -> tuple[str, ...]:
+    """The section names of a Vela ini file ("System_Config.X", "Memory_Mode.Y", ...), parsed
+    once per version of the file (configparser.Error when it is not an ini file; () when it
+    cannot be read)."""
+    path = Path(ini).resolve()
+    try:
+        stamp = path.stat().st_mtime_ns
+    except OSError:
+        return ()
+    return _ini_sections(str(path), stamp)
+
+
+@functools.cache
+def _ini_sections(path: str, _mtime_ns: int) -> tuple[str, ...]:
+    parser = configparser.ConfigParser()
+    parser.read(path)
+    return tuple(parser.sections())
+
+
 def vendor_npu_config(npu: NpuConfig, ini: Path, what: str) -> NpuConfig:
     """npu compiled with a vendor's Vela ini (an absolute path); UserError unless the file holds
     npu's system config and memory mode. what names where the file came from."""
@@ -118,9 +138,8 @@ def vendor_npu_config(npu: NpuConfig, ini: Path, what: str) -> NpuConfig:
             f".ini file (e.g. Alif's ensemble_vela.ini from "
             f"alifsemi/alif_ml-embedded-evaluation-kit scripts/vela/)"
         )
-    parser = configparser.ConfigParser()
     try:
-        parser.read(ini)
+        sections = vela_ini_sections(ini)
     except configparser.Error as exc:
         raise UserError(
             f"Vela config {ini} ({what}) is not a valid ini file: {str(exc).splitlines()[0]}"
@@ -129,8 +148,8 @@ def vendor_npu_config(npu: NpuConfig, ini: Path, what: str) -> NpuConfig:
         ("System_Config", npu.system_config, "--system-config"),
         ("Memory_Mode", npu.memory_mode, "--memory-mode"),
     ):
-        if f"{kind}.{name}" not in parser:
-            known = [s.split(".", 1)[1] for s in parser.sections() if s.startswith(f"{kind}.")]
+        if f"{kind}.{name}" not in sections:
+            known = [s.split(".", 1)[1] for s in sections if s.startswith(f"{kind}.")]
             raise UserError(
                 f"Vela config {ini} ({what}) has no {kind} '{name}': pass {flag} "
                 f"with one of {', '.join(known) or 'none'}"

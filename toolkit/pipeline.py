@@ -38,7 +38,7 @@ from .evaluation.task_eval import (
     program_accuracy,
     task_metric,
 )
-from .evaluation.variants import compare_variants
+from .evaluation.variants import VariantComparison, compare_variants
 from .job import MAX_SAMPLES, MAX_SEED, MAX_SEEDS, Job, check_range
 from .lower.build_variant import compile_variant
 from .lower.compiled_tflite import load_compiled_program
@@ -53,10 +53,9 @@ from .models.loader import file_hash, load_model
 from .npu import NpuConfig
 from .output_folder import locked_output_folder
 from .quantize.calibration import calibration_subset, folder_calibration, random_calibration
-from .report.job_html import write_job_html
-from .report.job_report import report_dict
-from .report.json_report import write_json_atomic
-from .resolve import is_tflite, resolve_target
+from .report.write import write_reports
+from .resolve import is_tflite
+from .resolved_job import ResolvedJob, resolve_job
 from .results import FusedLoss, JobResult, RunnerRun, TaskResult, VariantResult
 from .rewrites import resolve_rewrites
 from .runners.base import Runner
@@ -193,11 +192,24 @@ def run_job(
     runner_note: str = "",
     model: LoadedModel | None = None,
 ) -> JobResult:
-    """Run job with its output folder held: a second run into the same folder is refused.
-    model: a module the caller loaded (the Python API's nn.Module); else job.model is loaded."""
-    with locked_output_folder(Path(job.out_dir)) as out_dir:
+    """Run job (on runner, when given) with its output folder held: a second run into the same
+    folder is refused. model: a module the caller loaded (the Python API's nn.Module); else
+    job.model is loaded. A caller that resolved the job already calls run_resolved."""
+    check_job(job)
+    return run_resolved(resolve_job(job, runner, runner_note), progress, model)
+
+
+def run_resolved(
+    resolved: ResolvedJob,
+    progress: Callable[[str], None] = lambda _: None,
+    model: LoadedModel | None = None,
+) -> JobResult:
+    """run_job of a resolved job; the reports (report.json, report.md) written once at the end."""
+    with locked_output_folder(Path(resolved.job.out_dir)) as out_dir:
         remove_stale_staging(out_dir)
-        return _run_job(job, progress, runner, runner_note, model)
+        result = _run(resolved, progress, model)
+        write_reports(result)
+    return result
 
 
 def check_job(job: Job) -> None:
@@ -215,128 +227,111 @@ def check_job(job: Job) -> None:
         )
 
 
-def _run_job(
-    job: Job,
-    progress: Callable[[str], None],
-    runner: Runner | None,
-    runner_note: str,
-    loaded: LoadedModel | None,
+def _run(
+    resolved: ResolvedJob, progress: Callable[[str], None], loaded: LoadedModel | None
 ) -> JobResult:
+    job = resolved.job
     check_job(job)
-    target, npu = resolve_target(
-        job.target, job.npu, job.system_config, job.memory_mode, job.vela_config
-    )
-    check_vela_options(npu, job.extra_vela)
+    check_vela_options(resolved.npu, job.extra_vela)
     if loaded is None and is_tflite(job.model):
-        return _tflite_job(job, npu, target, runner, runner_note, progress)
+        return _tflite_job(resolved, progress)
     if loaded is None:
         progress(f"loading {job.model}")
     model = load_model(job.model, job.input_shape) if loaded is None else loaded
     if job.io_layout == "nhwc":
         model = channels_last_io(model)
+    return _model_job(resolved, model, progress)
+
+
+def _model_job(
+    resolved: ResolvedJob, model: LoadedModel, progress: Callable[[str], None]
+) -> JobResult:
+    """A PyTorch model's job: each variant compiled, run on the host reference and the runner;
+    task accuracy with labelled data."""
+    job, npu = resolved.job, resolved.npu
     rewrites = resolve_rewrites(job.rewrites)
     calibrations, user_data = _calibrations(job, model)
-    calibration = calibrations[0]
     input_shape = tuple(model.example_inputs[0].shape)
     data = load_labelled(job.eval_data, input_shape) if job.eval_data else None
-    fed = _fed_inputs(job, model, runner, target, user_data)
+    fed = _fed_inputs(resolved, model, user_data)
     job = replace(job, eval_samples=len(fed.samples))
-    inputs = fed.samples
-    floats = float_outputs(model, inputs)
-    out_dir = Path(job.out_dir)
-    results: dict[str, VariantResult] = {}
     progress(f"compiling {' and '.join(job.variants)} for {npu.accelerator}")
     programs = compile_variants(
         model,
-        calibration,
+        calibrations[0],
         job.variants,
         npu,
-        out_dir,
+        Path(job.out_dir),
         job.extra_vela,
         rewrites,
         job.parallel_variants,
         job.quant,
     )
-    for variant in job.variants:
-        check_fits(programs[variant], target)
-        results[variant] = _variant_result(
-            programs[variant], inputs, floats, runner, target, progress
-        )
-    comparison = (
-        compare_variants(results["fused"].program, results["unfused"].program)
-        if {"fused", "unfused"} <= set(results)
-        else None
-    )
+    floats = float_outputs(model, fed.samples)
+    variants: dict[str, VariantResult] = {
+        variant: _checked_variant(resolved, programs[variant], fed.samples, floats, progress)
+        for variant in job.variants
+    }
     task = None
     if data is not None:
-        task = _task(
-            job,
-            model,
-            data,
-            calibrations,
-            {v: programs[v] for v in job.variants},
-            npu,
-            rewrites,
-            progress,
-        )
-    result = JobResult(
-        job,
-        model,
-        target,
-        npu,
-        calibration.source,
-        results,
-        comparison,
-        runner_note,
-        out_dir / "report.json",
-        task,
-        fed.source,
+        chosen = {v: programs[v] for v in job.variants}
+        task = _task(job, model, data, calibrations, chosen, npu, rewrites, progress)
+    return JobResult(
+        job=job,
+        model=model,
+        target=resolved.target,
+        npu=npu,
+        calibration_source=calibrations[0].source,
+        variants=variants,
+        comparison=_comparison(variants),
+        runner_note=resolved.runner_note,
+        report_path=Path(job.out_dir) / "report.json",
+        task=task,
+        evaluation_inputs=fed.source,
     )
-    report = report_dict(result)
-    write_json_atomic(result.report_path, report)
-    write_job_html(result.report_path.with_name("report.html"), report)
-    return result
 
 
-def _tflite_job(
-    job: Job,
-    npu: NpuConfig,
-    target: Target,
-    runner: Runner | None,
-    runner_note: str,
-    progress: Callable[[str], None],
-) -> JobResult:
+def _comparison(variants: dict[str, VariantResult]) -> VariantComparison | None:
+    if not {"fused", "unfused"} <= set(variants):
+        return None
+    return compare_variants(variants["fused"].program, variants["unfused"].program)
+
+
+def _checked_variant(
+    resolved: ResolvedJob, program: Program, inputs, floats, progress: Callable[[str], None]
+) -> VariantResult:
+    check_fits(program, resolved.target)
+    return _variant_result(program, inputs, floats, resolved.runner, resolved.target, progress)
+
+
+def _tflite_job(resolved: ResolvedJob, progress: Callable[[str], None]) -> JobResult:
     """A .tflite MODEL's job: its one variant, as Vela compiles the file."""
-    model, tflite = _tflite_variant(job, npu, target, runner, progress)
-    result = JobResult(
-        job,
-        model,
-        target,
-        tflite.program.npu,  # a compiled file's own NPU
-        "none (a quantized .tflite file)",
-        {"tflite": tflite},
-        None,
-        runner_note,
-        Path(job.out_dir) / "report.json",
-        _tflite_task(job, tflite.program, progress),
-        f"random(seed={job.seed + EVAL_SEED_OFFSET}, samples={job.eval_samples}): integer "
-        "codes uniform over each input's range",
+    job = resolved.job
+    model, tflite = _tflite_variant(job, resolved.npu, resolved.target, resolved.runner, progress)
+    return JobResult(
+        job=job,
+        model=model,
+        target=resolved.target,
+        npu=tflite.program.npu,  # a compiled file's own NPU
+        calibration_source="none (a quantized .tflite file)",
+        variants={"tflite": tflite},
+        comparison=None,
+        runner_note=resolved.runner_note,
+        report_path=Path(job.out_dir) / "report.json",
+        task=_tflite_task(job, tflite.program, progress),
+        evaluation_inputs=f"random(seed={job.seed + EVAL_SEED_OFFSET}, "
+        f"samples={job.eval_samples}): integer codes uniform over each input's range",
     )
-    write_json_atomic(result.report_path, report_dict(result))
-    return result
 
 
 def _fed_inputs(
-    job: Job,
-    model: LoadedModel,
-    runner: Runner | None,
-    target: Target,
-    user_data: CalibrationSet | None,
+    resolved: ResolvedJob, model: LoadedModel, user_data: CalibrationSet | None
 ) -> EvaluationInputs:
     """The evaluation inputs: the firmware's own all-ones sample where it feeds those, else
     drawn from the user's calibration data or like example_inputs()."""
-    if getattr(runner, "fixed_inputs", lambda _: None)(target) == "ones":
+    if resolved.fixed_inputs == "ones":
         return EvaluationInputs(ones_inputs(model), "1 all-ones sample (what the firmware feeds)")
+    job = resolved.job
     return evaluation_inputs(model, job.eval_samples, job.seed, user_data)
 
 

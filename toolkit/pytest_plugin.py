@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .errors import UserError
-from .resolve import FUSION_VARIANT, RUNNER_CHOICES, resolve_runner, resolve_target
+from .resolve import FUSION_VARIANT, RUNNER_CHOICES, resolve_runner
 
 if TYPE_CHECKING:
     from .artifacts import Variant
@@ -87,25 +87,19 @@ class _Deployer:
         return self._results[(model, variant)]
 
     def _run(self, model: str, variant: Variant) -> DeviceResult:
-        from .job import Job
-        from .pipeline import run_job
+        from dataclasses import replace
 
-        target, npu = resolve_target(self.target, self.npu)
-        runner, note = resolve_runner(
-            model, self.runner, target, npu, port=self.port, baud=self.baud
-        )
+        from .job import Job
+        from .pipeline import run_resolved
+        from .resolved_job import resolve_job
+
         out = self.out / f"{model.replace(':', '_').replace('/', '_')}_{variant}"
-        result = run_job(
-            Job(
-                model=model,
-                target=self.target,
-                variants=(variant,),
-                npu=npu.accelerator,
-                out_dir=out,
-            ),
-            runner=runner,
-            runner_note=note,
+        job = Job(model=model, target=self.target, variants=(variant,), npu=self.npu, out_dir=out)
+        resolved = resolve_job(job)  # the target resolved once
+        runner, note = resolve_runner(
+            model, self.runner, resolved.target, resolved.npu, port=self.port, baud=self.baud
         )
+        result = run_resolved(replace(resolved, runner=runner, runner_note=note))
         device = next(iter(result.variants.values())).run  # one variant ("tflite" for a .tflite)
         assert device is not None  # run_job ran it on the runner
         accuracy = device.evaluation.accuracy

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .artifacts import LoadedModel, Program
+from . import result_views as views
+from .artifacts import CycleFigures, LoadedModel, Program
 from .job import Job
 from .npu import NpuConfig
 from .targets import Target
@@ -16,6 +17,7 @@ if TYPE_CHECKING:  # types only: block_errors imports the quantizer, which a cac
     from .evaluation.cycle_check import CycleCheck
     from .evaluation.evaluate import Evaluation
     from .evaluation.layer_profile import ProgramProfile
+    from .evaluation.metrics import Accuracy
     from .evaluation.task_eval import TaskAccuracy
     from .evaluation.variants import VariantComparison
     from .lower.vela_check import VelaProblem
@@ -36,6 +38,15 @@ class RunnerRun:
     # reference itself); then outputs_match_reference and max_diff_lsb are None
     not_checked: str | None = None
 
+    @property
+    def cycles(self) -> CycleFigures:
+        """The runner's cycle figures of the first evaluation sample (`.kind`: measured,
+        simulated, or none when the runner counts no cycles)."""
+        return self.evaluation.runs[0].cycles
+
+    def __repr__(self) -> str:
+        return views.run_repr(self)
+
 
 @dataclass(frozen=True)
 class VariantResult:
@@ -44,6 +55,27 @@ class VariantResult:
     run: RunnerRun | None = None  # None: host reference only (compile, compare)
     vela_problems: tuple[VelaProblem, ...] = ()  # operations that compute wrong results
     layers: ProgramProfile | None = None  # where its cycles go, per layer of the user's model
+
+    @property
+    def cycles(self) -> CycleFigures:
+        """The runner's cycle figures of the first evaluation sample where a runner counted them
+        (kind "measured": FVP or board PMU; "simulated": etk's simulator), else Vela's estimate
+        summed over the delegates (kind "estimate"). `.total_cycles` is the headline figure (the
+        PMU's NPU TOTAL, or what predicts it); `.kind` says which of these it is."""
+        return views.variant_cycles(self)
+
+    @property
+    def accuracy(self) -> Accuracy | None:
+        """Accuracy against the float model of the runner's outputs (of the host reference's
+        when the job ran no runner); None for a .tflite model (no float model)."""
+        evaluation = self.run.evaluation if self.run is not None else self.reference
+        return None if evaluation is None else evaluation.accuracy
+
+    def __repr__(self) -> str:
+        return views.variant_repr(self)
+
+    def _repr_html_(self) -> str:
+        return f"<p>{views.html.escape(repr(self))}</p>"
 
 
 @dataclass(frozen=True)
@@ -85,3 +117,20 @@ class JobResult:
         from .report.job_report import report_dict
 
         return report_dict(self)
+
+    def summary(self) -> views.Table:
+        """The variants' headline figures: cycles and their kind (measured, simulated or
+        estimate), NPU and CPU operations, SQNR (dB, worst output) and the outputs' check against
+        the host reference. Prints as text; shows as HTML in a notebook; .to_dataframe()."""
+        return views.summary(self)
+
+    def to_dataframe(self, kind: str = "variants") -> Any:
+        """A pandas DataFrame (pip install 'ethos-u-toolkit[notebook]'): "variants" (summary()),
+        "samples" (per variant and evaluation sample) or "layers" (Vela's per-layer estimate)."""
+        return views.dataframe(self, kind)
+
+    def __repr__(self) -> str:
+        return views.job_repr(self)
+
+    def _repr_html_(self) -> str:
+        return views.job_html(self)

@@ -66,7 +66,7 @@ def test_a_tflite_model_is_refused_with_what_it_lacks(monkeypatch, tmp_path):
     runs = (SimpleNamespace(cycles=None),)
     run = RunnerRun(Evaluation((), (), (), runs, None), None, None, None)  # as run_job makes it
     result = SimpleNamespace(variants={"tflite": SimpleNamespace(run=run)})
-    monkeypatch.setattr("toolkit.pipeline.run_job", lambda job, **_: result)
+    monkeypatch.setattr("toolkit.pipeline.run_resolved", lambda resolved, *_, **__: result)
     runner = SimpleNamespace(name="sim")
     monkeypatch.setattr(pytest_plugin, "resolve_runner", lambda *_, **__: (runner, ""))
     options = {"--etk-target": "corstone-300", "--etk-runner": "sim"}

@@ -71,7 +71,7 @@ def test_a_refused_run_leaves_a_folder_it_did_not_make(tmp_path, capsys):
     out.mkdir()
     (out / "mine.txt").write_text("keep")
     assert main(["compile", "zoo:conv2d_relu", "-o", str(out), "--eval-samples", "0"]) == 2
-    assert sorted(p.name for p in out.iterdir()) == [".etk.lock", "mine.txt"]
+    assert sorted(p.name for p in out.iterdir()) == ["mine.txt"]  # refused before the lock
 
 
 def test_cache_clear_counts_only_what_it_removed(tmp_path, monkeypatch, capsys):

@@ -13,13 +13,17 @@ from executorch.exir.passes.sym_to_tensor_pass import SymToTensorPass
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.export.exported_program import ExportedProgram
 from torch.fx import traceback as fx_traceback
+from torchao.quantization.pt2e.observer import HistogramObserver
 
+from toolkit.errors import UserError
 from toolkit.lower import build_variant, compiler
 from toolkit.lower import upstream_speedups as speedups
 from toolkit.lower.compile_cache import CACHE_DIR_ENV
 from toolkit.models.loader import load_model
 from toolkit.quantize.calibration import random_calibration
 from toolkit.targets import load_target
+
+HISTOGRAM_FORWARD = HistogramObserver.__dict__["forward"]
 
 
 def _graph_with_provenance():
@@ -516,3 +520,50 @@ def test_retrace_outputs_generate_their_code_when_first_needed():
     lazy_unlifted = _LazyRetraceModule(unlifted, unlifted.graph)
     assert lazy_unlifted._in_spec == unlifted._in_spec is not None
     assert lazy_unlifted._out_spec == unlifted._out_spec is not None
+
+
+def test_on_other_versions_upstream_runs_unpatched_and_etk_says_so_once(monkeypatch, capsys):
+    from torch.fx import GraphModule
+
+    monkeypatch.setattr(speedups, "_told", set())
+    monkeypatch.setattr(
+        speedups, "installed_versions", lambda: {**speedups.WRITTEN_FOR, "torchao": "0.19.0"}
+    )
+    upstream = GraphModule.__dict__["recompile"]
+    for _ in range(2):
+        with speedups.upstream_speedups(("skip-unchanged-recompile", "serial-histogram-observers")):
+            assert GraphModule.__dict__["recompile"] is not upstream  # torch's: patched
+            assert HistogramObserver.__dict__["forward"] is HISTOGRAM_FORWARD  # torchao's: not
+    assert capsys.readouterr().err == (
+        "etk: installed torchao 0.19.0 (written for 0.18.0): serial-histogram-observers not "
+        "installed, upstream's code runs unpatched (the same results, slower compiles)\n"
+    )
+    assert GraphModule.__dict__["recompile"] is upstream
+
+
+def test_the_written_for_versions_are_the_installed_ones():
+    assert speedups.installed_versions() == speedups.WRITTEN_FOR
+    assert set(speedups.PATCHED_PACKAGES) == set(speedups.SPEEDUPS)
+    assert all(speedups.version_mismatches(name) == [] for name in speedups.SPEEDUPS)
+
+
+def test_the_environment_chooses_the_speedups(monkeypatch):
+    monkeypatch.setenv(speedups.SPEEDUPS_ENV, "none")
+    assert speedups.chosen_speedups() == ()
+    monkeypatch.setenv(speedups.SPEEDUPS_ENV, "fast-pass-pytree, shared-provenance")
+    assert speedups.chosen_speedups() == ("fast-pass-pytree", "shared-provenance")
+    monkeypatch.setenv(speedups.SPEEDUPS_ENV, "fast-pytree")
+    with pytest.raises(
+        UserError,
+        match=r"^ETK_UPSTREAM_SPEEDUPS: unknown speedup fast-pytree; give none or some of shared-provenance, ",
+    ):
+        speedups.chosen_speedups()
+    monkeypatch.delenv(speedups.SPEEDUPS_ENV)
+    assert speedups.chosen_speedups() == tuple(speedups.SPEEDUPS)
+
+
+def test_a_patch_restores_an_inherited_attribute_by_deleting_its_own():
+    assert "call" not in SymToTensorPass.__dict__  # ExportPass's
+    with speedups.upstream_speedups(("skip-static-sym-to-tensor",)):
+        assert "call" in SymToTensorPass.__dict__
+    assert "call" not in SymToTensorPass.__dict__

@@ -44,40 +44,23 @@ def _start(ctx, out_root: str) -> _Worker:
     return _Worker(process, parent)
 
 
-def run_local(specs: Sequence[RunSpec], out_root: str, jobs: int, on_record: OnRecord) -> None:  # noqa: C901 - the scheduler loop
+def run_local(specs: Sequence[RunSpec], out_root: str, jobs: int, on_record: OnRecord) -> None:
     ctx = _context()
     queue = list(reversed(specs))
     attempts: dict[RunSpec, int] = {}
     workers = [_start(ctx, out_root) for _ in range(max(1, min(jobs, len(specs))))]
     try:
         while True:
-            for worker in workers:
-                if worker.spec is None and queue:
-                    worker.spec = queue.pop()
-                    attempts[worker.spec] = attempts.get(worker.spec, 0) + 1
-                    worker.conn.send(worker.spec)
+            _hand_out(workers, queue, attempts)
             busy = [w for w in workers if w.spec is not None]
             if not busy:
                 return
             wait([w.conn for w in busy] + [w.process.sentinel for w in busy])
             for i, worker in enumerate(workers):
-                if worker.spec is None:
-                    continue
-                if _receive(worker, on_record):
-                    continue
-                if not worker.process.is_alive():
-                    worker.process.join()
-                    if attempts[worker.spec] < ATTEMPTS:
-                        queue.append(worker.spec)
-                    else:
-                        on_record(
-                            lost_run_record(
-                                worker.spec,
-                                f"worker process died {ATTEMPTS} times on this run "
-                                f"(last exit code {worker.process.exitcode})",
-                            )
-                        )
-                    workers[i] = _start(ctx, out_root)
+                if worker.spec is not None and not _receive(worker, on_record):
+                    if not worker.process.is_alive():
+                        _requeue_or_lose(worker, queue, attempts, on_record)
+                        workers[i] = _start(ctx, out_root)
     except KeyboardInterrupt:
         for worker in workers:  # keep what finished between the last wait and the interrupt
             if worker.spec is not None:
@@ -85,6 +68,34 @@ def run_local(specs: Sequence[RunSpec], out_root: str, jobs: int, on_record: OnR
         raise
     finally:
         _stop(workers)
+
+
+def _hand_out(workers: list[_Worker], queue: list[RunSpec], attempts: dict[RunSpec, int]) -> None:
+    """The next queued run to each idle worker."""
+    for worker in workers:
+        if worker.spec is None and queue:
+            worker.spec = queue.pop()
+            attempts[worker.spec] = attempts.get(worker.spec, 0) + 1
+            worker.conn.send(worker.spec)
+
+
+def _requeue_or_lose(
+    worker: _Worker, queue: list[RunSpec], attempts: dict[RunSpec, int], on_record: OnRecord
+) -> None:
+    """A worker died on its run: the run goes back in the queue, or after ATTEMPTS is lost."""
+    worker.process.join()
+    spec = worker.spec
+    assert spec is not None
+    if attempts[spec] < ATTEMPTS:
+        queue.append(spec)
+        return
+    on_record(
+        lost_run_record(
+            spec,
+            f"worker process died {ATTEMPTS} times on this run "
+            f"(last exit code {worker.process.exitcode})",
+        )
+    )
 
 
 def _receive(worker: _Worker, on_record: OnRecord) -> bool:

@@ -19,9 +19,9 @@ import numpy as np
 from ..errors import UserError
 from ..job import job_for
 from ..models.loader import model_file
-from ..pipeline import run_job
+from ..pipeline import run_resolved
 from ..report.job_report import report_dict
-from ..resolve import resolve_runner, resolve_target
+from ..resolved_job import resolve_deploy
 from ..results import JobResult
 from ..versions import tool_versions
 from .record import BenchRecord
@@ -112,10 +112,6 @@ def execute_run(spec: RunSpec, out_root: str) -> BenchRecord:
         "versions": tool_versions(),
     }
     try:
-        target, npu = resolve_target(
-            spec.target, spec.npu, spec.vela.system_config, spec.vela.memory_mode
-        )
-        runner, note = resolve_runner(spec.model, spec.runner, target, npu)
         _check_model_file(spec)
         job = job_for(
             spec.model,
@@ -131,7 +127,9 @@ def execute_run(spec: RunSpec, out_root: str) -> BenchRecord:
             vela_options=spec.vela.extra_flags(),
             quant=spec.quant,
         )
-        result = run_job(job, runner=runner, runner_note=note)
+        resolved = resolve_deploy(job, spec.runner)  # the target resolved once
+        result = run_resolved(resolved)
+        note = resolved.runner_note
         status, reason, figures = "ok", None, _ok_fields(result, spec.variant, note)
         problems = result.variants[spec.variant].vela_problems
         if problems:  # its figures are of a program that computes wrong results: not a result

@@ -45,6 +45,12 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
         help="input shape(s) for file models, e.g. 1,3,32,32; several inputs separated by ';' "
         "in forward's order: '1,3,16,16;1,8' (quote it for the shell)",
     )
+    _add_data_arguments(parser)
+    _add_compile_arguments(parser)
+
+
+def _add_data_arguments(parser: argparse.ArgumentParser) -> None:
+    """Calibration and evaluation data, seeds."""
     parser.add_argument(
         "--calibration-samples",
         type=int,
@@ -80,6 +86,10 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
         default=8,
         help="inputs to compare against the float model (default 8)",
     )
+
+
+def _add_compile_arguments(parser: argparse.ArgumentParser) -> None:
+    """How the model is compiled, and where the results go."""
     parser.add_argument(
         "--vela-option",
         action="append",
@@ -164,12 +174,11 @@ def wrong_program_line(result: JobResult) -> str:
 
 
 def show(result: JobResult, require_full_npu: bool = False) -> int:
-    """Print and write the report; 1 if --require-full-npu is not met, else 0."""
-    from ..report.tables import print_result, write_markdown
+    """Print the report (run_job wrote it); 1 if --require-full-npu is not met, else 0."""
+    from ..report.tables import print_result
 
     console = Console()
     print_result(result, console)
-    write_markdown(result, result.report_path.with_name("report.md"))
     if any(v.vela_problems for v in result.variants.values()):
         console.print(wrong_program_line(result), markup=False)
         return 1

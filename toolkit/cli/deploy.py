@@ -3,32 +3,24 @@
 from __future__ import annotations
 
 from ..errors import UserError
-from ..resolve import (
-    FUSION_CHOICES,
-    RUNNER_CHOICES,
-    fusion_variants,
-    resolve_runner,
-    resolve_target,
-)
+from ..resolve import FUSION_CHOICES, RUNNER_CHOICES, fusion_variants
 from ..runners.layer_cycles import layer_lines
 from .common import add_job_arguments, job_from_args, show, stage_progress
 
 
 def _deploy(args) -> int:
-    from ..pipeline import run_job
+    from ..pipeline import check_job, run_resolved
+    from ..resolved_job import resolve_deploy
 
-    target, npu = resolve_target(
-        args.target, args.npu, args.system_config, args.memory_mode, args.vela_config
-    )
     if (args.port or args.baud or args.no_build or args.no_flash) and args.runner != "serial":
         raise UserError("--port, --baud, --no-build and --no-flash are for --runner serial")
     if args.fvp_fast and args.runner not in ("fvp", "auto"):
         raise UserError("--fvp-fast is for the FVP runner (--runner fvp)")
-    runner, note = resolve_runner(
-        args.model,
+    job = job_from_args(args, fusion_variants(args.fusion, compare=args.compare_fusion))
+    check_job(job)
+    resolved = resolve_deploy(
+        job,
         args.runner,
-        target,
-        npu,
         runner_elf=args.runner_elf,
         port=args.port,
         baud=args.baud,
@@ -37,9 +29,9 @@ def _deploy(args) -> int:
         fvp_fast=args.fvp_fast,
         one_start=args.one_start,
     )
-    variants = fusion_variants(args.fusion, compare=args.compare_fusion)
+    runner = resolved.runner
     with stage_progress() as progress:
-        result = run_job(job_from_args(args, variants), progress, runner, note)
+        result = run_resolved(resolved, progress)
     status = show(result, args.require_full_npu)
     _show_layers(result)
     lost = _samples_lost(result)
@@ -51,7 +43,7 @@ def _deploy(args) -> int:
         for n, v in result.variants.items()
         if v.run is not None and v.run.outputs_match_reference is False
     ]
-    if mismatched and runner.name != "tosa-ref":
+    if mismatched and runner is not None and runner.name != "tosa-ref":
         print(f"etk: ran, outputs differ from the host reference for: {', '.join(mismatched)}")
         return 1
     return status

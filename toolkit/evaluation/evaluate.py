@@ -36,6 +36,11 @@ class Evaluation:
     accuracy: Accuracy | None  # of the runner's outputs; None without a float model
     kept: tuple[int, ...] | None = None  # the samples these runs are of; None: every sample
 
+    def __repr__(self) -> str:  # short: the arrays stay out of a notebook's output
+        from ..result_views import evaluation_repr
+
+        return evaluation_repr(self)
+
 
 @dataclass(frozen=True)
 class EvaluationInputs:

@@ -83,22 +83,23 @@ def _kinds_differing(fused: Program, unfused: Program) -> str:
     return f" ({shown})"
 
 
-def compare_variants(fused: Program, unfused: Program) -> VariantComparison:
-    same_ops = fused.npu_ops == unfused.npu_ops and [d.command_ops for d in fused.delegates] == [
-        d.command_ops for d in unfused.delegates
-    ]
-    fused_cycles = sum(d.estimate.npu_cycles for d in fused.delegates if d.estimate)
-    unfused_cycles = sum(d.estimate.npu_cycles for d in unfused.delegates if d.estimate)
-    deltas = []
+def _layer_deltas(fused: Program, unfused: Program) -> list[LayerDelta]:
+    """Layers of the same operator whose estimated NPU cycles differ (when the layers pair up)."""
     fused_layers, unfused_layers = _layers(fused), _layers(unfused)
-    if len(fused_layers) == len(unfused_layers):
-        for (index, f), (_, u) in zip(fused_layers, unfused_layers):
-            if f.operator == u.operator and f.npu_cycles != u.npu_cycles:
-                deltas.append(LayerDelta(index, f.name, f.operator, f.npu_cycles, u.npu_cycles))
-    delta = fused_cycles - unfused_cycles
-    effect = same_ops and delta != 0
+    if len(fused_layers) != len(unfused_layers):
+        return []
+    return [
+        LayerDelta(index, f.name, f.operator, f.npu_cycles, u.npu_cycles)
+        for (index, f), (_, u) in zip(fused_layers, unfused_layers)
+        if f.operator == u.operator and f.npu_cycles != u.npu_cycles
+    ]
+
+
+def _comparison_notes(
+    fused: Program, unfused: Program, same_ops: bool, delta: int, differences: dict[str, int]
+) -> list[str]:
     notes = []
-    if effect:
+    if same_ops and delta != 0:
         notes.append(
             f"Both variants run the same {fused.npu_ops} NPU operations; the {delta:+,} estimated "
             "NPU cycles (fused - unfused) are a difference in Vela's estimate alone, not in "
@@ -112,10 +113,23 @@ def compare_variants(fused: Program, unfused: Program) -> VariantComparison:
         )
     if len(fused.delegates) != len(unfused.delegates):
         notes.append(f"Delegates: fused {len(fused.delegates)}, unfused {len(unfused.delegates)}.")
-    differences = register_differences(fused, unfused)
     if differences:
         notes.append(
             "Command streams differ only in: "
             + ", ".join(f"{name} ({count} operations)" for name, count in differences.items())
         )
+    return notes
+
+
+def compare_variants(fused: Program, unfused: Program) -> VariantComparison:
+    same_ops = fused.npu_ops == unfused.npu_ops and [d.command_ops for d in fused.delegates] == [
+        d.command_ops for d in unfused.delegates
+    ]
+    fused_cycles = sum(d.estimate.npu_cycles for d in fused.delegates if d.estimate)
+    unfused_cycles = sum(d.estimate.npu_cycles for d in unfused.delegates if d.estimate)
+    delta = fused_cycles - unfused_cycles
+    effect = same_ops and delta != 0
+    differences = register_differences(fused, unfused)
+    notes = _comparison_notes(fused, unfused, same_ops, delta, differences)
+    deltas = _layer_deltas(fused, unfused)
     return VariantComparison(same_ops, delta, tuple(deltas), effect, tuple(notes), differences)

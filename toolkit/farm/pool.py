@@ -76,10 +76,7 @@ def choose_places(
 ) -> dict[str, dict[str, str]]:
     """The places to reserve: every place matching some run (of `names` when given)."""
     places = session.places()
-    listing = ", ".join(
-        f"{n} [{' '.join(f'{k}={v}' for k, v in sorted(t.items()))}]"
-        for n, t in sorted(places.items())
-    )
+    listing = _listing(places)
     for name in names:
         if name not in places:
             raise UserError(
@@ -87,6 +84,23 @@ def choose_places(
                 f"{listing or 'none'}): create it with labgrid-client -p {name} create"
             )
     pool = {n: t for n, t in places.items() if not names or n in names}
+    _check_every_run_has_a_place(session, specs, pool, listing)
+    return {n: t for n, t in pool.items() if any(_matches(t, run_tags(s)) for s in specs)}
+
+
+def _listing(places: dict[str, dict[str, str]]) -> str:
+    return ", ".join(
+        f"{n} [{' '.join(f'{k}={v}' for k, v in sorted(t.items()))}]"
+        for n, t in sorted(places.items())
+    )
+
+
+def _check_every_run_has_a_place(
+    session: FarmSession,
+    specs: Sequence[RunSpec],
+    pool: dict[str, dict[str, str]],
+    listing: str,
+) -> None:
     for wanted in {tuple(sorted(run_tags(s).items())) for s in specs}:
         if not any(_matches(tags, dict(wanted)) for tags in pool.values()):
             text = " ".join(f"{k}={v}" for k, v in wanted)
@@ -94,7 +108,6 @@ def choose_places(
                 f"no labgrid place on {session.address} has the tags {text} (places: "
                 f"{listing or 'none'}): tag one with labgrid-client -p PLACE set-tags {text}"
             )
-    return {n: t for n, t in pool.items() if any(_matches(t, run_tags(s)) for s in specs)}
 
 
 class FarmPool:

@@ -203,6 +203,20 @@ def _constant(record: dict, blob: bytes) -> torch.Tensor:
     return torch.from_numpy(array.reshape(shape).copy())
 
 
+def _call_function(graph: torch.fx.Graph, record: dict, env):
+    name = record["name"]
+    target = host_operator(record["target"])
+    kwargs = record["kwargs"]
+    if not isinstance(kwargs, dict) or not all(
+        isinstance(k, str) and k.isidentifier() for k in kwargs
+    ):
+        raise _Damaged(f"node {name}'s keyword arguments")
+    args = _decode(record["args"], env)
+    if not isinstance(args, tuple):
+        raise _Damaged(f"node {name}'s arguments")
+    return graph.call_function(target, args, {k: _decode(v, env) for k, v in kwargs.items()})
+
+
 def _node(graph: torch.fx.Graph, root: torch.nn.Module, record: dict, env, blob: bytes):
     op, name = record["op"], record["name"]
     if not isinstance(name, str) or not name.isidentifier() or name in env:
@@ -214,16 +228,7 @@ def _node(graph: torch.fx.Graph, root: torch.nn.Module, record: dict, env, blob:
         setattr(root, name, _constant(record, blob) if "constant" in record else torch.nn.Module())
         return graph.get_attr(name)
     if op == "call_function":
-        target = host_operator(record["target"])
-        kwargs = record["kwargs"]
-        if not isinstance(kwargs, dict) or not all(
-            isinstance(k, str) and k.isidentifier() for k in kwargs
-        ):
-            raise _Damaged(f"node {name}'s keyword arguments")
-        args = _decode(record["args"], env)
-        if not isinstance(args, tuple):
-            raise _Damaged(f"node {name}'s arguments")
-        return graph.call_function(target, args, {k: _decode(v, env) for k, v in kwargs.items()})
+        return _call_function(graph, record, env)
     if op == "output":
         args = _decode(record["args"], env)
         if not isinstance(args, tuple) or len(args) != 1:

@@ -6,6 +6,8 @@ import contextlib
 
 from executorch.exir.backend.utils import WhyNoPartitionReporter
 
+from .patching import patched
+
 
 @contextlib.contextmanager
 def capture_partition_rejections():
@@ -20,8 +22,5 @@ def capture_partition_rejections():
         rejections.setdefault(node.name, reason)
         return original(self, node, reason)
 
-    WhyNoPartitionReporter.report_reject = report_reject
-    try:
+    with patched((WhyNoPartitionReporter, "report_reject", report_reject)):
         yield rejections
-    finally:
-        WhyNoPartitionReporter.report_reject = original

@@ -65,8 +65,8 @@ program, deep copies) are generated as upstream does.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager as ContextManager
 from typing import Any
 
 import torch
@@ -102,6 +102,8 @@ from torch.fx._lazy_graph_module import _LazyGraphModule
 from torch.fx.graph import _PyTreeCodeGen
 from torch.fx.immutable_collections import immutable_dict, immutable_list
 from torch.utils import _pytree as pytree
+
+from .patching import patched
 
 # --- fast-pass-pytree --------------------------------------------------------------------------
 
@@ -153,14 +155,8 @@ class _FastPytree:
         return _map(only, tree)
 
 
-@contextmanager
-def fast_pass_pytree() -> Iterator[None]:
-    original = pass_base.pytree
-    pass_base.pytree = _FastPytree()  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        pass_base.pytree = original
+def fast_pass_pytree() -> ContextManager[None]:
+    return patched((pass_base, "pytree", _FastPytree()))
 
 
 # --- reuse-fake-results ------------------------------------------------------------------------
@@ -295,23 +291,16 @@ def _fx_reusing(results: _FakeResults):
     return _fx
 
 
-@contextmanager
-def reuse_fake_results() -> Iterator[None]:
+def reuse_fake_results() -> ContextManager[None]:
     base = pass_base._ExportPassBase
-    original_fx, original_call = base._fx, base.call
+    original_call = base.call
     results = _FakeResults()
 
     def call(self, graph_module):
         results.next_retrace()
         return original_call(self, graph_module)
 
-    base._fx = _fx_reusing(results)  # type: ignore[method-assign]
-    base.call = call  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        base._fx = original_fx  # type: ignore[method-assign]
-        base.call = original_call  # type: ignore[method-assign]
+    return patched((base, "_fx", _fx_reusing(results)), (base, "call", call))
 
 
 # --- skip-unneeded-retraces --------------------------------------------------------------------
@@ -426,6 +415,26 @@ def _static_shape(value: Any) -> tuple | None:  # RemoveNoopPass._get_static_sha
     return tuple(value)
 
 
+def _pad_or_slice_is_noop(node: torch.fx.Node) -> bool:  # RemoveNoopPass on a PAD or SLICE
+    source = _arg(node, 0)
+    val = source.meta.get("val") if isinstance(source, torch.fx.Node) else None
+    is_pad = node.target == exir_ops.backend.tosa.PAD.default
+    if not isinstance(val, torch.Tensor) or len(node.args) < (2 if is_pad else 3):
+        return True  # not what the pass reads: let it run (and fail as upstream does)
+    if is_pad:
+        padding = _static_shape(_arg(node, 1))
+        return padding is not None and len(padding) == 2 * val.dim() and not any(padding)
+    shape = _static_shape(tuple(val.shape))
+    starts, sizes = _static_shape(_arg(node, 1)), _static_shape(_arg(node, 2))
+    return (
+        starts is not None
+        and sizes is not None
+        and shape is not None
+        and starts == (0,) * len(shape)
+        and sizes == shape
+    )
+
+
 def _removes_noop(node: torch.fx.Node, pass_: Any) -> bool:  # RemoveNoopPass
     op = node.target
     if not _targeted(node, pass_):
@@ -439,23 +448,7 @@ def _removes_noop(node: torch.fx.Node, pass_: Any) -> bool:  # RemoveNoopPass
     ):
         return True  # none in the graphs this is for: let the pass decide
     if op in (exir_ops.backend.tosa.PAD.default, exir_ops.backend.tosa.SLICE.default):
-        source = _arg(node, 0)
-        val = source.meta.get("val") if isinstance(source, torch.fx.Node) else None
-        needed = 2 if op == exir_ops.backend.tosa.PAD.default else 3
-        if not isinstance(val, torch.Tensor) or len(node.args) < needed:
-            return True  # not what the pass reads: let it run (and fail as upstream does)
-        if op == exir_ops.backend.tosa.PAD.default:
-            padding = _static_shape(_arg(node, 1))
-            return padding is not None and len(padding) == 2 * val.dim() and not any(padding)
-        shape = _static_shape(tuple(val.shape))
-        starts, sizes = _static_shape(_arg(node, 1)), _static_shape(_arg(node, 2))
-        return (
-            starts is not None
-            and sizes is not None
-            and shape is not None
-            and starts == (0,) * len(shape)
-            and sizes == shape
-        )
+        return _pad_or_slice_is_noop(node)
     in_dtype = _dtype(_arg(node, 0))  # a copy-like op: a no-op unless it changes the dtype
     return in_dtype is None or node.kwargs.get("dtype", in_dtype) == in_dtype
 
@@ -565,8 +558,7 @@ def _skipping(cls: Any, own: Any, outputs: _RetraceOutputs) -> Callable:
     return call
 
 
-@contextmanager
-def skip_unneeded_retraces() -> Iterator[None]:
+def skip_unneeded_retraces() -> ContextManager[None]:
     base = pass_base._ExportPassBase
     original_call = base.call
     outputs = _RetraceOutputs()
@@ -585,28 +577,17 @@ def skip_unneeded_retraces() -> Iterator[None]:
             return graph_module
         return original_retrace(self, graph_module)
 
-    base.call = call  # type: ignore[method-assign]
-    PropagateViewCopyPermutePass._retrace = _retrace  # type: ignore[method-assign]
-    for cls, own in own_calls.items():
-        cls.call = _skipping(cls, own, outputs)  # type: ignore[attr-defined]
-    try:
-        yield
-    finally:
-        for cls, own in own_calls.items():
-            if own is None:
-                del cls.call  # type: ignore[attr-defined]  # ExportPass's again
-            else:
-                cls.call = own  # type: ignore[attr-defined]
-        base.call = original_call  # type: ignore[method-assign]
-        PropagateViewCopyPermutePass._retrace = original_retrace  # type: ignore[method-assign]
+    return patched(
+        (base, "call", call),
+        (PropagateViewCopyPermutePass, "_retrace", _retrace),
+        *((cls, "call", _skipping(cls, own, outputs)) for cls, own in own_calls.items()),
+    )
 
 
 # --- reuse-compiled-forward --------------------------------------------------------------------
 
 
-@contextmanager
-def reuse_compiled_forward() -> Iterator[None]:
-    original = fx_graph_module._exec_with_source
+def reuse_compiled_forward() -> ContextManager[None]:
     compiled: dict[str, Any] = {}
 
     def _exec_with_source(src, globals, co_fields=None):  # torch 2.13's, with compile() cached
@@ -616,11 +597,7 @@ def reuse_compiled_forward() -> Iterator[None]:
             code = compiled[src] = compile(src, key, "exec", dont_inherit=True)
         exec(code, globals)
 
-    fx_graph_module._exec_with_source = _exec_with_source
-    try:
-        yield
-    finally:
-        fx_graph_module._exec_with_source = original
+    return patched((fx_graph_module, "_exec_with_source", _exec_with_source))
 
 
 # --- lazy-retrace-codegen ----------------------------------------------------------------------
@@ -636,11 +613,10 @@ class _LazyRetraceModule(_LazyGraphModule):
         if isinstance(codegen, _PyTreeCodeGen):
             self._in_spec = codegen.pytree_info.in_spec
             self._out_spec = codegen.pytree_info.out_spec
-        type(self).forward = _LazyGraphModule._lazy_forward  # type: ignore[method-assign]
+        type(self).forward = _LazyGraphModule._lazy_forward  # this module's class
 
 
-@contextmanager
-def lazy_retrace_codegen() -> Iterator[None]:
+def lazy_retrace_codegen() -> ContextManager[None]:
     base = pass_base._ExportPassBase
     original_submodule = base.call_submodule
     original_new = GraphModule.__dict__["__new__"]
@@ -658,10 +634,6 @@ def lazy_retrace_codegen() -> Iterator[None]:
         finally:
             depth[0] -= 1
 
-    GraphModule.__new__ = staticmethod(__new__)  # type: ignore[assignment]
-    base.call_submodule = call_submodule  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        base.call_submodule = original_submodule  # type: ignore[method-assign]
-        GraphModule.__new__ = original_new  # type: ignore[assignment]
+    return patched(
+        (GraphModule, "__new__", staticmethod(__new__)), (base, "call_submodule", call_submodule)
+    )

@@ -68,8 +68,13 @@ a compile's TOSA flatbuffer and Vela command stream are the same bytes with and 
 
 from __future__ import annotations
 
+import functools
+import os
+import sys
 from collections.abc import Iterator
+from contextlib import AbstractContextManager as ContextManager
 from contextlib import ExitStack, contextmanager
+from importlib.metadata import version
 
 import torch
 from executorch.exir.graph_module import contains_any_call_fn_target_op, get_control_flow_submodules
@@ -82,6 +87,8 @@ from torch.fx import traceback as fx_traceback
 from torch.fx.experimental import _config as fx_experimental_config
 from torchao.quantization.pt2e.observer import HistogramObserver
 
+from ..errors import UserError
+from .patching import patched
 from .retrace_speedups import (
     fast_pass_pytree,
     lazy_retrace_codegen,
@@ -103,15 +110,9 @@ def _node_source_init_sharing(original):
     return __init__
 
 
-@contextmanager
-def _shared_provenance() -> Iterator[None]:
+def _shared_provenance() -> ContextManager[None]:
     cls = fx_traceback.NodeSource
-    original = cls.__init__
-    cls.__init__ = _node_source_init_sharing(original)  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        cls.__init__ = original  # type: ignore[method-assign]
+    return patched((cls, "__init__", _node_source_init_sharing(cls.__init__)))
 
 
 def _is_noop_decomposition(program: ExportedProgram, table) -> bool:
@@ -122,8 +123,7 @@ def _is_noop_decomposition(program: ExportedProgram, table) -> bool:
     )
 
 
-@contextmanager
-def _skip_noop_decompositions() -> Iterator[None]:
+def _skip_noop_decompositions() -> ContextManager[None]:
     original = ExportedProgram.run_decompositions
 
     def run_decompositions(self, decomp_table=None, decompose_custom_triton_ops=False):
@@ -131,11 +131,7 @@ def _skip_noop_decompositions() -> Iterator[None]:
             return self
         return original(self, decomp_table, decompose_custom_triton_ops)
 
-    ExportedProgram.run_decompositions = run_decompositions  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        ExportedProgram.run_decompositions = original  # type: ignore[method-assign]
+    return patched((ExportedProgram, "run_decompositions", run_decompositions))
 
 
 # node.meta keys GraphModule's code generation reads (comments, wrapped calls), torch 2.13
@@ -164,8 +160,7 @@ def _same(a: tuple, b: tuple) -> bool:
     )
 
 
-@contextmanager
-def _skip_unchanged_recompile() -> Iterator[None]:
+def _skip_unchanged_recompile() -> ContextManager[None]:
     original = GraphModule.recompile
     attribute = "_etk_last_recompile"  # on the module's own class (one per GraphModule)
 
@@ -180,11 +175,7 @@ def _skip_unchanged_recompile() -> Iterator[None]:
         setattr(cls, attribute, (inputs, python_code, cls.forward))
         return python_code
 
-    GraphModule.recompile = recompile  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        GraphModule.recompile = original  # type: ignore[method-assign]
+    return patched((GraphModule, "recompile", recompile))
 
 
 _SYMBOLIC = (torch.SymInt, torch.SymFloat, torch.SymBool)
@@ -202,8 +193,7 @@ def _holds_symbolic_values(module: torch.fx.GraphModule) -> bool:
     return False
 
 
-@contextmanager
-def _skip_static_sym_to_tensor() -> Iterator[None]:
+def _skip_static_sym_to_tensor() -> ContextManager[None]:
     original = SymToTensorPass.call  # ExportPass.call: the retrace
 
     def call(self, graph_module):
@@ -211,11 +201,7 @@ def _skip_static_sym_to_tensor() -> Iterator[None]:
             return PassResult(graph_module, False)
         return original(self, graph_module)
 
-    SymToTensorPass.call = call  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        SymToTensorPass.call = original  # type: ignore[method-assign]
+    return patched((SymToTensorPass, "call", call))  # its own, over ExportPass's inherited one
 
 
 # operator namespaces whose fake kernels depend only on their arguments (and the TOSA spec)
@@ -247,11 +233,10 @@ def _cache_dialect_fake_kernels() -> Iterator[None]:
         return original(self, func, args, kwargs)
 
     _drop_dialect_entries()  # torch keeps a "non-builtin" bypass entry per key it has seen
-    FakeTensorMode._validate_cache_key = _validate_cache_key  # type: ignore[method-assign]
     try:
-        yield
+        with patched((FakeTensorMode, "_validate_cache_key", _validate_cache_key)):
+            yield
     finally:
-        FakeTensorMode._validate_cache_key = original  # type: ignore[method-assign]
         _drop_dialect_entries()
 
 
@@ -273,18 +258,13 @@ def _single_threaded(method):
     return run
 
 
-@contextmanager
-def _serial_histogram_observers() -> Iterator[None]:
-    originals = {
-        name: HistogramObserver.__dict__[name] for name in ("forward", "calculate_qparams")
-    }
-    for name, method in originals.items():
-        setattr(HistogramObserver, name, _single_threaded(method))
-    try:
-        yield
-    finally:
-        for name, method in originals.items():
-            setattr(HistogramObserver, name, method)
+def _serial_histogram_observers() -> ContextManager[None]:
+    return patched(
+        *(
+            (HistogramObserver, name, _single_threaded(HistogramObserver.__dict__[name]))
+            for name in ("forward", "calculate_qparams")
+        )
+    )
 
 
 SPEEDUPS = {
@@ -300,11 +280,83 @@ SPEEDUPS = {
     "reuse-compiled-forward": reuse_compiled_forward,
     "lazy-retrace-codegen": lazy_retrace_codegen,
 }
+# The packages whose code each speedup replaces or mirrors, and the versions it was written
+# against (their source read line by line): on any other version of one of them the speedup is
+# not installed and upstream's code runs as it is (etk says so once per process).
+WRITTEN_FOR = {"torch": "2.13.0", "executorch": "1.5.1", "torchao": "0.18.0"}
+PATCHED_PACKAGES: dict[str, tuple[str, ...]] = {
+    "shared-provenance": ("torch",),
+    "skip-noop-decompositions": ("torch", "executorch"),
+    "skip-unchanged-recompile": ("torch", "executorch"),
+    "skip-static-sym-to-tensor": ("torch", "executorch"),
+    "cache-dialect-fake-kernels": ("torch", "executorch"),
+    "serial-histogram-observers": ("torch", "torchao"),
+    "fast-pass-pytree": ("torch", "executorch"),
+    "reuse-fake-results": ("torch", "executorch"),
+    "skip-unneeded-retraces": ("torch", "executorch"),
+    "reuse-compiled-forward": ("torch",),
+    "lazy-retrace-codegen": ("torch", "executorch"),
+}
+
+
+@functools.cache
+def installed_versions() -> dict[str, str]:
+    """The release of each package WRITTEN_FOR names (a local build tag such as +cpu dropped)."""
+    return {name: version(name).split("+")[0] for name in WRITTEN_FOR}
+
+
+def version_mismatches(name: str) -> list[str]:
+    """What differs from the versions the speedup was written for: ["torch 2.14.0 (written for
+    2.13.0)"], or [] when it may be installed."""
+    installed = installed_versions()
+    return [
+        f"{package} {installed[package]} (written for {WRITTEN_FOR[package]})"
+        for package in PATCHED_PACKAGES[name]
+        if installed[package] != WRITTEN_FOR[package]
+    ]
+
+
+_told: set[str] = set()
+
+
+def _usable(names: tuple[str, ...]) -> tuple[str, ...]:
+    """The speedups written for the installed versions; one stderr line, once, for the others."""
+    skipped = {name: version_mismatches(name) for name in names}
+    skipped = {name: why for name, why in skipped.items() if why}
+    untold = sorted(set(skipped) - _told)
+    if untold:
+        why = sorted({reason for name in untold for reason in skipped[name]})
+        print(
+            f"etk: installed {', '.join(why)}: {', '.join(untold)} not installed, upstream's "
+            "code runs unpatched (the same results, slower compiles)",
+            file=sys.stderr,
+        )
+        _told.update(untold)
+    return tuple(name for name in names if name not in skipped)
+
+
+# ETK_UPSTREAM_SPEEDUPS: "none", or the comma-separated names to install (default: all). For
+# measuring each alone (scripts/bench_compile.py --per-patch) and as a way out when one misbehaves.
+SPEEDUPS_ENV = "ETK_UPSTREAM_SPEEDUPS"
+
+
+def chosen_speedups() -> tuple[str, ...]:
+    setting = os.environ.get(SPEEDUPS_ENV)
+    if setting is None:
+        return tuple(SPEEDUPS)
+    names = tuple(n.strip() for n in setting.split(",") if n.strip() and n.strip() != "none")
+    unknown = [n for n in names if n not in SPEEDUPS]
+    if unknown:
+        raise UserError(
+            f"{SPEEDUPS_ENV}: unknown speedup {', '.join(unknown)}; "
+            f"give none or some of {', '.join(SPEEDUPS)}"
+        )
+    return names
 
 
 @contextmanager
-def upstream_speedups(names: tuple[str, ...] = tuple(SPEEDUPS)) -> Iterator[None]:
+def upstream_speedups(names: tuple[str, ...] | None = None) -> Iterator[None]:
     with ExitStack() as stack:
-        for name in names:
+        for name in _usable(chosen_speedups() if names is None else names):
             stack.enter_context(SPEEDUPS[name]())
         yield

@@ -182,33 +182,38 @@ class _Graph:
         return None
 
 
+def _read_block(block, windowed: dict, producers: dict, shapes: dict, matmuls: list) -> None:
+    """One TOSA block's tensor shapes, producers, windowed operators and MATMULs, added."""
+    shapes.update(
+        {
+            block.Tensors(t).Name().decode(): tuple(int(d) for d in block.Tensors(t).ShapeAsNumpy())
+            for t in range(block.TensorsLength())
+        }
+    )
+    for i in range(block.OperatorsLength()):
+        operator = block.Operators(i)
+        name = OP_NAMES.get(operator.Op(), "")
+        inputs = tuple(operator.Inputs(j).decode() for j in range(operator.InputsLength()))
+        outputs = [operator.Outputs(j).decode() for j in range(operator.OutputsLength())]
+        for output in outputs:
+            producers[output] = (name, inputs)
+        if name in _ATTRIBUTES and outputs:
+            windowed[outputs[0]] = _windowed(operator, name, inputs, shapes)
+        if name == "MATMUL" and outputs and len(inputs) >= 2:
+            matmuls.append((outputs[0], inputs[0], inputs[1]))
+
+
 def _read_graph(tosa: Path | bytes) -> _Graph:
     data = tosa if isinstance(tosa, bytes) else Path(tosa).read_bytes()
     graph = TosaGraph.GetRootAsTosaGraph(data, 0)
-    windowed, producers, shapes, matmuls = {}, {}, {}, []
+    windowed: dict = {}
+    producers: dict = {}
+    shapes: dict = {}
+    matmuls: list = []
     for r in range(graph.RegionsLength()):
         region = graph.Regions(r)
         for b in range(region.BlocksLength()):
-            block = region.Blocks(b)
-            shapes.update(
-                {
-                    block.Tensors(t).Name().decode(): tuple(
-                        int(d) for d in block.Tensors(t).ShapeAsNumpy()
-                    )
-                    for t in range(block.TensorsLength())
-                }
-            )
-            for i in range(block.OperatorsLength()):
-                operator = block.Operators(i)
-                name = OP_NAMES.get(operator.Op(), "")
-                inputs = tuple(operator.Inputs(j).decode() for j in range(operator.InputsLength()))
-                outputs = [operator.Outputs(j).decode() for j in range(operator.OutputsLength())]
-                for output in outputs:
-                    producers[output] = (name, inputs)
-                if name in _ATTRIBUTES and outputs:
-                    windowed[outputs[0]] = _windowed(operator, name, inputs, shapes)
-                if name == "MATMUL" and outputs and len(inputs) >= 2:
-                    matmuls.append((outputs[0], inputs[0], inputs[1]))
+            _read_block(region.Blocks(b), windowed, producers, shapes, matmuls)
     main = graph.Regions(0).Blocks(0)
     returned = tuple(main.Outputs(i).decode() for i in range(main.OutputsLength()))
     found = tuple(

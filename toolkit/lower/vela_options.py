@@ -6,12 +6,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-from configparser import ConfigParser
 from configparser import Error as ConfigError
 from pathlib import Path
 
 from ..errors import UserError
-from ..npu import NpuConfig
+from ..npu import NpuConfig, vela_ini_sections
 
 # Flags the toolkit sets from the target and NPU: given again as extra flags, one would silently
 # win over the other.
@@ -25,24 +24,25 @@ OWN_FLAGS = {
 }
 
 
-def _config_sections(config_ini: str) -> list[str]:
+def _config_sections(config_ini: str) -> tuple[str, ...]:
     from ethosu.vela.architecture_features import CONFIG_FILES_PATH
 
     path = Path(config_ini)
     if not path.is_file():
         path = Path(CONFIG_FILES_PATH) / config_ini
-    parser = ConfigParser()
+    if not path.is_file():
+        raise UserError(f"Vela config file {config_ini} not found")
     try:
-        if not parser.read(path):
-            raise UserError(f"Vela config file {config_ini} not found")
+        return vela_ini_sections(path)
     except ConfigError as exc:
         raise UserError(
             f"Vela config file {config_ini} is not an .ini file Vela reads: {exc}"
         ) from None
-    return parser.sections()
 
 
-def _check_name(kind: str, option: str, name: str, sections: list[str], config_ini: str) -> None:
+def _check_name(
+    kind: str, option: str, name: str, sections: tuple[str, ...], config_ini: str
+) -> None:
     names = sorted(s.split(".", 1)[1] for s in sections if s.startswith(f"{kind}."))
     if name not in names:
         raise UserError(

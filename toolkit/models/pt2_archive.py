@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 
 from ..errors import UserError
+from ..lower.patching import patched
 
 _TENSOR_PREFIX = "tensor_"  # plain constant tensors; custom_obj_/opaque_obj_ are pickles
 
@@ -84,8 +85,5 @@ def weights_only_loads():
         kwargs["weights_only"] = True
         return original(*args, **kwargs)
 
-    torch.load = load
-    try:
+    with patched((torch, "load", load)):
         yield
-    finally:
-        torch.load = original

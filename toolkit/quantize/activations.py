@@ -62,15 +62,27 @@ def _relu_input(node: Node) -> Any:
     if target in (aten.leaky_relu.default, aten.leaky_relu_.default):
         return args[0] if len(args) > 1 and _number(args[1]) == 0.0 else None
     if target == aten.where.ScalarOther:
-        condition, value, other = args
-        if not (isinstance(condition, Node) and condition.target in _POSITIVE_TESTS):
-            return None
-        if condition.args[0] is value and _number(condition.args[1]) == _number(other) == 0.0:
-            return value
+        return _where_positive_input(args)
     if target == aten.maximum.default:
-        for value, zero in (args, args[::-1]):
-            if isinstance(zero, Node) and zero.target == aten.zeros.default and _same(node, value):
-                return value
+        return _maximum_with_zeros_input(node, args)
+    return None
+
+
+def _where_positive_input(args: tuple) -> Any:
+    """x of where(x > 0, x, 0) (or >=), else None."""
+    condition, value, other = args
+    if not (isinstance(condition, Node) and condition.target in _POSITIVE_TESTS):
+        return None
+    if condition.args[0] is value and _number(condition.args[1]) == _number(other) == 0.0:
+        return value
+    return None
+
+
+def _maximum_with_zeros_input(node: Node, args: tuple) -> Any:
+    """x of maximum(x, zeros) or maximum(zeros, x), else None."""
+    for value, zero in (args, args[::-1]):
+        if isinstance(zero, Node) and zero.target == aten.zeros.default and _same(node, value):
+            return value
     return None
 
 

@@ -55,6 +55,41 @@ def _check_values(array: np.ndarray, path: Path) -> None:
         )
 
 
+def _file_samples(path: Path, shapes: list[tuple]) -> list[tuple]:
+    """The samples of one calibration file: each array is one sample or a batch of them."""
+    arrays = _load_file(path, len(shapes))
+    if len(arrays) != len(shapes):
+        raise UserError(
+            f"calibration file {path.name} holds {len(arrays)} arrays, "
+            f"the model takes {len(shapes)} inputs"
+        )
+    batches = [_batch(array, shape, path) for array, shape in zip(arrays, shapes)]
+    if len({len(b) for b in batches}) != 1:
+        raise UserError(
+            f"calibration file {path.name}: its arrays hold different numbers of samples"
+        )
+    return [
+        tuple(
+            torch.from_numpy(np.ascontiguousarray(b[i].reshape(s), dtype=np.float32))
+            for b, s in zip(batches, shapes)
+        )
+        for i in range(len(batches[0]))
+    ]
+
+
+def _batch(array: np.ndarray, shape: tuple, path: Path) -> np.ndarray:
+    """array as a batch of samples of shape (one sample, or N along the first axis)."""
+    _check_values(array, path)
+    if tuple(array.shape) == shape:
+        return array[None]
+    if shape[:1] == (1,) and tuple(array.shape[1:]) == shape[1:]:
+        return array[:, None]
+    raise UserError(
+        f"calibration file {path.name} has shape {tuple(array.shape)}, "
+        f"expected {shape} (or a batch of them along the first axis)"
+    )
+
+
 def folder_calibration(folder: Path, example_inputs: tuple) -> CalibrationSet:
     """One sample per .npy (single-input models) or .npz (one array per input, in order).
 
@@ -74,37 +109,7 @@ def folder_calibration(folder: Path, example_inputs: tuple) -> CalibrationSet:
     if not files:
         raise UserError(f"calibration folder {folder} holds no .npy or .npz files")
     shapes = [tuple(x.shape) for x in example_inputs]
-    samples = []
-    for path in files:
-        arrays = _load_file(path, len(example_inputs))
-        if len(arrays) != len(shapes):
-            raise UserError(
-                f"calibration file {path.name} holds {len(arrays)} arrays, "
-                f"the model takes {len(shapes)} inputs"
-            )
-        batches = []
-        for array, shape in zip(arrays, shapes):
-            _check_values(array, path)
-            if tuple(array.shape) == shape:
-                batches.append(array[None])
-            elif shape[:1] == (1,) and tuple(array.shape[1:]) == shape[1:]:
-                batches.append(array[:, None])
-            else:
-                raise UserError(
-                    f"calibration file {path.name} has shape {tuple(array.shape)}, "
-                    f"expected {shape} (or a batch of them along the first axis)"
-                )
-        if len({len(b) for b in batches}) != 1:
-            raise UserError(
-                f"calibration file {path.name}: its arrays hold different numbers of samples"
-            )
-        for i in range(len(batches[0])):
-            samples.append(
-                tuple(
-                    torch.from_numpy(np.ascontiguousarray(b[i].reshape(s), dtype=np.float32))
-                    for b, s in zip(batches, shapes)
-                )
-            )
+    samples = [sample for path in files for sample in _file_samples(path, shapes)]
     data = tuple(samples)
     return CalibrationSet(data, str(folder), None, _hash(data))
 

@@ -151,20 +151,7 @@ def _decide(act: Node) -> FusionDecision | None:
         )
     raised = act.meta.get("etk_raised_zero_point")
     if raised is not None and not in_block:
-        zero_point, qmin = raised
-        quant = _output_quantize(act)
-        saturation = _a16w8_saturation if _symmetric16(zero_point, qmin) else _upper_saturation
-        top, bound_from, note = saturation(act, quant) if quant else (None, "", "")
-        return FusionDecision(
-            parent.name,
-            name,
-            source,
-            True,
-            _raised_reason(zero_point, qmin) + (f"; {note}" if note else ""),
-            True,
-            top,
-            bound_from,
-        )
+        return _raised_decision(act, parent, name, source, raised)
     if not in_block:
         others = [u.name for u in _float_users(parent) if u is not act]
         reason = (
@@ -174,6 +161,31 @@ def _decide(act: Node) -> FusionDecision | None:
             else "fusion off: the activation keeps its own quantization and CLAMP"
         )
         return FusionDecision(parent.name, name, source, False, reason)
+    return _in_block_decision(act, parent, name, source)
+
+
+def _raised_decision(
+    act: Node, parent: Node, name: str, source: str, raised: tuple[int, int]
+) -> FusionDecision:
+    """Fused by raising qmin to the zero point (a quantizer annotation outside a block)."""
+    zero_point, qmin = raised
+    quant = _output_quantize(act)
+    saturation = _a16w8_saturation if _symmetric16(zero_point, qmin) else _upper_saturation
+    top, bound_from, note = saturation(act, quant) if quant else (None, "", "")
+    return FusionDecision(
+        parent.name,
+        name,
+        source,
+        True,
+        _raised_reason(zero_point, qmin) + (f"; {note}" if note else ""),
+        True,
+        top,
+        bound_from,
+    )
+
+
+def _in_block_decision(act: Node, parent: Node, name: str, source: str) -> FusionDecision:
+    """An activation in its conv/linear block: fused into the RESCALE's saturation."""
     quant = _output_quantize(act)
     if quant is None:
         return FusionDecision(

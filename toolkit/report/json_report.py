@@ -40,32 +40,37 @@ def cycles_entry(run: RunResult) -> dict[str, Any]:
     }
 
 
-def variant_entry(program: Program) -> dict[str, Any]:
+def estimate_entry(program: Program) -> dict[str, Any]:
+    """Vela's estimate of the program, summed over its delegates, and its layers."""
     estimates = [d.estimate for d in program.delegates if d.estimate]
+    return {
+        "kind": "estimate",
+        "source": "Vela",
+        "npu_cycles": sum(e.npu_cycles for e in estimates),
+        "total_cycles": sum(e.total_cycles for e in estimates),
+        # delegates run one at a time: the largest is the program's peak
+        "sram_used_bytes": max((e.sram_used_bytes for e in estimates), default=0),
+        "arena_bytes": max((e.arena_bytes for e in estimates), default=0),
+        "sram_traffic_bytes": sum(e.sram_traffic_bytes for e in estimates),
+        "off_chip_flash_bytes": sum(e.off_chip_flash_bytes for e in estimates),
+        "macs": sum(e.macs for e in estimates),
+        "layers": [
+            dict(asdict(layer), delegate=d.index)
+            for d in program.delegates
+            if d.estimate
+            for layer in d.estimate.layers
+        ],
+    }
+
+
+def variant_entry(program: Program) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "delegates": len(program.delegates),
         "cpu_ops": [asdict(op) for op in program.cpu_ops],
         "tosa_ops": program.tosa_ops,
         "npu_ops": program.npu_ops,
         "command_stream_ops": [d.command_ops for d in program.delegates],
-        "estimate": {
-            "kind": "estimate",
-            "source": "Vela",
-            "npu_cycles": sum(e.npu_cycles for e in estimates),
-            "total_cycles": sum(e.total_cycles for e in estimates),
-            # delegates run one at a time: the largest is the program's peak
-            "sram_used_bytes": max((e.sram_used_bytes for e in estimates), default=0),
-            "arena_bytes": max((e.arena_bytes for e in estimates), default=0),
-            "sram_traffic_bytes": sum(e.sram_traffic_bytes for e in estimates),
-            "off_chip_flash_bytes": sum(e.off_chip_flash_bytes for e in estimates),
-            "macs": sum(e.macs for e in estimates),
-            "layers": [
-                dict(asdict(layer), delegate=d.index)
-                for d in program.delegates
-                if d.estimate
-                for layer in d.estimate.layers
-            ],
-        },
+        "estimate": estimate_entry(program),
         "fusion": [asdict(d) for d in program.decisions],
         "rewrites": [asdict(r) for r in program.rewrites],
         "io": {

@@ -120,12 +120,8 @@ def _bundle_fail_line(log: UartLog) -> int | None:
     return log.first_bundle_failure[0]
 
 
-def check_capture(cap: Capture, program: Program, bundleio: bool = True) -> Fault | None:
-    """None for a whole run; a Fault worth a re-run; ToolError for what a re-run cannot fix.
-
-    bundleio: the image is our BundleIO runner, which must print one Test_result line; the user's
-    own firmware (--no-flash) need not.
-    """
+def _transport_fault(cap: Capture) -> Fault | None:
+    """The port went away, the board restarted, or bytes came garbled: worth a re-run."""
     log = cap.log
     if cap.ending == "disconnected":
         return Fault("disconnected", f"the port went away mid-run ({cap.detail})")
@@ -141,6 +137,29 @@ def check_capture(cap: Capture, program: Program, bundleio: bool = True) -> Faul
             "garbled",
             f"{log.garbled_bytes} garbled byte(s), first at line {first.line_no}: {first.text}",
         )
+    return None
+
+
+def _missing_lines(log, program: Program, bundleio: bool, fail_line: int | None) -> str | None:
+    """What the capture lacks of a whole run, or None."""
+    missing = missing_values(log.outputs, program.output_specs)
+    if missing is None and bundleio and len(log.test_results) != 1:
+        missing = f"{len(log.test_results)} Test_result lines, expected 1"
+    if missing is None and fail_line is None and not (log.complete or log.eot):
+        missing = "no end marker ('Program complete, exiting.')"
+    return missing
+
+
+def check_capture(cap: Capture, program: Program, bundleio: bool = True) -> Fault | None:
+    """None for a whole run; a Fault worth a re-run; ToolError for what a re-run cannot fix.
+
+    bundleio: the image is our BundleIO runner, which must print one Test_result line; the user's
+    own firmware (--no-flash) need not.
+    """
+    log = cap.log
+    fault = _transport_fault(cap)
+    if fault is not None:
+        return fault
     fail_line = _bundle_fail_line(log)
     # After a BundleIO FAIL the runner logs the mismatch and aborts on purpose.
     unexplained = [f for f in log.failures if fail_line is None or f.line_no < fail_line]
@@ -158,11 +177,7 @@ def check_capture(cap: Capture, program: Program, bundleio: bool = True) -> Faul
             "tensor ...` lines): build it with output printing (ExecuTorch's "
             f"ET_LOG_DUMP_OUTPUT); UART capture: {cap.raw_path}"
         )
-    missing = missing_values(log.outputs, program.output_specs)
-    if missing is None and bundleio and len(log.test_results) != 1:
-        missing = f"{len(log.test_results)} Test_result lines, expected 1"
-    if missing is None and fail_line is None and not (log.complete or log.eot):
-        missing = "no end marker ('Program complete, exiting.')"
+    missing = _missing_lines(log, program, bundleio, fail_line)
     return Fault("dropped", f"lines missing from the capture: {missing}") if missing else None
 
 
