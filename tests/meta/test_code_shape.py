@@ -21,7 +21,6 @@ ALLOWED = {
     ("bench/report.py", "plots"): (99, 38),
     ("report/tables.py", "notes"): (32, 16),
     ("sim/pool.py", "ByteMap.merged_run"): (71, 24),
-    ("sim/vela_tflite.py", "_check_graph"): (31, 16),
     ("rewrites/channel_shuffle.py", "_shuffle_groups"): (22, 20),
     ("rewrites/fold_pad.py", "FoldPadIntoConvPass._fold"): (65, 32),
 }

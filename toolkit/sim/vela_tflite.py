@@ -209,16 +209,10 @@ def load_compiled_tflite(path: str | Path) -> TfliteGraph:
     return graph
 
 
-def _check_graph(graph: TfliteGraph) -> None:  # noqa: C901 - flat checks of a hostile file
+def _check_graph(graph: TfliteGraph) -> None:
+    """PayloadError naming the first tensor or reference a hostile file got wrong."""
+    _check_tensors(graph)
     count = len(graph.tensors)
-    for t in graph.tensors:
-        # an empty 1-D buffer is allowed: Vela 3.x's flash tensor of a program without weights
-        if any(d < 1 for d in t.shape) and t.shape != (0,):
-            raise PayloadError(f"{graph.source}: tensor '{t.name}' has shape {t.shape}")
-        if math.prod(t.shape) * t.dtype.itemsize > _TENSOR_BYTES:
-            raise PayloadError(
-                f"{graph.source}: tensor '{t.name}' of shape {t.shape} is larger than 2 GiB"
-            )
     made = set(graph.inputs)
     for where, indices in (("graph input", graph.inputs), ("graph output", graph.outputs)):
         for i in indices:
@@ -241,6 +235,17 @@ def _check_graph(graph: TfliteGraph) -> None:  # noqa: C901 - flat checks of a h
     for i in graph.outputs:
         if i not in made:
             raise PayloadError(f"{graph.source}: graph output {i} is made by no operator")
+
+
+def _check_tensors(graph: TfliteGraph) -> None:
+    for t in graph.tensors:
+        # an empty 1-D buffer is allowed: Vela 3.x's flash tensor of a program without weights
+        if any(d < 1 for d in t.shape) and t.shape != (0,):
+            raise PayloadError(f"{graph.source}: tensor '{t.name}' has shape {t.shape}")
+        if math.prod(t.shape) * t.dtype.itemsize > _TENSOR_BYTES:
+            raise PayloadError(
+                f"{graph.source}: tensor '{t.name}' of shape {t.shape} is larger than 2 GiB"
+            )
 
 
 def _read_graph(data: bytes, source: str) -> TfliteGraph:

@@ -25,6 +25,7 @@ These cycles are simulated, not checked against an FVP (no U85 PMU figure is kno
 from __future__ import annotations
 
 from math import ceil
+from typing import NamedTuple
 
 from ...memory import INTERNAL, MEMORY_REGIONS
 from ...memory_system import MemorySystem
@@ -102,40 +103,59 @@ def _block_write_cycles(record: OpRecord, memory: MemorySystem, block_bytes: int
 def _mac_cycles_per_block(record: OpRecord, figures: U85Figures, block: tuple, ub: tuple) -> int:
     kh, kw = record.kernel[0], record.kernel[1]
     bh, bw, bc = block
-    ub_wh = ceil(bh / ub[0]) * ceil(bw / ub[1])
-    ub_depth = ceil(bc / ub[2])
-    ifm_bits = 8 * record.ifm_elem_size
-    ifm_block_depth = min(record.ifm_depth, _ifm_block_depth(record, figures, ub[2]))
-    decode = 32 * ub[2] // (8 * figures.cores)
-    sparse = record.register("WEIGHT_FORMAT") >> 4 & 1
-    kind = record.kind
+    shape = _BlockShape(
+        ub_wh=ceil(bh / ub[0]) * ceil(bw / ub[1]),
+        ub_depth=ceil(bc / ub[2]),
+        ifm_bits=8 * record.ifm_elem_size,
+        ifm_block_depth=min(record.ifm_depth, _ifm_block_depth(record, figures, ub[2])),
+        decode=32 * ub[2] // (8 * figures.cores),
+        sparse=record.register("WEIGHT_FORMAT") >> 4 & 1,
+    )
     total = 0
     for x in range(0, kw, 8):
         for y in range(0, kh, 8):
             elements = min(kh - y, 8) * min(kw - x, 8)
-            if kind.startswith("pool"):
-                steps, cycles = 1, max(4, elements) * ub_wh * ub_depth * (ifm_bits // 2)
-            elif kind == "depthwise":
-                steps = ceil(elements / 4)
-                cycles = max(decode, 4 * ub_wh * (ifm_bits // 8)) * steps * ub_depth
-            elif not record.part_kernel_first:
-                steps = elements
-                cycles = max(decode, ifm_block_depth // 8 * ub_wh) * steps * ub_depth
-                cycles = cycles * (ifm_bits // 8) // (2 if sparse else 1)
-            else:
-                steps = ceil(elements / (2 if ifm_bits == 16 else 4))
-                cycles = max(decode, 4 * ub_wh) * steps * ub_depth * ceil(ifm_block_depth / 8)
-                cycles //= 2 if sparse else 1
-            delay_each = 3 if record.acc_40bit and figures.macs <= 128 else 2
-            delay = 0
-            if ub_wh == 1:
-                delay = delay_each * (steps if ub_depth == 1 else max(steps - 1, 0) * ub_depth)
-            if kind == "conv" and record.part_kernel_first:
-                delay *= ceil(ifm_block_depth / 8)
-            total += cycles + delay
-    if kind == "conv":
-        total *= ceil(record.ifm_depth / ifm_block_depth)
+            total += _kernel_part_cycles(record, figures, shape, elements)
+    if record.kind == "conv":
+        total *= ceil(record.ifm_depth / shape.ifm_block_depth)
     return total
+
+
+class _BlockShape(NamedTuple):
+    ub_wh: int  # micro-blocks across the block's width and height
+    ub_depth: int  # micro-blocks through its depth
+    ifm_bits: int
+    ifm_block_depth: int
+    decode: int  # weight decode cycles per micro-block
+    sparse: int  # the sparse weight format halves the MAC cycles
+
+
+def _kernel_part_cycles(
+    record: OpRecord, figures: U85Figures, shape: _BlockShape, elements: int
+) -> int:
+    """The MAC cycles of one block over an (up to) 8x8 part of the kernel, and the delay."""
+    kind = record.kind
+    ub_wh, ub_depth, ifm_bits, ifm_block_depth, decode, sparse = shape
+    if kind.startswith("pool"):
+        steps, cycles = 1, max(4, elements) * ub_wh * ub_depth * (ifm_bits // 2)
+    elif kind == "depthwise":
+        steps = ceil(elements / 4)
+        cycles = max(decode, 4 * ub_wh * (ifm_bits // 8)) * steps * ub_depth
+    elif not record.part_kernel_first:
+        steps = elements
+        cycles = max(decode, ifm_block_depth // 8 * ub_wh) * steps * ub_depth
+        cycles = cycles * (ifm_bits // 8) // (2 if sparse else 1)
+    else:
+        steps = ceil(elements / (2 if ifm_bits == 16 else 4))
+        cycles = max(decode, 4 * ub_wh) * steps * ub_depth * ceil(ifm_block_depth / 8)
+        cycles //= 2 if sparse else 1
+    delay_each = 3 if record.acc_40bit and figures.macs <= 128 else 2
+    delay = 0
+    if ub_wh == 1:
+        delay = delay_each * (steps if ub_depth == 1 else max(steps - 1, 0) * ub_depth)
+    if kind == "conv" and record.part_kernel_first:
+        delay *= ceil(ifm_block_depth / 8)
+    return cycles + delay
 
 
 def _ifm_block(record: OpRecord, block: tuple) -> tuple[int, int, int]:
