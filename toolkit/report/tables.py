@@ -236,17 +236,7 @@ def notes(result: JobResult, terse: bool = False) -> list[str]:
     lines = []
     if result.runner_note:
         lines.append(_runner_line(result.runner_note, terse))
-    fixed_inputs = {
-        str(v.run.evaluation.runs[0].details["inputs"])
-        for v in result.variants.values()
-        if v.run is not None and "inputs" in v.run.evaluation.runs[0].details
-    }
-    lines.extend(f"Inputs: {note}" for note in sorted(fixed_inputs))
-    if result.evaluation_inputs:
-        lines.append(
-            f"Inputs: calibrated on {result.calibration_source}; evaluated on "
-            f"{result.evaluation_inputs}"
-        )
+    lines.extend(_input_notes(result))
     unchecked = {v.run.not_checked for v in result.variants.values() if v.run and v.run.not_checked}
     lines.extend(f"Outputs {note}" for note in sorted(unchecked))
     for name, v in result.variants.items():
@@ -261,6 +251,22 @@ def notes(result: JobResult, terse: bool = False) -> list[str]:
         lines.append(hint["note"])
     if result.comparison:
         lines.extend(_comparison_notes(result.comparison, terse))
+    return lines
+
+
+def _input_notes(result: JobResult) -> list[str]:
+    """What the runs were fed: inputs a runner fixed, and the calibration and evaluation inputs."""
+    fixed_inputs = {
+        str(v.run.evaluation.runs[0].details["inputs"])
+        for v in result.variants.values()
+        if v.run is not None and "inputs" in v.run.evaluation.runs[0].details
+    }
+    lines = [f"Inputs: {note}" for note in sorted(fixed_inputs)]
+    if result.evaluation_inputs:
+        lines.append(
+            f"Inputs: calibrated on {result.calibration_source}; evaluated on "
+            f"{result.evaluation_inputs}"
+        )
     return lines
 
 

@@ -49,17 +49,10 @@ def _shuffle_groups(end: Node) -> tuple[Node, int] | None:
     """(input, groups) when `end` is the last view of a channel shuffle, else None."""
     if end.op != "call_function" or end.target not in _VIEWS:
         return None
-    node = end.args[0]
-    while isinstance(node, Node) and node.target in _COPIES and len(node.users) == 1:
-        node = node.args[0]
-    if not isinstance(node, Node) or not _is_swap_1_2(node) or len(node.users) != 1:
-        return None
-    split = node.args[0]
-    if not isinstance(split, Node) or split.target not in _VIEWS or len(split.users) != 1:
+    split = _split_before_swap(end.args[0])
+    if split is None or not isinstance(split.args[0], Node):
         return None
     source = split.args[0]
-    if not isinstance(source, Node):
-        return None
     in_shape, five, out_shape = _shape(source), _shape(split), _shape(end)
     if in_shape is None or five is None or len(in_shape) != 4 or len(five) != 5:
         return None
@@ -67,6 +60,18 @@ def _shuffle_groups(end: Node) -> tuple[Node, int] | None:
     if out_shape != in_shape or five != (n, five[1], c // five[1], h, w) or five[1] * five[2] != c:
         return None
     return source, five[1]
+
+
+def _split_before_swap(node) -> Node | None:
+    """The 5-D view a shuffle's swap of axes 1 and 2 reads (through single-use copies)."""
+    while isinstance(node, Node) and node.target in _COPIES and len(node.users) == 1:
+        node = node.args[0]
+    if not isinstance(node, Node) or not _is_swap_1_2(node) or len(node.users) != 1:
+        return None
+    split = node.args[0]
+    if not isinstance(split, Node) or split.target not in _VIEWS or len(split.users) != 1:
+        return None
+    return split
 
 
 def _permutation_weight(channels: int, groups: int, dtype) -> torch.Tensor:
