@@ -27,9 +27,15 @@ def test_demands_too_much(etk_deploy):
 """
 
 
+# labgrid's pytest plugin (the farm extra installs it) starts its step logger once per process;
+# pytester runs the inner session in this one
+NO_LABGRID = ("-p", "no:labgrid")
+
+
 def test_deploy_fixture_marker_and_junit(pytester):
     pytester.makepyfile(test_device=SUITE)
     result = pytester.runpytest(
+        *NO_LABGRID,
         "--etk-target",
         "corstone-300",
         "--etk-runner",
@@ -50,7 +56,7 @@ def test_deploy_fixture_marker_and_junit(pytester):
 
 def test_without_target_the_device_tests_skip(pytester):
     pytester.makepyfile(test_device=SUITE)
-    result = pytester.runpytest("-p", "no:cacheprovider", "-rs")
+    result = pytester.runpytest(*NO_LABGRID, "-p", "no:cacheprovider", "-rs")
     result.assert_outcomes(skipped=2)
     result.stdout.fnmatch_lines(["*pass --etk-target TARGET*"])
 
