@@ -14,14 +14,9 @@ TOOLKIT = Path(__file__).resolve().parents[2] / "toolkit"
 MAX_LINES = 80
 MAX_COMPLEXITY = 15
 
-# (file under toolkit/, function as radon names it): lines, complexity when allowed. Files other
-# engineers are changing now (per-layer profiles: report/tables.py and the bench report's plots;
-# Ethos-U85: sim/; Vela 5.2: rewrites/): split after those merges.
-ALLOWED = {
-    ("bench/report.py", "plots"): (99, 38),
-    ("sim/pool.py", "ByteMap.merged_run"): (71, 24),
-    ("rewrites/fold_pad.py", "FoldPadIntoConvPass._fold"): (65, 32),
-}
+# (file under toolkit/, function as radon names it): lines, complexity when allowed. Empty: every
+# function fits the gate.
+ALLOWED: dict[tuple[str, str], tuple[int, int]] = {}
 
 
 def _functions(path: Path):

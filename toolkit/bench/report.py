@@ -257,104 +257,125 @@ def _grouped_bars(ax, models: list[str], series: dict[str, list[float | None]], 
     ax.legend(fontsize=8)
 
 
-def plots(rows: list[Row]) -> list[tuple[str, str]]:
-    """(caption, base64 PNG) for each plot there is data for."""
+Plot = tuple[str, str]  # (caption, base64 PNG)
+
+
+def _cycles_plot(pairs: dict[tuple, dict[str, Row]], configs: list[tuple]) -> Plot:
+    """Fused vs unfused NPU cycles per model, one panel per configuration."""
     from matplotlib.figure import Figure
 
-    pairs = _pairs(rows)
-    configs = list(dict.fromkeys(k[1:] for k in pairs))
-    figures = []
-    if configs:
-        fig = Figure(figsize=(10, 3.2 * len(configs)))
-        for i, config in enumerate(configs):
-            ax = fig.add_subplot(len(configs), 1, i + 1)
-            keys = [k for k in pairs if k[1:] == config]
-            kind = pairs[keys[0]]["fused"].run_kind
-            _grouped_bars(
-                ax,
-                [k[0] for k in keys],
-                {v: [pairs[k][v].run_cycles for k in keys] for v in ("fused", "unfused")},
-                f"NPU cycles ({kind})",
-            )
-            ax.set_title(
-                f"{config[1]} ({config[0]}), {config[4]}, Vela {config[2]}, runner {config[3]}",
-                fontsize=9,
-            )
-        fig.tight_layout()
-        figures.append(("Cycles per model, fused vs unfused", _png(fig)))
-    # (row, Vela's estimate, the run's cycles) of the runs that have both
+    fig = Figure(figsize=(10, 3.2 * len(configs)))
+    for i, config in enumerate(configs):
+        ax = fig.add_subplot(len(configs), 1, i + 1)
+        keys = [k for k in pairs if k[1:] == config]
+        kind = pairs[keys[0]]["fused"].run_kind
+        _grouped_bars(
+            ax,
+            [k[0] for k in keys],
+            {v: [pairs[k][v].run_cycles for k in keys] for v in ("fused", "unfused")},
+            f"NPU cycles ({kind})",
+        )
+        ax.set_title(
+            f"{config[1]} ({config[0]}), {config[4]}, Vela {config[2]}, runner {config[3]}",
+            fontsize=9,
+        )
+    fig.tight_layout()
+    return ("Cycles per model, fused vs unfused", _png(fig))
+
+
+def _estimate_vs_run_plot(rows: list[Row]) -> Plot | None:
+    """Vela's estimate against the run's cycles for every run that has both, log-log."""
+    from matplotlib.figure import Figure
+
     measured = [
         (r, r.estimate_cycles, r.run_cycles)
         for r in rows
         if r.status == "ok" and r.estimate_cycles and r.run_cycles
     ]
-    if measured:
-        fig = Figure(figsize=(6, 5))
-        ax = fig.add_subplot()
-        for variant, marker in (("fused", "o"), ("unfused", "x"), ("tflite", "s")):
-            points = [(e, c) for r, e, c in measured if r.variant == variant]
-            if not points:
-                continue
-            ax.scatter(
-                [e for e, _ in points],
-                [c for _, c in points],
-                marker=marker,
-                label=variant,
-            )
-        top = max(max(e, c) for _, e, c in measured)
-        low = min(min(e, c) for _, e, c in measured)
-        ax.plot([low, top], [low, top], color="grey", linewidth=0.8, label="equal")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        kinds = " / ".join(sorted({r.run_kind for r, _, _ in measured}))
-        ax.set_xlabel("NPU cycles, Vela estimate")
-        ax.set_ylabel(f"NPU cycles, {kinds}")
-        ax.legend(fontsize=8)
-        figures.append((f"Estimated vs {kinds} NPU cycles, every run", _png(fig)))
+    if not measured:
+        return None
+    fig = Figure(figsize=(6, 5))
+    ax = fig.add_subplot()
+    for variant, marker in (("fused", "o"), ("unfused", "x"), ("tflite", "s")):
+        points = [(e, c) for r, e, c in measured if r.variant == variant]
+        if not points:
+            continue
+        ax.scatter(
+            [e for e, _ in points],
+            [c for _, c in points],
+            marker=marker,
+            label=variant,
+        )
+    top = max(max(e, c) for _, e, c in measured)
+    low = min(min(e, c) for _, e, c in measured)
+    ax.plot([low, top], [low, top], color="grey", linewidth=0.8, label="equal")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    kinds = " / ".join(sorted({r.run_kind for r, _, _ in measured}))
+    ax.set_xlabel("NPU cycles, Vela estimate")
+    ax.set_ylabel(f"NPU cycles, {kinds}")
+    ax.legend(fontsize=8)
+    return (f"Estimated vs {kinds} NPU cycles, every run", _png(fig))
+
+
+def _per_layer_plot(pairs: dict[tuple, dict[str, Row]]) -> Plot | None:
+    """Per-layer cycles of the pair with the most fused layers, fused and unfused side by side."""
+    from matplotlib.figure import Figure
+
     layered = [k for k, p in pairs.items() if p["fused"].layers and p["unfused"].layers]
-    if layered:
-        key = max(layered, key=lambda k: len(pairs[k]["fused"].layers))
-        fused, unfused = pairs[key]["fused"], pairs[key]["unfused"]
-        # The variants' layers differ (unfused keeps its CLAMP), so one panel each, not pairs.
-        fig = Figure(figsize=(10, 0.35 * max(len(fused.layers), len(unfused.layers)) + 1.5))
-        axes = fig.subplots(1, 2, sharex=True)
-        for ax, run in zip(axes, (fused, unfused)):
-            ax.barh(
-                range(len(run.layers)),
-                [c for _, c in run.layers],
-                color="C0" if run.variant == "fused" else "C1",
-            )
-            ax.set_yticks(range(len(run.layers)))
-            ax.set_yticklabels([n for n, _ in run.layers], fontsize=8)
-            ax.invert_yaxis()
-            ax.set_title(f"{run.variant}: {sum(c for _, c in run.layers):,} cycles", fontsize=9)
-            ax.set_xlabel("NPU cycles (Vela estimate)")
-        fig.tight_layout()
-        figures.append(
-            (
-                f"Per-layer NPU cycles of {key[0]} on {key[2]}, fused vs unfused "
-                "(Vela's per-layer estimate)",
-                _png(fig),
-            )
+    if not layered:
+        return None
+    key = max(layered, key=lambda k: len(pairs[k]["fused"].layers))
+    fused, unfused = pairs[key]["fused"], pairs[key]["unfused"]
+    # The variants' layers differ (unfused keeps its CLAMP), so one panel each, not pairs.
+    fig = Figure(figsize=(10, 0.35 * max(len(fused.layers), len(unfused.layers)) + 1.5))
+    axes = fig.subplots(1, 2, sharex=True)
+    for ax, run in zip(axes, (fused, unfused)):
+        ax.barh(
+            range(len(run.layers)),
+            [c for _, c in run.layers],
+            color="C0" if run.variant == "fused" else "C1",
         )
+        ax.set_yticks(range(len(run.layers)))
+        ax.set_yticklabels([n for n, _ in run.layers], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_title(f"{run.variant}: {sum(c for _, c in run.layers):,} cycles", fontsize=9)
+        ax.set_xlabel("NPU cycles (Vela estimate)")
+    fig.tight_layout()
+    return (
+        f"Per-layer NPU cycles of {key[0]} on {key[2]}, fused vs unfused "
+        "(Vela's per-layer estimate)",
+        _png(fig),
+    )
+
+
+def _accuracy_plot(pairs: dict[tuple, dict[str, Row]], config: tuple) -> Plot:
+    """SQNR against the float model per model, fused vs unfused, for one configuration."""
+    from matplotlib.figure import Figure
+
+    keys = [k for k in pairs if k[1:] == config]
+    fig = Figure(figsize=(10, 3.5))
+    ax = fig.add_subplot()
+    _grouped_bars(
+        ax,
+        [k[0] for k in keys],
+        {v: [_sqnr(pairs[k][v].sqnr_db) for k in keys] for v in ("fused", "unfused")},
+        "SQNR vs float model (dB)",
+    )
+    return (
+        f"Accuracy (SQNR vs the float model) per model and variant, {config[1]}, {config[4]}",
+        _png(fig),
+    )
+
+
+def plots(rows: list[Row]) -> list[Plot]:
+    """(caption, base64 PNG) for each plot there is data for."""
+    pairs = _pairs(rows)
+    configs = list(dict.fromkeys(k[1:] for k in pairs))
+    figures = [_cycles_plot(pairs, configs)] if configs else []
+    figures += [p for p in (_estimate_vs_run_plot(rows), _per_layer_plot(pairs)) if p is not None]
     if configs:
-        config = configs[0]
-        keys = [k for k in pairs if k[1:] == config]
-        fig = Figure(figsize=(10, 3.5))
-        ax = fig.add_subplot()
-        _grouped_bars(
-            ax,
-            [k[0] for k in keys],
-            {v: [_sqnr(pairs[k][v].sqnr_db) for k in keys] for v in ("fused", "unfused")},
-            "SQNR vs float model (dB)",
-        )
-        figures.append(
-            (
-                f"Accuracy (SQNR vs the float model) per model and variant, {config[1]}, "
-                f"{config[4]}",
-                _png(fig),
-            )
-        )
+        figures.append(_accuracy_plot(pairs, configs[0]))
     return figures
 
 

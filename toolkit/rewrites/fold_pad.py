@@ -91,6 +91,89 @@ def _fits(size: int, before: int, after: int, kernel: int, stride: int, dilation
     )
 
 
+def _pad_read_by(conv: Node) -> tuple[Node | None, Node, Node] | None:
+    """(permute or None, pad, the pad's input) when the conv reads a tosa.PAD only it reads,
+    directly or through a permute_copy only it reads; else None."""
+    permute, pad = None, conv.args[_INPUT]
+    if isinstance(pad, Node) and pad.target == _PERMUTE:
+        permute, pad = pad, pad.args[0]
+        if len(permute.users) != 1:
+            return None
+    if not isinstance(pad, Node) or pad.target != _PAD or len(pad.users) != 1:
+        return None
+    source = pad.args[0]
+    if not isinstance(source, Node):
+        return None
+    return permute, pad, source
+
+
+def _hw_padding(permute: Node | None, pad: Node) -> tuple[list[int], list[int]] | None:
+    """(the PAD's [top, bottom, left, right] in the conv's NHWC order, the permute's axis order)
+    of a static 4-D PAD of N and C by 0 and H and W by >= 0; else None."""
+    padding = static_ints(pad.args[1])
+    rank = len(get_first_fake_tensor(pad).shape)
+    order = static_ints(permute.args[1]) if permute is not None else list(range(rank))
+    if (
+        rank != 4
+        or padding is None
+        or order is None
+        or len(padding) != 2 * rank
+        or min(padding) < 0
+        or sorted(order) != list(range(rank))
+    ):
+        return None
+    pairs = [padding[2 * d : 2 * d + 2] for d in order]  # in the conv's NHWC order
+    if pairs[0] != [0, 0] or pairs[3] != [0, 0]:
+        return None
+    return pairs[1] + pairs[2], order
+
+
+def _conv_padding(
+    conv: Node, pad: Node, source: Node, added: list[int], order: list[int]
+) -> list[int] | None:
+    """The conv's padding plus `added` ([top, bottom, left, right]) when the PAD pads with the
+    conv's input zero point and the NPU applies the sum as the PAD would (_fits); else None."""
+    zero_point = _input_zero_point(conv)
+    if zero_point is None or pad.kwargs.get("value", 0) != zero_point:
+        return None
+    stride, old, dilation = (static_ints(conv.args[i]) for i in (_STRIDE, _PADDING, _DILATION))
+    if stride is None or old is None or dilation is None or len(old) != 4:
+        return None
+    new = [before + more for before, more in zip(old, added)]
+    source_shape = get_first_fake_tensor(source).shape
+    height, width = (source_shape[order[1]], source_shape[order[2]])
+    if not isinstance(height, int) or not isinstance(width, int):
+        return None
+    kernel_h, kernel_w = _kernel_hw(conv)
+    if not (
+        _fits(height, new[0], new[1], kernel_h, stride[0], dilation[0])
+        and _fits(width, new[2], new[3], kernel_w, stride[1], dilation[1])
+    ):
+        return None
+    return new
+
+
+def _bypass_pad(
+    conv: Node, permute: Node | None, pad: Node, source: Node, order: list[int], padding: list[int]
+) -> None:
+    """Feed the PAD's input to the permute (or the conv), give the conv `padding`, and erase the
+    PAD and its shape node when nothing else reads that."""
+    if permute is not None:
+        permute.replace_input_with(pad, source)
+        permute.meta["val"] = permute_fake_tensor_metadata(
+            get_first_fake_tensor(source), tuple(order)
+        )
+    else:
+        conv.replace_input_with(pad, source)
+    args = list(conv.args)
+    args[_PADDING] = padding
+    conv.args = tuple(args)
+    shape_node = pad.args[1]
+    conv.graph.erase_node(pad)
+    if isinstance(shape_node, Node) and not shape_node.users:
+        conv.graph.erase_node(shape_node)
+
+
 class FoldPadIntoConvPass(ArmPass):
     """tosa.PAD -> [permute_copy] -> tosa.CONV2D / DEPTHWISE_CONV2D becomes [permute_copy] ->
     conv with the PAD's H and W padding added to the conv's padding.
@@ -121,71 +204,21 @@ class FoldPadIntoConvPass(ArmPass):
         return PassResult(graph_module, modified)
 
     @staticmethod
-    def _fold(conv: Node) -> list[int] | None:  # noqa: C901 - one early return per condition
+    def _fold(conv: Node) -> list[int] | None:
         """The padding folded in ([top, bottom, left, right]), or None if it could not be."""
-        permute, pad = None, conv.args[_INPUT]
-        if isinstance(pad, Node) and pad.target == _PERMUTE:
-            permute, pad = pad, pad.args[0]
-            if len(permute.users) != 1:
-                return None
-        if not isinstance(pad, Node) or pad.target != _PAD or len(pad.users) != 1:
+        read = _pad_read_by(conv)
+        if read is None:
             return None
-        source = pad.args[0]
-        if not isinstance(source, Node):
+        permute, pad, source = read
+        hw = _hw_padding(permute, pad)
+        if hw is None:
             return None
-        padding = static_ints(pad.args[1])
-        rank = len(get_first_fake_tensor(pad).shape)
-        order = static_ints(permute.args[1]) if permute is not None else list(range(rank))
-        if (
-            rank != 4
-            or padding is None
-            or order is None
-            or len(padding) != 2 * rank
-            or min(padding) < 0
-            or sorted(order) != list(range(rank))
-        ):
+        added, order = hw
+        padding = _conv_padding(conv, pad, source, added, order)
+        if padding is None:
             return None
-        pairs = [padding[2 * d : 2 * d + 2] for d in order]  # in the conv's NHWC order
-        if pairs[0] != [0, 0] or pairs[3] != [0, 0]:
-            return None
-        zero_point = _input_zero_point(conv)
-        if zero_point is None or pad.kwargs.get("value", 0) != zero_point:
-            return None
-        stride, old, dilation = (static_ints(conv.args[i]) for i in (_STRIDE, _PADDING, _DILATION))
-        if stride is None or old is None or dilation is None or len(old) != 4:
-            return None
-        new = [
-            old[0] + pairs[1][0],
-            old[1] + pairs[1][1],
-            old[2] + pairs[2][0],
-            old[3] + pairs[2][1],
-        ]
-        source_shape = get_first_fake_tensor(source).shape
-        height, width = (source_shape[order[1]], source_shape[order[2]])
-        if not isinstance(height, int) or not isinstance(width, int):
-            return None
-        kernel_h, kernel_w = _kernel_hw(conv)
-        if not (
-            _fits(height, new[0], new[1], kernel_h, stride[0], dilation[0])
-            and _fits(width, new[2], new[3], kernel_w, stride[1], dilation[1])
-        ):
-            return None
-
-        if permute is not None:
-            permute.replace_input_with(pad, source)
-            permute.meta["val"] = permute_fake_tensor_metadata(
-                get_first_fake_tensor(source), tuple(order)
-            )
-        else:
-            conv.replace_input_with(pad, source)
-        args = list(conv.args)
-        args[_PADDING] = new
-        conv.args = tuple(args)
-        shape_node = pad.args[1]
-        conv.graph.erase_node(pad)
-        if isinstance(shape_node, Node) and not shape_node.users:
-            conv.graph.erase_node(shape_node)
-        return [pairs[1][0], pairs[1][1], pairs[2][0], pairs[2][1]]
+        _bypass_pad(conv, permute, pad, source, order, padding)
+        return added
 
 
 @contextmanager

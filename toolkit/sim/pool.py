@@ -70,19 +70,45 @@ class ByteMap(NamedTuple):
         ifm, ofm = self.ifm, self.ofm
         if len(ifm.pieces) != 1 or len(ofm.pieces) != 1 or ifm.brick or ofm.brick:
             return None
-        (src,), (dst,) = ifm.pieces, ofm.pieces
         if ifm_step <= 0 or ofm_step <= 0:
             return None
+        if not self._reach_last_bytes(count, ifm_step, ofm_step, memory):
+            return None  # planned one by one: the failing operation is named
+        if not self._merge_is_exact(count, ifm_step, ofm_step, memory):
+            return None
+        return self._run(count, ifm_step, ofm_step)
+
+    def _views(self, count: int, ifm_step: int, ofm_step: int) -> tuple[tuple, tuple, tuple, tuple]:
+        """(shape, byte strides) of the run's IFM and of its OFM, operation k at index k."""
+        (src,), (dst,) = self.ifm.pieces, self.ofm.pieces
+        return (
+            (count, *src.shape[:2], self.depth),
+            (ifm_step, *src.strides),
+            (count, *dst.shape),
+            (ofm_step, *dst.strides),
+        )
+
+    def _reach_last_bytes(self, count: int, ifm_step: int, ofm_step: int, memory: Memory) -> bool:
+        """Whether the last operation's IFM and then OFM end inside their regions (each that
+        does is counted in the region's extent)."""
+        (src,), (dst,) = self.ifm.pieces, self.ofm.pieces
+        for region, hi in (
+            (self.ifm.region, src.byte_range(self.ifm.elem_size)[1] + (count - 1) * ifm_step),
+            (self.ofm.region, dst.byte_range(self.ofm.elem_size)[1] + (count - 1) * ofm_step),
+        ):
+            if region not in memory.regions or hi > len(memory.regions[region]):
+                return False
+            memory.reach(region, hi)
+        return True
+
+    def _merge_is_exact(self, count: int, ifm_step: int, ofm_step: int, memory: Memory) -> bool:
+        """Whether reading all IFMs before writing any OFM writes what running the operations
+        in turn does (merged_run says when)."""
+        ifm, ofm = self.ifm, self.ofm
+        (src,), (dst,) = ifm.pieces, ofm.pieces
         src_lo, src_hi = src.byte_range(ifm.elem_size)
         dst_lo, dst_hi = dst.byte_range(ofm.elem_size)
         ofms_apart = ofm_step >= dst_hi - dst_lo
-        for region, hi in (
-            (ifm.region, src_hi + (count - 1) * ifm_step),
-            (ofm.region, dst_hi + (count - 1) * ofm_step),
-        ):
-            if region not in memory.regions or hi > len(memory.regions[region]):
-                return None  # planned one by one: the failing operation is named
-            memory.reach(region, hi)
         # IFM and OFM in one memory (one region, or two that alias): Vela's transposes on
         # Ethos-U65 read the fast scratch and write the scratch, which share no byte
         shared = memory.regions[ifm.region] is memory.regions[ofm.region]
@@ -95,21 +121,23 @@ class ByteMap(NamedTuple):
         )
         src_hi += (count - 1) * ifm_step
         dst_hi += (count - 1) * ofm_step
-        shape_in = (count, *src.shape[:2], self.depth)
-        strides_in = (ifm_step, *src.strides)
-        shape_out, strides_out = (count, *dst.shape), (ofm_step, *dst.strides)
+        shape_in, strides_in, shape_out, strides_out = self._views(count, ifm_step, ofm_step)
         ranges_apart = not shared or not (src_lo < dst_hi and dst_lo < src_hi)
         apart = ranges_apart and (
             ofms_apart or _each_byte_once(shape_out, strides_out, ofm.elem_size)
         )
         read = (src.offset, shape_in, strides_in, ifm.elem_size) if shared else None
-        if not (
+        return (
             apart
             or own_slots
             or _disjoint(read, (dst.offset, shape_out, strides_out, ofm.elem_size))
-        ):
-            return None
-        table = self.table
+        )
+
+    def _run(self, count: int, ifm_step: int, ofm_step: int):
+        """The merged run: copy.c's native strided copy where it has one, else numpy's."""
+        ifm, ofm, table = self.ifm, self.ofm, self.table
+        (src,), (dst,) = ifm.pieces, ofm.pieces
+        shape_in, strides_in, shape_out, strides_out = self._views(count, ifm_step, ofm_step)
         if shape_in == shape_out and ofm.elem_size == 1:
             native = copy_kernel(
                 (ifm.region, src.offset, strides_in),
