@@ -91,8 +91,8 @@ def test_cycles_and_accuracy_are_on_the_variant(on_sim, host_only):
     # without a runner: Vela's estimate, and the host reference's accuracy
     host = host_only.variants["fused"]
     assert host.cycles.kind == "estimate"
-    assert host.cycles.total_cycles == host.program.estimated_total_cycles == 6_304
-    assert host.cycles.npu_cycles == 5_728
+    assert host.cycles.total_cycles == host.program.estimated_total_cycles == 5_408
+    assert host.cycles.npu_cycles == 4_832
     assert host.accuracy is host.reference.accuracy
     assert host_only.summary().row("fused")["outputs"] == "host reference only"
 
