@@ -18,6 +18,7 @@ import pytest
 from toolkit.lower.tflite import compile_tflite
 from toolkit.sim import forget_programs, load_payload, plan
 from toolkit.sim.commands import Command
+from toolkit.sim.errors import PayloadError
 from toolkit.sim.families import accelerator as configuration
 from toolkit.sim.memory import Memory
 from toolkit.sim.native import elementwise as native_elementwise
@@ -299,19 +300,23 @@ def _lut_below_its_range(op: Op, ifm_bits: int, ofm_bits: int) -> None:
         op.put(name, 1)
 
 
-def test_lut_indexes_past_the_clip_fall_back():
-    """The native kernels decline what would index outside the LUT (native.lut_in_reach);
-    numpy indexes from the table's end there."""
+def test_a_lut_clip_below_the_table_is_damage():
+    """A clip that leaves every value below the LUT's first index is a damaged stream, said in
+    one line before either engine reads the table (issue 45 item 7: it was an IndexError in
+    the numpy lookup, and the native kernels declined it)."""
     rng = np.random.default_rng(2)
     op = Op(rng)
     ifm_bits = op.feature_map("IFM", 2, 2, 7, 1, True, 0)
     ofm_bits = op.feature_map("OFM", 2, 2, 7, 1, False, 0)
     _lut_below_its_range(op, ifm_bits, ofm_bits)
-    assert op.run_both_ways(_elementwise_step(op, ABS), native_elementwise)[0] == 0
+    damaged = "NPU_SET_ACTIVATION_MAX .value -0x3. .* below the first index of the activation table"
+    with pytest.raises(PayloadError, match=damaged):
+        op.run_both_ways(_elementwise_step(op, ABS), native_elementwise)
     op.put("KERNEL_HEIGHT_M1", 0)
     op.put("KERNEL_WIDTH_M1", 0)
     op.put("KERNEL_STRIDE", 0)
-    assert op.run_both_ways(_pool_step(op, POOL_MAX), native_pool)[0] == 0
+    with pytest.raises(PayloadError, match=damaged):
+        op.run_both_ways(_pool_step(op, POOL_MAX), native_pool)
 
 
 def _kernel_stride(sy: int, sx: int, dy: int, dx: int) -> int:
