@@ -61,6 +61,16 @@ def _origin_name(node: Node) -> str:
     return str(origin.name)
 
 
+# what a node's metadata says about the call of the user's model it came from
+CALL_META = ("nn_module_stack", "stack_trace", "torch_fn")
+
+
+def take_call(node: Node, source: Node | dict) -> None:
+    """A node a pass made takes the call of `source` (a node, or its metadata saved)."""
+    meta = source.meta if isinstance(source, Node) else source
+    node.meta.update({k: meta[k] for k in CALL_META if k in meta})
+
+
 def node_layer(node: Node) -> LayerSource:
     """The call of the user's model the node came from, as far as its metadata tells."""
     module = _module(node) or ("", "")
@@ -77,20 +87,32 @@ def node_layer(node: Node) -> LayerSource:
     return LayerSource(module[0], module[1], call, call_id, frame[0], frame[1])
 
 
-def nearby_line(node: Node, depth: int = 4) -> tuple[str, int] | None:
-    """(file, line) of the nearest node around one a pass made without a stack trace: its
-    users first (`(attention @ v).transpose(1, 2)`: the call that takes a result is written on
-    the line that made it more often than the calls that gave its inputs), then its inputs."""
+def _nearby(node: Node, read, depth: int = 4):
+    """read() of the nearest node around `node` that gives one: its users first (the call that
+    takes a result is more often written on the line, and in the module, that made it), then
+    its inputs."""
     for step in ("users", "all_input_nodes"):
         seen, frontier = {node}, [node]
         for _ in range(depth):
             frontier = [n for f in frontier for n in getattr(f, step) if n not in seen]
             seen.update(frontier)
             for near in frontier:
-                frame = _user_frame(near)
-                if frame is not None:
-                    return frame
+                found = read(near)
+                if found is not None:
+                    return found
     return None
+
+
+def nearby_line(node: Node) -> tuple[str, int] | None:
+    """(file, line) of the nearest node around one a pass made without a stack trace
+    (`(attention @ v).transpose(1, 2)`)."""
+    return _nearby(node, _user_frame)
+
+
+def nearby_call(node: Node) -> Node | None:
+    """The nearest node with a module around one a pass made without its module (the CLAMPs
+    a GRU's decomposition adds): the call the node was made for."""
+    return _nearby(node, lambda near: near if _module(near) is not None else None)
 
 
 def node_source(node: Node) -> str:

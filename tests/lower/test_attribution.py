@@ -161,3 +161,27 @@ def test_a_node_without_a_stack_trace_takes_the_nearest_users_line():
     assert nearby_line(matmul) == ("net.py", 69)  # no user has a line: its inputs
     q.meta["stack_trace"] = _frame(f"{_ZOO}tiny.py", 32)
     assert nearby_line(matmul) == ("tiny.py", 32)
+
+
+def test_a_node_without_a_module_is_the_call_it_was_made_for():
+    """A GRU's decomposition adds CLAMPs with no module and no torch function: each is booked
+    to the nearest call that has a module (a user first), so the GRU's layer holds them."""
+    import torch
+    from torch.fx import Graph
+
+    from toolkit.graph_info import nearby_call, node_layer
+
+    graph = Graph()
+    x = graph.placeholder("x")
+    gate = graph.call_function(torch.ops.aten.sigmoid.default, (x,))
+    clamp = graph.call_function(torch.ops.aten.clamp.default, (gate, -1.0, 1.0))
+    update = graph.call_function(torch.ops.aten.mul.Tensor, (clamp, x))
+    graph.output(update)
+    for node, fn in ((gate, "sigmoid_1"), (update, "mul_3")):
+        node.meta["nn_module_stack"] = {"gru": ("gru", torch.nn.GRU)}
+        node.meta["torch_fn"] = (fn, "builtin_function_or_method.mul")
+    assert node_layer(clamp).module_type == ""
+    assert nearby_call(clamp) is update
+    assert (node_layer(update).module, node_layer(update).call_id) == ("gru", "mul_3")
+    del update.meta["nn_module_stack"]
+    assert nearby_call(clamp) is gate  # no user has a module: its inputs

@@ -1,6 +1,6 @@
 """Our four MLPerf Tiny architectures against the reference .tflite files, by one cycle model.
 
-Both sides run through the same tools: Vela 5.1.0 for ethos-u55-128 (Shared_Sram) and our
+Both sides run through the same tools: Vela 5.2.0 for ethos-u55-128 (Shared_Sram) and our
 simulator's cycle model. Ours: zoo model, NHWC interface, default rewrites, fused. Whole
 networks: ours with a softmax head against the reference file as it is; bodies: ours (logits)
 against the reference without its final softmax. Cycle figures do not depend on data, so one zero
@@ -32,10 +32,12 @@ pytestmark = pytest.mark.slow
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 NPU = load_target("corstone-300").npu("ethos-u55-128")
 # (NPU cycles, total cycles) by the etk cycle model: ours fused, then the reference
+# Vela 5.2.0 compiles the reference files' SOFTMAX 130-207 cycles dearer than 5.1.0 did
+# (ds_cnn 88,472 -> 88,679); ours and the bodies without softmax are unchanged.
 WHOLE = {  # ours + softmax head vs the reference file
-    "ds_cnn": ("kws_ref_model.tflite", (87_098, 83_462), (88_472, 85_303)),
-    "mobilenet_v1_025": ("vww_96_int8.tflite", (203_482, 342_745), (206_513, 199_803)),
-    "resnet8": ("pretrainedResnet_quant.tflite", (187_343, 206_492), (187_969, 204_600)),
+    "ds_cnn": ("kws_ref_model.tflite", (87_098, 83_462), (88_679, 85_510)),
+    "mobilenet_v1_025": ("vww_96_int8.tflite", (203_482, 342_745), (206_643, 199_933)),
+    "resnet8": ("pretrainedResnet_quant.tflite", (187_343, 206_492), (188_157, 204_788)),
     "fc_autoencoder": ("ad01_int8.tflite", (37_316, 281_504), (37_316, 201_184)),  # no softmax
 }
 BODY = {  # ours (logits) vs the reference without its softmax

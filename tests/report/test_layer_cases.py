@@ -87,18 +87,7 @@ def test_zoo_cycles_are_attributed(compiled, model):
 
 # issue 48, open: these nets' recurrent and attention operations are not yet all located (their
 # coverage or source lines fall short of the bar); the cases stay, marked, until they are
-_SHORT_OF_THE_BAR = {"gru_keyword", "keyword_transformer_block", "mha_keyword"}
-
-
-@pytest.mark.parametrize(
-    "net",
-    [
-        pytest.param(n, marks=pytest.mark.xfail(reason="issue 48: attribution short of 95%"))
-        if n in _SHORT_OF_THE_BAR
-        else n
-        for n in sorted(NETS)
-    ],
-)
+@pytest.mark.parametrize("net", sorted(NETS))
 def test_collection_cycles_are_attributed(collection_job, net):
     _check_coverage(collection_job(net))
 
@@ -185,7 +174,7 @@ def test_outlier_channel_gets_the_a16w8_advice_and_a16w8_helps(advice_net):
     int8 = advice_net("outlier_channel", variants=("fused",))
     profile = int8.variants["fused"].layers
     (a16w8,) = [a for a in advise(profile) if a.kind == "a16w8"]
-    assert a16w8.layers == ("conv1 (Conv2d) at advice_nets.py:67",)
+    assert a16w8.layers == ("conv1 (Conv2d) at advice_nets.py:100",)
     assert a16w8.figures["output_sqnr_db"] < 10
     wide = advice_net("outlier_channel", quant="a16w8", variants=("fused",))
     before = int8.variants["fused"].reference.accuracy.sqnr_db
@@ -218,7 +207,7 @@ def test_chunk_is_read_in_place_and_its_halves_fill_three_quarters(advice_net):
     place), so the cost is the stem with the NCHW input's 17 transpose pools, then the halves'
     3x3 convolutions over 12 channels, each with three quarter-empty granules."""
     profile = advice_net("chunk_net").variants["fused"].layers
-    assert _top(profile) == [("stem.0", 0.451), ("left.0", 0.218), ("right.0", 0.218)]
+    assert _top(profile) == [("stem.0", 0.464), ("left.0", 0.213), ("right.0", 0.213)]
     assert not [x for x in profile.layers if x.source.call == "chunk" and x.npu_ops]
     stem, left, right = profile.ranked()[:3]
     assert (stem.bound, stem.added_ops, left.bound, right.bound) == (
@@ -227,12 +216,12 @@ def test_chunk_is_read_in_place_and_its_halves_fill_three_quarters(advice_net):
         "compute",
         "compute",
     )
-    assert (stem.cycles, left.cycles, right.cycles) == (15_072, 7_288, 7_288)
+    assert (stem.cycles, left.cycles, right.cycles) == (15_888, 7_288, 7_288)
     (cost,) = _advice_of(profile, "cost")
-    assert cost.figures == {"share": 0.887, "cycles": 29_648}
+    assert cost.figures == {"share": 0.8897, "cycles": 30_464}
     assert "MLIA ranks the same layers first" in cost.mlia
     (io,) = _advice_of(profile, "io-layout")
-    assert io.figures == {"npu_ops": 17, "cycles": 8_624} and "(25.8%)" in io.text
+    assert io.figures == {"npu_ops": 17, "cycles": 8_624} and "(25.2%)" in io.text
     mac = {a.layers[0]: a for a in _advice_of(profile, "mac-utilisation")}
     half = mac["left.0 (Conv2d) at advice_nets.py:69"]
     assert half.figures["mac_utilisation"] == 0.3557

@@ -168,3 +168,24 @@ def test_mac_losses_name_the_shape_that_wastes_the_array():
         0.25,
         "a 1x1 kernel's 1 element in 1 step of 4 (part-kernel-first)",
     )
+
+
+def test_operations_passes_make_keep_the_call_they_were_made_for(tmp_path):
+    """At batch 2 the sigmoid's TABLE (made by ExecuTorch's InsertTableOpsPass without the
+    node's metadata) runs as an NPU operation of its own, and batched-1x1-conv-as-image adds
+    reshapes: each is booked to the module it came from."""
+    from pathlib import Path
+
+    from toolkit.job import Job
+    from toolkit.pipeline import run_job
+
+    net = Path(__file__).parents[1] / "collection" / "held_out_kinds.py"
+    result = run_job(
+        Job(
+            model=f"{net}:squeeze_excite", input_shape="2,3,16,16", out_dir=tmp_path, eval_samples=1
+        )
+    )
+    for name, vr in result.variants.items():
+        assert all(x.source.located for x in vr.layers.layers if x.cycles), name
+    sigmoid = {x.source.module: x for x in result.variants["fused"].layers.layers}["excite.3"]
+    assert (sigmoid.source.module_type, sigmoid.kinds) == ("Sigmoid", {"pool.average": 1})

@@ -16,7 +16,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 from ..artifacts import LayerSource
-from ..graph_info import nearby_line, node_layer
+from ..graph_info import CALL_META, nearby_call, nearby_line, node_layer, take_call
+from .patching import patched
 
 
 @dataclass
@@ -52,6 +53,35 @@ def _fill_lines(
 
 
 @contextmanager
+def _table_nodes_keep_their_call() -> Iterator[None]:
+    """ExecuTorch 1.5's InsertTableOpsPass makes each TABLE without its node's metadata: a
+    sigmoid's TABLE that Vela cannot fuse into the conv before it (a reshape between them, as
+    at batch 2) ran with no module path. The TABLE's constant is named after the node it
+    replaced (b_NAME_table_constant): the TABLE takes that node's call."""
+    from executorch.backends.arm._passes.insert_table_ops import InsertTableOpsPass
+    from executorch.exir.dialects._ops import ops as exir_ops
+
+    original_call = InsertTableOpsPass.call
+
+    def call(self, graph_module):
+        replaced = {
+            node.name: {k: node.meta[k] for k in CALL_META if k in node.meta}
+            for node in graph_module.graph.nodes
+            if node.op == "call_function" and node in self.table_ops
+        }
+        result = original_call(self, graph_module)
+        for node in result.graph_module.graph.nodes:
+            if node.target != exir_ops.backend.tosa.TABLE.default or "nn_module_stack" in node.meta:
+                continue
+            name = str(node.args[1]).removeprefix("b_").removesuffix("_table_constant")
+            take_call(node, replaced.get(name, {}))
+        return result
+
+    with patched((InsertTableOpsPass, "call", call)):
+        yield
+
+
+@contextmanager
 def recorded_tosa_sources() -> Iterator[list[TosaSources]]:
     """Yields the list of TosaSources, one per TOSA graph ExecuTorch serialises, filled as it
     lowers."""
@@ -76,6 +106,8 @@ def recorded_tosa_sources() -> Iterator[list[TosaSources]]:
         result = original_visit(node, tosa_graph, *args, **kwargs)
         if graphs:
             source = node_layer(node)
+            owner = nearby_call(node) if not source.module_type else None
+            source = node_layer(owner) if owner is not None else source
             near = nearby_line(node) if not source.line else None
             operators = block.operators
             for operator in operators[before:] if len(operators) > before else ():
@@ -85,10 +117,11 @@ def recorded_tosa_sources() -> Iterator[list[TosaSources]]:
                         nearby[str(name)] = near
         return result
 
-    backend.TOSABackend._preprocess = staticmethod(preprocess)
-    backend.process_call_function = visit
-    try:
+    with (
+        patched(
+            (backend.TOSABackend, "_preprocess", staticmethod(preprocess)),
+            (backend, "process_call_function", visit),
+        ),
+        _table_nodes_keep_their_call(),
+    ):
         yield graphs
-    finally:
-        backend.TOSABackend._preprocess = staticmethod(original_preprocess)
-        backend.process_call_function = original_visit

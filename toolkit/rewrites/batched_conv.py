@@ -43,6 +43,7 @@ from executorch.exir.pass_base import ExportPass, PassResult
 from torch.fx import GraphModule, Node
 
 from ..artifacts import RewriteRecord
+from ..graph_info import take_call
 from .fold_pad import static_ints
 from .pass_insertion import inserted_after
 
@@ -146,6 +147,7 @@ class BatchedConvAsImagePass(ArmPass):
         rows, columns = image_shape(batch, height, width)
         with graph.inserting_before(conv):
             image = create_node(graph, _VIEW, (source, [1, rows, columns, channels]))
+            take_call(image, conv)  # per-layer figures: the reshape is the conv's
         conv.replace_input_with(source, image)
 
     @staticmethod
@@ -155,6 +157,7 @@ class BatchedConvAsImagePass(ArmPass):
             return
         with graph.inserting_after(member):
             batched = create_node(graph, _VIEW, (member, list(_shape(member))))
+            take_call(batched, member)
         for user in outside:
             user.replace_input_with(member, batched)
 

@@ -43,6 +43,8 @@ from .samples import (
     SampleRuns,
     Segment,
     failure_of,
+    named_failures,
+    one_run_per_start,
     per_start_note,
     segment_details,
 )
@@ -242,22 +244,14 @@ def _serve(
 
 
 def _gave_up(failures: list[SampleFailure], starts: int, run_dir: Path) -> str:
-    named = "".join(f"\n  sample {f.index} {f.status}: {f.reason}" for f in failures[-4:])
     return (
         f"FVP server mode: the first sample of two launches in a row failed, so the rest were "
-        f"not run ({starts} launches):{named}\nlogs: {run_dir}/fvp-*.log"
+        f"not run ({starts} launches):{named_failures(failures)}\nlogs: {run_dir}/fvp-*.log"
     )
 
 
 def _one_per_launch(runner, program: Program, samples: Sequence, target: Target, note: str):
-    runs: list[RunResult | None] = []
-    failures: list[SampleFailure] = []
-    for k, sample in enumerate(samples):
-        try:
-            runs.append(runner.run(program, list(sample), target))
-        except ToolError as exc:
-            runs.append(None)
-            failures.append(SampleFailure(k, "failed", str(exc).splitlines()[0]))
+    runs, failures = one_run_per_start(runner, program, samples, target)
     if not any(runs):
         raise ToolError(f"every sample failed on the FVP; sample 0: {failures[0].reason}")
     return SampleRuns(tuple(runs), tuple(failures), len(samples), "one per start", note)

@@ -9,12 +9,17 @@ returning SampleRuns; evaluate() uses it when present. A sample that fails or ha
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from ..artifacts import RunResult
+from ..artifacts import Program, RunResult
+from ..errors import ToolError
 from .console_log import verdict
 from .uart_log import UartLog, UartLogParser, per_inference
+
+if TYPE_CHECKING:
+    from ..targets import Target
 
 Mode = Literal["server", "bundle", "one per start"]
 SampleStatus = Literal["failed", "hung", "differ"]
@@ -124,3 +129,23 @@ def failure_of(index: int, log: UartLog, hung: bool) -> SampleFailure:
 
 def per_start_note(what: str, fix: str) -> str:
     return f"{what}: one start per sample; {fix}"
+
+
+def one_run_per_start(
+    runner, program: Program, samples: Sequence, target: Target
+) -> tuple[list[RunResult | None], list[SampleFailure]]:
+    """Each sample in a start of its own (runner.run): one that fails is named, the rest kept."""
+    runs: list[RunResult | None] = []
+    failures: list[SampleFailure] = []
+    for k, sample in enumerate(samples):
+        try:
+            runs.append(runner.run(program, list(sample), target))
+        except ToolError as exc:
+            runs.append(None)
+            failures.append(SampleFailure(k, "failed", str(exc).splitlines()[0]))
+    return runs, failures
+
+
+def named_failures(failures: Sequence[SampleFailure]) -> str:
+    """The last four failures, a line each, for a message that gives up on a run."""
+    return "".join(f"\n  sample {f.index} {f.status}: {f.reason}" for f in failures[-4:])

@@ -27,6 +27,8 @@ from .samples import (
     SampleRuns,
     Segment,
     failure_of,
+    named_failures,
+    one_run_per_start,
     per_start_note,
     segment_details,
 )
@@ -172,22 +174,14 @@ def _bundle(runner, board, port, baud, program, samples, target, expected) -> Sa
 
 
 def _gave_up(board: BoardSpec, failures: list[SampleFailure], run_dir: Path) -> str:
-    named = "".join(f"\n  sample {f.index} {f.status}: {f.reason}" for f in failures[-4:])
     return (
         f"{board.name}: two starts in a row ended before their first test set, so the rest "
-        f"were not run:{named}\nUART captures: {run_dir}/uart-*.log"
+        f"were not run:{named_failures(failures)}\nUART captures: {run_dir}/uart-*.log"
     )
 
 
 def _one_per_start(runner, program: Program, samples: Sequence, target: Target, note: str):
-    runs: list[RunResult | None] = []
-    failures: list[SampleFailure] = []
-    for k, sample in enumerate(samples):
-        try:
-            runs.append(runner.run(program, list(sample), target))
-        except ToolError as exc:
-            runs.append(None)
-            failures.append(SampleFailure(k, "failed", str(exc).splitlines()[0]))
+    runs, failures = one_run_per_start(runner, program, samples, target)
     starts = sum(run.details.get("attempts", 1) if run is not None else 1 for run in runs)
     return SampleRuns(tuple(runs), tuple(failures), starts, "one per start", note)
 
