@@ -23,15 +23,21 @@ _LIBRARY_ROOTS = tuple(
         _TOOLKIT + os.sep,
     }
 )
+# --io-layout nhwc wraps the user's model (toolkit/models/layout.py) as its `model`
+_IO_WRAPPER = "layout.ChannelsLastInterface"
+_IO_PATH = re.compile(r"^(L\['self'\]\.)?model\.?")
 _OVERLOAD_SUFFIX = re.compile(r"(\.default)?(_\d+)?$")
 
 
 def _module(node: Node) -> tuple[str, str] | None:
-    """(module path, module type name) of the innermost module the node ran in."""
-    stack = node.meta.get("nn_module_stack") or {}
+    """(module path, module type name) of the innermost module the node ran in, as the user
+    wrote the model: under --io-layout nhwc, not through the wrapper (`model.features.3`)."""
+    stack = list((node.meta.get("nn_module_stack") or {}).values())
     if not stack:
         return None
-    path, module_type = list(stack.values())[-1]
+    if len(stack) > 1 and _IO_WRAPPER in str(stack[0][1]):
+        stack = [(_IO_PATH.sub("", str(path)), kind) for path, kind in stack[1:]]
+    path, module_type = stack[-1]
     path = re.sub(r"^L\['self'\]\.?", "", str(path))
     type_name = getattr(module_type, "__name__", str(module_type).rsplit(".", 1)[-1])
     return path, type_name.strip(chr(39) + ">")
@@ -79,8 +85,8 @@ def node_layer(node: Node) -> LayerSource:
     if torch_fn:
         call_id, qualified = str(torch_fn[0]), str(torch_fn[1])
         call = qualified.rsplit(".", 1)[-1]
-        if call == "default":  # an operator overload ("aten.bmm.default"): the operator's name
-            call = _OVERLOAD_SUFFIX.sub("", call_id).split(".")[0]
+        if qualified.startswith("OpOverload"):  # aten.bmm.default, aten.mul.Tensor: the op's name
+            call = _OVERLOAD_SUFFIX.sub("", call_id.split(".")[0])
     else:  # a node a pass made: named after the node it was first made from ("bmm.default_1")
         call_id = _origin_name(node)
         call = _OVERLOAD_SUFFIX.sub("", call_id).split(".")[0]

@@ -156,6 +156,8 @@ def test_a_node_without_a_stack_trace_takes_the_nearest_users_line():
     matmul.meta["torch_fn"] = ("bmm.default_1", "OpOverload.default")
     source = node_layer(matmul)
     assert (source.call, source.call_id, source.line) == ("bmm", "bmm.default_1", 0)
+    scaled.meta["torch_fn"] = ("mul.Tensor_2", "OpOverload.Tensor")  # an overload's name: the op
+    assert node_layer(scaled).call == "mul"
     assert nearby_line(matmul) == ("net.py", 70)
     del scaled.meta["stack_trace"]
     assert nearby_line(matmul) == ("net.py", 69)  # no user has a line: its inputs
@@ -185,3 +187,23 @@ def test_a_node_without_a_module_is_the_call_it_was_made_for():
     assert (node_layer(update).module, node_layer(update).call_id) == ("gru", "mul_3")
     del update.meta["nn_module_stack"]
     assert nearby_call(clamp) is gate  # no user has a module: its inputs
+
+
+def test_io_layout_nhwc_keeps_the_users_module_paths():
+    """--io-layout nhwc wraps the model as its `model`: its layers are still `body.0`, its own
+    calls still the model's, and the wrapper's permutes are the wrapper's."""
+    import torch
+
+    from toolkit.graph_info import node_layer
+    from toolkit.models.layout import channels_last_io
+    from toolkit.models.loader import load_model
+
+    wrapped = channels_last_io(load_model("zoo:conv2d_relu"))
+    graph = torch.export.export(wrapped.module, wrapped.example_inputs).graph
+    layers = {n.name: node_layer(n).describe() for n in graph.nodes if n.op == "call_function"}
+    assert layers == {
+        "permute": "permute in ChannelsLastInterface.forward",  # etk's code: no user line
+        "conv2d": "body.0 (Conv2d) at tiny.py:32",
+        "relu": "body.1 (ReLU) at tiny.py:32",
+        "permute_1": "permute in ChannelsLastInterface.forward",
+    }
