@@ -169,3 +169,19 @@ def test_deploy_reports_starts_per_sample_and_per_delegate_figures(
     assert run["details"]["delegates"][0]["npu_cycles"] == fake_fvp.NPU_CYCLES
     assert run["outputs_match_reference"] is True  # the samples that ran are bit-exact
     assert _launches(server_env) == 2
+
+
+def test_the_next_samples_inputs_overwrite_the_last_in_place(tmp_path):
+    """Server mode rewrites i0.bin per sample: in place when its size is unchanged (truncating
+    freed and reallocated its blocks: most of the per-sample time on a loaded machine)."""
+    from toolkit.artifacts import TensorSpec
+    from toolkit.runners.fvp import write_inputs
+
+    spec = TensorSpec((1, 4), "int8")
+    path = tmp_path / "i0.bin"
+    write_inputs(tmp_path, [np.array([[1, 2, 3, 4]], np.int8)], [spec])
+    write_inputs(tmp_path, [np.array([[-1, -2, -3, -4]], np.int8)], [spec])
+    assert path.read_bytes() == bytes([255, 254, 253, 252])
+    path.write_bytes(b"longer than the tensor")  # another size: written whole
+    write_inputs(tmp_path, [np.array([[5, 6, 7, 8]], np.int8)], [spec])
+    assert path.read_bytes() == bytes([5, 6, 7, 8])
