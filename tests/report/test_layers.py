@@ -108,6 +108,10 @@ def test_terminal_shows_the_costliest_layers(ds_cnn):
     assert "costliest layers (simulated cycles; 100.0% of" in text
     assert "features.0.0 (Conv2d)" in text and "mlperf_tiny.py:71" in text
     assert "advice: features.0.0 (Conv2d) at mlperf_tiny.py:71 keeps 9.8%" in text
+    narrow = Console(record=True, width=80)  # a non-tty: names wrap, none is cut short
+    print_result(ds_cnn, narrow)
+    table = narrow.export_text().split("costliest layers")[1].split("advice:")[0]
+    assert "…" not in table and "features.0.0" in table and "(Conv2d)" in table
 
 
 def test_report_html_beside_report_json_and_from_etk_report(ds_cnn, tmp_path, capsys):

@@ -371,10 +371,13 @@ def _print_layers(result: JobResult, console: Console) -> None:
         return
     title, header, layer_rows = table
     rich_table = Table(title=title)
-    for i, column in enumerate(header):
-        rich_table.add_column(column, justify="left" if i in (0, 1, len(header) - 1) else "right")
-    for row in layer_rows:
-        rich_table.add_row(*row)
+    # the layer's name and source in one cell, the figures' headers on two lines: fits 80 columns
+    rich_table.add_column("layer\nsource", overflow="fold", min_width=20)
+    for column in header[2:]:
+        left = column == header[-1]
+        rich_table.add_column(column.replace(" ", "\n", 1), justify="left" if left else "right")
+    for name, source, *figures in layer_rows:
+        rich_table.add_row(f"{name}\n{source}", *figures)
     console.print(rich_table)
     for line in advice_lines(records, terse=True):
         console.print(line, markup=False)
