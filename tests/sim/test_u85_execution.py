@@ -19,6 +19,7 @@ import pytest
 import torch
 from torch import nn
 
+import toolkit
 from toolkit.job import Job
 from toolkit.npu import npu_config
 from toolkit.pipeline import run_job
@@ -179,3 +180,40 @@ def test_a_refused_program_falls_back_to_the_tosa_reference_and_says_why(ds_cnn)
         f"the simulator (in NPU_OP_POOL (value 0x6) at command-stream offset {pool.offset:#x})"
     )
     assert "Vela's AvgPool" in result.details["fallback"]
+
+
+class TinyGru(nn.Module):
+    """Two GRU steps at a16w8: sigmoid and tanh as int16 tables (ACTIVATION LUT_S16_S16) and
+    the hidden state's int32 ADD rescaled to int16 by a NONE pool loading the accumulators from
+    IFM2 (regor's NullPool), as in the collection's gru_keyword."""
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(4, 8, batch_first=True)
+
+    def forward(self, x):
+        return self.gru(x)[0]
+
+
+def test_a16w8_int16_tables_and_int32_rescales_run_bit_exact():
+    torch.manual_seed(0)
+    x = torch.randn((1, 2, 4), generator=torch.Generator().manual_seed(1))
+    result = toolkit.deploy(
+        TinyGru(), example_inputs=(x,), runner="sim", quant="a16w8", npu=U85,
+        target="corstone-320", eval_samples=2,
+    )  # fmt: skip
+    vr = result.variants["fused"]
+    assert (vr.run.evaluation.runs[0].runner, vr.run.outputs_match_reference) == ("sim", True)
+    (delegate,) = vr.program.delegates
+    program = load_payload(delegate.payload)
+    steps = plan_for(program, accelerator(U85)).steps
+    luts = [s for s in steps if s.record.activation == 8]  # LUT_S16_S16
+    restored = [s for s in steps if s.record.register("ACC_FORMAT") >> 4 & 3 == 2]
+    assert (len(luts), [s.record.kind for s in restored]) == (6, ["pool.sum"])
+    assert restored[0].record.ifm_elem_size == 4 and restored[0].record.ofm_elem_size == 2
+    rng = np.random.default_rng(11)
+    for _ in range(2):
+        h = rng.integers(-32768, 32768, size=(1, 2, 4)).astype(np.int16)
+        got = simulate(program, [h], U85).outputs[0]
+        want = tosa_reference(delegate.tosa_path, [h])[0]
+        assert np.array_equal(got.reshape(-1), want.reshape(-1))

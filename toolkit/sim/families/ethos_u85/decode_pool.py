@@ -2,7 +2,11 @@
 MAX 0, AVERAGE 1, REDUCE_SUM 2, SUM 3 (Vela's large average pools and its "AvgPool NOPs":
 rescales, activations, copies, transposes), NONE 4, MIN 5, ARGMAX_X 6, ARGMAX_Y 7. AVERAGE
 divides each sum by its count of taps inside the IFM, as TOSA's AVG_POOL2D does; SUM divides by
-nothing (its OFM scale does what dividing there is). Then the global OFM scale."""
+nothing (its OFM scale does what dividing there is). Then the global OFM scale.
+
+NONE with ACC_FORMAT's input IFM2 is regor's NullPool: a RESCALE (or copy) of a 32-bit tensor,
+its values loaded into the accumulators from IFM2 (the IFM, set to int8, is not read), then the
+output stage; it runs as a 1x1 SUM of IFM2."""
 
 from __future__ import annotations
 
@@ -29,24 +33,45 @@ from .fields import (
 )
 
 MODES = {0: "max", 1: "average", 2: "reduce_sum", 3: "sum"}
+NONE = 4
+ACC_I32, ACC_INPUT_IFM2 = 0, 2  # ACC_FORMAT: format bits 0-1, input bits 4-5
 _NAMES = {4: "NONE", 5: "MIN", 6: "ARGMAX_X", 7: "ARGMAX_Y"}
+
+
+def _null_pool_input(regs: Registers) -> str:
+    """'IFM2' for a NONE pool restoring 32-bit accumulators from IFM2 (1x1, unpadded, written
+    out); any other NONE pool is refused."""
+    acc = regs.get("ACC_FORMAT", 0)
+    k = kernel_from(regs)
+    if acc >> 4 & 3 != ACC_INPUT_IFM2 or acc >> 6 & 1 or acc & 3 != ACC_I32:
+        raise refuse(regs, "pooling mode NONE other than a 32-bit IFM2 rescale", "ACC_FORMAT")
+    if (k.height, k.width, k.pad_top, k.pad_left, k.pad_bottom, k.pad_right) != (1, 1, 0, 0, 0, 0):
+        raise refuse(regs, "pooling mode NONE with a kernel or padding")
+    return "IFM2"
 
 
 def describe_pool(regs: Registers, accelerator: Accelerator) -> Pooling:
     op = regs.command
     mode = MODES.get(op.param)
-    if mode is None:
+    source = "IFM"
+    if op.param == NONE:
+        mode, source = "sum", _null_pool_input(regs)
+    elif mode is None:
         raise refuse(regs, f"pooling mode {_NAMES.get(op.param, op.param)}")
-    check_accumulators(regs)
+    else:
+        check_accumulators(regs)
     k = kernel_from(regs)
     if k.upscale not in (NO_UPSCALE, NEAREST):
         raise refuse(regs, f"IFM_UPSCALE {k.upscale} on a pool", "IFM_UPSCALE")
-    if storage(regs, "IFM") > 1:
-        raise refuse(regs, "a pool's IFM chained or scalar", "IFM_PRECISION")
+    if storage(regs, source) > 1:
+        raise refuse(regs, "a pool's IFM chained or scalar", f"{source}_PRECISION")
     ofm = ofm_map(regs)
     ifm_h, ifm_w = k.ifm_extent(ofm.height, ofm.width)
     ifm_depth = regs.get("IFM_DEPTH_M1") + 1
-    ifm = feature_map(regs, "IFM", ifm_h, ifm_w, ifm_depth)
+    ifm = feature_map(regs, source, ifm_h, ifm_w, ifm_depth)
+    if source == "IFM2" and ifm.elem_size != 4:
+        raise refuse(regs, f"pooling mode NONE from a {8 * ifm.elem_size}-bit IFM2",
+                     "IFM2_PRECISION")  # fmt: skip
     if not regs.get("OFM_PRECISION") & GLOBAL_SCALE:
         raise refuse(regs, "a pool scaled per channel", "OFM_PRECISION")
     padded = (k.pad_top, k.pad_left, k.pad_bottom, k.pad_right) != (0, 0, 0, 0)

@@ -224,6 +224,10 @@ def output_finish(regs: Registers, ofm: FeatureMap) -> Finish:
         lut = Lut(table * 256, ofm.dtype, -128)
     elif function == LUT_U8_U8 and ofm.elem_size == 1 and not ofm.signed:
         lut = Lut(table * 256, ofm.dtype, 0)
+    elif function == LUT_S16_S16 and ofm.elem_size == 2 and ofm.signed:
+        # regor's RewriteTable: TOSA's 513-entry int16 TABLE as 512 (base, slope) pairs, the
+        # whole 2 KB (table 0), interpolated as on U55 (TABLE then its RESCALE by 1/128)
+        lut = InterpolatedLut(table * 2048, ofm.dtype)
     elif function != LUT_NONE:
         raise refuse(regs, f"ACTIVATION function {function} into a {8 * ofm.elem_size}-bit OFM",
                      "ACTIVATION")  # fmt: skip
