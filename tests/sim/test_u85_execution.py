@@ -195,11 +195,43 @@ class TinyGru(nn.Module):
         return self.gru(x)[0]
 
 
-def test_a16w8_int16_tables_and_int32_rescales_run_bit_exact():
+class WideResidual(nn.Module):
+    """a16w8, a convolution's output feeding an ADD and the next convolution (the inverted
+    residuals of the MobileNets): Vela writes its INT48 output as a 64-bit OFM and rescales it
+    per channel by NONE pools reading it from IFM2 into 48-bit accumulators (DOUBLE_SYMMETRIC
+    rounding per channel, TOSA's double rounding)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(3, 8, 3, padding=1)
+        self.b = nn.Conv2d(8, 8, 1)
+
+    def forward(self, x):
+        y = self.a(x)
+        return self.b(y) + y
+
+
+def _restored(step) -> tuple:
+    """(kind, IFM bytes, OFM bytes, per-channel scaled) of a pool that loads its accumulators
+    from IFM2."""
+    r = step.record
+    return r.kind, r.ifm_elem_size, r.ofm_elem_size, not r.register("OFM_PRECISION") >> 8 & 1
+
+
+@pytest.mark.parametrize(
+    "net, shape, luts, restored, wide_convs",
+    [
+        (TinyGru, (1, 2, 4), 6, [("pool.sum", 4, 2, False)], 0),
+        (WideResidual, (1, 3, 8, 8), 0, [("pool.sum", 8, 2, True), ("pool.sum", 8, 4, True)], 1),
+    ],
+)
+def test_a16w8_tables_and_restored_accumulators_run_bit_exact(
+    net, shape, luts, restored, wide_convs
+):
     torch.manual_seed(0)
-    x = torch.randn((1, 2, 4), generator=torch.Generator().manual_seed(1))
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(1))
     result = toolkit.deploy(
-        TinyGru(), example_inputs=(x,), runner="sim", quant="a16w8", npu=U85,
+        net(), example_inputs=(x,), runner="sim", quant="a16w8", npu=U85,
         target="corstone-320", eval_samples=2,
     )  # fmt: skip
     vr = result.variants["fused"]
@@ -207,13 +239,14 @@ def test_a16w8_int16_tables_and_int32_rescales_run_bit_exact():
     (delegate,) = vr.program.delegates
     program = load_payload(delegate.payload)
     steps = plan_for(program, accelerator(U85)).steps
-    luts = [s for s in steps if s.record.activation == 8]  # LUT_S16_S16
-    restored = [s for s in steps if s.record.register("ACC_FORMAT") >> 4 & 3 == 2]
-    assert (len(luts), [s.record.kind for s in restored]) == (6, ["pool.sum"])
-    assert restored[0].record.ifm_elem_size == 4 and restored[0].record.ofm_elem_size == 2
+    assert sum(s.record.activation == 8 for s in steps) == luts  # LUT_S16_S16
+    pools = [s for s in steps if s.record.kind.startswith("pool")]
+    from_ifm2 = [s for s in pools if s.record.register("ACC_FORMAT") >> 4 & 3 == 2]
+    assert [_restored(s) for s in from_ifm2] == restored
+    assert sum(s.record.kind == "conv" and s.record.ofm_elem_size == 8 for s in steps) == wide_convs
     rng = np.random.default_rng(11)
     for _ in range(2):
-        h = rng.integers(-32768, 32768, size=(1, 2, 4)).astype(np.int16)
+        h = rng.integers(-32768, 32768, size=shape).astype(np.int16)
         got = simulate(program, [h], U85).outputs[0]
         want = tosa_reference(delegate.tosa_path, [h])[0]
         assert np.array_equal(got.reshape(-1), want.reshape(-1))

@@ -16,11 +16,11 @@ from .records import Step
 
 def prepare(op: Operation, memory: Memory, decoded: DecodedStreams) -> Step:
     """The operation's step, its feature maps, tables and streams checked against memory's
-    regions (decoded: the plan's weight and scale streams, for convolutions)."""
+    regions (decoded: the plan's weight and scale streams, for convolutions and scaled pools)."""
     if isinstance(op, Convolution):
         return prepare_conv(op, memory, decoded)
     if isinstance(op, Pooling):
-        return prepare_pool(op, memory)
+        return prepare_pool(op, memory, decoded)
     if isinstance(op, Elementwise):
         return prepare_elementwise(op, memory)
     if isinstance(op, Dma):

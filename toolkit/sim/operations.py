@@ -128,6 +128,10 @@ class Pooling(NamedTuple):
     divide: bool  # each sum divided by its count of taps inside the IFM (a padded average)
     finish: Finish
     record: OpRecord
+    # a per-channel OFM scale (Ethos-U85's NONE pools): its scale stream, as a convolution's
+    # (bias and rescale per channel, with `rounding`); `rescale` is then None
+    scales: WeightStreams | None = None
+    rounding: int = 0
 
 
 class Elementwise(NamedTuple):
