@@ -36,12 +36,6 @@ U85 = "ethos-u85-256"
 REFUSED = {
     "upsample_nearest2x": "NPU_OP_RESIZE (value 0x2) at command-stream offset 0x1a4 is not "
     "implemented by the simulator",
-    "conv_transpose2x2_s2": "round mode DOUBLE_SYMMETRIC of per-channel scales is not "
-    "implemented by the simulator (in NPU_SET_OFM_SCALE (value 0x1) at command-stream offset "
-    "0x1ac for NPU_OP_CONV)",
-    "conv_transpose3x3_s2_p1": "round mode DOUBLE_SYMMETRIC of per-channel scales is not "
-    "implemented by the simulator (in NPU_SET_OFM_SCALE (value 0x1) at command-stream offset "
-    "0x1b8 for NPU_OP_CONV)",
 }
 EXECUTED = [name for name in DEFAULT_CASES if name not in REFUSED]
 
