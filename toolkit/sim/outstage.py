@@ -33,6 +33,7 @@ class Rescale:
     right: np.ndarray | np.int64
     half: np.ndarray | np.int64
     right_half: np.ndarray | np.int64
+    double: np.ndarray | np.int64 | None  # DOUBLE: the 2^30 added where the shift passes 31
 
     def __init__(self, scale, shift, rounding: int):
         self.rounding = rounding

@@ -52,16 +52,20 @@ def _null_pool_input(regs: Registers) -> str:
     return "IFM2"
 
 
-def describe_pool(regs: Registers, accelerator: Accelerator) -> Pooling:
+def _mode_and_source(regs: Registers) -> tuple[str, str]:
+    """(pooling mode, the feature map it reads: IFM, or IFM2 for a NONE pool)."""
     op = regs.command
-    mode = MODES.get(op.param)
-    source = "IFM"
     if op.param == NONE:
-        mode, source = "sum", _null_pool_input(regs)
-    elif mode is None:
+        return "sum", _null_pool_input(regs)
+    mode = MODES.get(op.param)
+    if mode is None:
         raise refuse(regs, f"pooling mode {_NAMES.get(op.param, op.param)}")
-    else:
-        check_accumulators(regs)
+    check_accumulators(regs)
+    return mode, "IFM"
+
+
+def describe_pool(regs: Registers, accelerator: Accelerator) -> Pooling:
+    mode, source = _mode_and_source(regs)
     k = kernel_from(regs)
     if k.upscale not in (NO_UPSCALE, NEAREST):
         raise refuse(regs, f"IFM_UPSCALE {k.upscale} on a pool", "IFM_UPSCALE")
