@@ -244,3 +244,33 @@ def test_a16w8_tables_and_restored_accumulators_run_bit_exact(
         got = simulate(program, [h], U85).outputs[0]
         want = tosa_reference(delegate.tosa_path, [h])[0]
         assert np.array_equal(got.reshape(-1), want.reshape(-1))
+
+
+class Attention(nn.Module):
+    """Scores Q.K^T then their product with V: two TOSA MATMULs, which Vela 5.2 runs on U85 as
+    convolutions taking their weights from IFM2."""
+
+    def __init__(self):
+        super().__init__()
+        self.q, self.k, self.v = nn.Linear(8, 8), nn.Linear(8, 8), nn.Linear(8, 8)
+
+    def forward(self, x):
+        scores = torch.matmul(self.q(x), self.k(x).transpose(-1, -2))
+        return torch.matmul(scores, self.v(x))
+
+
+MATMUL_SHAPES = [((1, 6, 8), (1, 6, 6)), ((1, 6, 6), (1, 6, 8))]  # (IFM, OFM): Q.K^T, then .V
+
+
+def test_matmuls_run_bit_exact(tmp_path):
+    tosa = lower_to_tosa(Attention(), [(1, 6, 8)], tmp_path)
+    program = load_payload(_corstone_320(tosa, tmp_path / U85))
+    steps = plan_for(program, accelerator(U85)).steps
+    # a MatMul reads two feature maps and no weight or scale stream
+    matmuls = [s.record for s in steps if s.record.kind == "conv" and len(s.record.bytes_read) == 2]
+    assert [(r.ifm_shape, r.ofm_shape) for r in matmuls] == MATMUL_SHAPES
+    rng = np.random.default_rng(13)
+    for _ in range(3):
+        x = rng.integers(-128, 128, size=(1, 6, 8)).astype(np.int8)
+        got = simulate(program, [x], U85).outputs[0]
+        assert np.array_equal(got.reshape(-1), tosa_reference(tosa, [x])[0].reshape(-1))

@@ -8,8 +8,9 @@ from .conv import prepare_conv
 from .decoded import DecodedStreams
 from .dma import prepare_dma
 from .elementwise import prepare_elementwise
+from .matmul import prepare_matmul
 from .memory import Memory
-from .operations import Convolution, Dma, Elementwise, Operation, Pooling
+from .operations import Convolution, Dma, Elementwise, MatMul, Operation, Pooling
 from .pool import prepare_pool
 from .records import Step
 
@@ -25,4 +26,6 @@ def prepare(op: Operation, memory: Memory, decoded: DecodedStreams) -> Step:
         return prepare_elementwise(op, memory)
     if isinstance(op, Dma):
         return prepare_dma(op, memory)
+    if isinstance(op, MatMul):
+        return prepare_matmul(op, memory)
     raise TypeError(f"no engine runs {type(op).__name__}")

@@ -134,6 +134,19 @@ class Pooling(NamedTuple):
     rounding: int = 0
 
 
+class MatMul(NamedTuple):
+    """OFM[n, h, w] = sum_c (IFM[n, h, c] - zp) * (IFM2[n, w, c] - zp2), then `rescale` and the
+    output stage (matmul.py)."""
+
+    label: str
+    ifm: FeatureMap
+    ifm2: FeatureMap
+    ofm: FeatureMap
+    rescale: Rescale
+    finish: Finish
+    record: OpRecord
+
+
 class Elementwise(NamedTuple):
     """mode(A, B) of the scaled operands (A the IFM, B the IFM2 or `scalar`; swapped when
     `reversed`), then `rescale` and the output stage. Modes: mul, add, sub, min, max, lrelu,
@@ -162,4 +175,4 @@ class Dma(NamedTuple):
     record: OpRecord
 
 
-Operation = Convolution | Pooling | Elementwise | Dma
+Operation = Convolution | Pooling | Elementwise | Dma | MatMul
