@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from toolkit.sim.outstage import NATURAL, TFL, TRUNCATE, Rescale
+from toolkit.sim.outstage import DOUBLE, NATURAL, TFL, TRUNCATE, Rescale
 
 
 def _natural(v: int, s: int) -> int:
@@ -48,3 +48,13 @@ def test_rescale_follows_the_rounding_rules_for_one_scale_and_per_channel(roundi
 def test_rescale_of_one_scale_keeps_int64_results():
     out = Rescale(3, 1, NATURAL).apply(np.array([[5, -5]], np.int64), 5)
     assert out.dtype == np.int64 and out.tolist() == [[8, -7]]
+
+
+def test_double_rounding_is_tosa_s_per_channel():
+    """outstage.DOUBLE (Ethos-U85 DOUBLE_SYMMETRIC per channel): TOSA's apply_scale_32 with
+    double_round, 2^30 more (less below zero) only where the shift passes 31."""
+    acc = np.array([[(1 << 32) - (1 << 30), -(1 << 32) + (1 << 30) - 1, 3]], dtype=np.int64)
+    scale, shift = [1, 1, 1], [33, 33, 1]
+    assert Rescale(scale, shift, DOUBLE).apply(acc, 1 << 33).tolist() == [[1, -1, 2]]
+    assert Rescale(scale, shift, NATURAL).apply(acc, 1 << 33).tolist() == [[0, 0, 2]]
+    assert Rescale(1, 33, DOUBLE).apply(acc[:, :2], 1 << 33).tolist() == [[1, -1]]

@@ -19,6 +19,7 @@ import pytest
 import torch
 from torch import nn
 
+import toolkit
 from toolkit.job import Job
 from toolkit.npu import npu_config
 from toolkit.pipeline import run_job
@@ -35,12 +36,6 @@ U85 = "ethos-u85-256"
 REFUSED = {
     "upsample_nearest2x": "NPU_OP_RESIZE (value 0x2) at command-stream offset 0x1a4 is not "
     "implemented by the simulator",
-    "conv_transpose2x2_s2": "round mode DOUBLE_SYMMETRIC of per-channel scales is not "
-    "implemented by the simulator (in NPU_SET_OFM_SCALE (value 0x1) at command-stream offset "
-    "0x1ac for NPU_OP_CONV)",
-    "conv_transpose3x3_s2_p1": "round mode DOUBLE_SYMMETRIC of per-channel scales is not "
-    "implemented by the simulator (in NPU_SET_OFM_SCALE (value 0x1) at command-stream offset "
-    "0x1b8 for NPU_OP_CONV)",
 }
 EXECUTED = [name for name in DEFAULT_CASES if name not in REFUSED]
 
@@ -179,3 +174,103 @@ def test_a_refused_program_falls_back_to_the_tosa_reference_and_says_why(ds_cnn)
         f"the simulator (in NPU_OP_POOL (value 0x6) at command-stream offset {pool.offset:#x})"
     )
     assert "Vela's AvgPool" in result.details["fallback"]
+
+
+class TinyGru(nn.Module):
+    """Two GRU steps at a16w8: sigmoid and tanh as int16 tables (ACTIVATION LUT_S16_S16) and
+    the hidden state's int32 ADD rescaled to int16 by a NONE pool loading the accumulators from
+    IFM2 (regor's NullPool), as in the collection's gru_keyword."""
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(4, 8, batch_first=True)
+
+    def forward(self, x):
+        return self.gru(x)[0]
+
+
+class WideResidual(nn.Module):
+    """a16w8, a convolution's output feeding an ADD and the next convolution (the inverted
+    residuals of the MobileNets): Vela writes its INT48 output as a 64-bit OFM and rescales it
+    per channel by NONE pools reading it from IFM2 into 48-bit accumulators (DOUBLE_SYMMETRIC
+    rounding per channel, TOSA's double rounding)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(3, 8, 3, padding=1)
+        self.b = nn.Conv2d(8, 8, 1)
+
+    def forward(self, x):
+        y = self.a(x)
+        return self.b(y) + y
+
+
+def _restored(step) -> tuple:
+    """(kind, IFM bytes, OFM bytes, per-channel scaled) of a pool that loads its accumulators
+    from IFM2."""
+    r = step.record
+    return r.kind, r.ifm_elem_size, r.ofm_elem_size, not r.register("OFM_PRECISION") >> 8 & 1
+
+
+@pytest.mark.parametrize(
+    "net, shape, luts, restored, wide_convs",
+    [
+        (TinyGru, (1, 2, 4), 6, [("pool.sum", 4, 2, False)], 0),
+        (WideResidual, (1, 3, 8, 8), 0, [("pool.sum", 8, 2, True), ("pool.sum", 8, 4, True)], 1),
+    ],
+)
+def test_a16w8_tables_and_restored_accumulators_run_bit_exact(
+    net, shape, luts, restored, wide_convs
+):
+    torch.manual_seed(0)
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(1))
+    result = toolkit.deploy(
+        net(), example_inputs=(x,), runner="sim", quant="a16w8", npu=U85,
+        target="corstone-320", eval_samples=2,
+    )  # fmt: skip
+    vr = result.variants["fused"]
+    assert (vr.run.evaluation.runs[0].runner, vr.run.outputs_match_reference) == ("sim", True)
+    (delegate,) = vr.program.delegates
+    program = load_payload(delegate.payload)
+    steps = plan_for(program, accelerator(U85)).steps
+    assert sum(s.record.activation == 8 for s in steps) == luts  # LUT_S16_S16
+    pools = [s for s in steps if s.record.kind.startswith("pool")]
+    from_ifm2 = [s for s in pools if s.record.register("ACC_FORMAT") >> 4 & 3 == 2]
+    assert [_restored(s) for s in from_ifm2] == restored
+    assert sum(s.record.kind == "conv" and s.record.ofm_elem_size == 8 for s in steps) == wide_convs
+    rng = np.random.default_rng(11)
+    for _ in range(2):
+        h = rng.integers(-32768, 32768, size=shape).astype(np.int16)
+        got = simulate(program, [h], U85).outputs[0]
+        want = tosa_reference(delegate.tosa_path, [h])[0]
+        assert np.array_equal(got.reshape(-1), want.reshape(-1))
+
+
+class Attention(nn.Module):
+    """Scores Q.K^T then their product with V: two TOSA MATMULs, which Vela 5.2 runs on U85 as
+    convolutions taking their weights from IFM2."""
+
+    def __init__(self):
+        super().__init__()
+        self.q, self.k, self.v = nn.Linear(8, 8), nn.Linear(8, 8), nn.Linear(8, 8)
+
+    def forward(self, x):
+        scores = torch.matmul(self.q(x), self.k(x).transpose(-1, -2))
+        return torch.matmul(scores, self.v(x))
+
+
+MATMUL_SHAPES = [((1, 6, 8), (1, 6, 6)), ((1, 6, 6), (1, 6, 8))]  # (IFM, OFM): Q.K^T, then .V
+
+
+def test_matmuls_run_bit_exact(tmp_path):
+    tosa = lower_to_tosa(Attention(), [(1, 6, 8)], tmp_path)
+    program = load_payload(_corstone_320(tosa, tmp_path / U85))
+    steps = plan_for(program, accelerator(U85)).steps
+    # a MatMul reads two feature maps and no weight or scale stream
+    matmuls = [s.record for s in steps if s.record.kind == "conv" and len(s.record.bytes_read) == 2]
+    assert [(r.ifm_shape, r.ofm_shape) for r in matmuls] == MATMUL_SHAPES
+    rng = np.random.default_rng(13)
+    for _ in range(3):
+        x = rng.integers(-128, 128, size=(1, 6, 8)).astype(np.int8)
+        got = simulate(program, [x], U85).outputs[0]
+        assert np.array_equal(got.reshape(-1), tosa_reference(tosa, [x])[0].reshape(-1))

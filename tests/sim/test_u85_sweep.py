@@ -5,8 +5,13 @@ mode); the simulator must equal the TOSA reference model on full-range random in
 
 from __future__ import annotations
 
+import tomllib
+from pathlib import Path
+
 import numpy as np
 import pytest
+from tosa.DType import DType
+from tosa.TosaGraph import TosaGraph
 
 from toolkit.job import Job
 from toolkit.npu import npu_config
@@ -72,3 +77,45 @@ def test_zoo_bit_exact_on_every_u85_configuration(zoo, tmp_path, name):
             for npu in OTHERS:
                 npz = _compile(d.tosa_path, npu, tmp_path / variant / str(d.index) / npu)
                 _assert_exact(d.tosa_path, load_payload(npz), npu, label)
+
+
+COLLECTION = Path(__file__).parents[1] / "collection"
+# a16w8 collection nets the simulator runs on U85 since int16 tables, NONE pools from IFM2 and
+# 64-bit convolution outputs (scripts/u85_sweep.py lists the rest)
+A16W8_NETS = ("gru_keyword", "mobilenet_v2_035")
+
+
+def _input_arrays(tosa, rng) -> list[np.ndarray]:
+    """Full-range random values of each TOSA graph input's own type (int8 or int16)."""
+    block = TosaGraph.GetRootAsTosaGraph(tosa.read_bytes(), 0).Regions(0).Blocks(0)
+    types = {}
+    for i in range(block.TensorsLength()):
+        t = block.Tensors(i)
+        types[t.Name().decode()] = np.int16 if t.Type() == DType.INT16 else np.int8
+    names = [block.Inputs(i).decode() for i in range(block.InputsLength())]
+    return [
+        rng.integers(np.iinfo(types[n]).min, np.iinfo(types[n]).max + 1, size=s).astype(types[n])
+        for n, s in zip(names, _tosa_input_shapes(tosa))
+    ]
+
+
+@pytest.mark.parametrize("name", A16W8_NETS)
+def test_a16w8_collection_nets_bit_exact_on_u85(tmp_path, name):
+    spec, shape = tomllib.loads((COLLECTION / "nets.toml").read_text())[name]
+    job = Job(
+        model=str(COLLECTION / spec), input_shape=shape, target="corstone-320", quant="a16w8",
+        calibration_samples=4, eval_samples=1, out_dir=tmp_path / "job",
+    )  # fmt: skip
+    result = run_job(job, runner=SimulatorRunner())
+    rng = np.random.default_rng(7)
+    for variant, vr in result.variants.items():
+        assert vr.run.outputs_match_reference, f"{name} {variant}"
+        for d in vr.program.delegates:
+            for npu in ("ethos-u85-256", "ethos-u85-128", "ethos-u85-512"):
+                out = tmp_path / variant / str(d.index) / npu
+                payload = d.payload if npu == "ethos-u85-256" else _compile(d.tosa_path, npu, out)
+                for _ in range(2):
+                    xs = _input_arrays(d.tosa_path, rng)
+                    got = simulate(load_payload(payload), xs, npu, SYSTEM, MODE).outputs
+                    for g, w in zip(got, tosa_reference(d.tosa_path, xs)):
+                        assert np.array_equal(np.asarray(g).reshape(-1), np.asarray(w).reshape(-1))

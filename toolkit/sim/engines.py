@@ -8,21 +8,24 @@ from .conv import prepare_conv
 from .decoded import DecodedStreams
 from .dma import prepare_dma
 from .elementwise import prepare_elementwise
+from .matmul import prepare_matmul
 from .memory import Memory
-from .operations import Convolution, Dma, Elementwise, Operation, Pooling
+from .operations import Convolution, Dma, Elementwise, MatMul, Operation, Pooling
 from .pool import prepare_pool
 from .records import Step
 
 
 def prepare(op: Operation, memory: Memory, decoded: DecodedStreams) -> Step:
     """The operation's step, its feature maps, tables and streams checked against memory's
-    regions (decoded: the plan's weight and scale streams, for convolutions)."""
+    regions (decoded: the plan's weight and scale streams, for convolutions and scaled pools)."""
     if isinstance(op, Convolution):
         return prepare_conv(op, memory, decoded)
     if isinstance(op, Pooling):
-        return prepare_pool(op, memory)
+        return prepare_pool(op, memory, decoded)
     if isinstance(op, Elementwise):
         return prepare_elementwise(op, memory)
     if isinstance(op, Dma):
         return prepare_dma(op, memory)
+    if isinstance(op, MatMul):
+        return prepare_matmul(op, memory)
     raise TypeError(f"no engine runs {type(op).__name__}")

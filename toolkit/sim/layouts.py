@@ -16,7 +16,7 @@ BRICK = 16  # channels per NHCWB16 brick
 DTYPES = {
     (signed, size): np.dtype(f"<{'i' if signed else 'u'}{size}")
     for signed in (False, True)
-    for size in (1, 2, 4)
+    for size in (1, 2, 4, 8)
 }
 
 

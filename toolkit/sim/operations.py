@@ -128,6 +128,23 @@ class Pooling(NamedTuple):
     divide: bool  # each sum divided by its count of taps inside the IFM (a padded average)
     finish: Finish
     record: OpRecord
+    # a per-channel OFM scale (Ethos-U85's NONE pools): its scale stream, as a convolution's
+    # (bias and rescale per channel, with `rounding`); `rescale` is then None
+    scales: WeightStreams | None = None
+    rounding: int = 0
+
+
+class MatMul(NamedTuple):
+    """OFM[n, h, w] = sum_c (IFM[n, h, c] - zp) * (IFM2[n, w, c] - zp2), then `rescale` and the
+    output stage (matmul.py)."""
+
+    label: str
+    ifm: FeatureMap
+    ifm2: FeatureMap
+    ofm: FeatureMap
+    rescale: Rescale
+    finish: Finish
+    record: OpRecord
 
 
 class Elementwise(NamedTuple):
@@ -158,4 +175,4 @@ class Dma(NamedTuple):
     record: OpRecord
 
 
-Operation = Convolution | Pooling | Elementwise | Dma
+Operation = Convolution | Pooling | Elementwise | Dma | MatMul

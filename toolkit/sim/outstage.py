@@ -1,6 +1,8 @@
 """The output stage: scale with rounding, add the OFM zero point, clip, look up (activation.py).
 
 NATURAL: (v + 2^(s-1)) >> s, floor shift, the same as TOSA RESCALE single rounding.
+DOUBLE: TOSA RESCALE's double rounding (Ethos-U85 DOUBLE_SYMMETRIC with dbl_rnd 0): NATURAL,
+with 2^30 more (less, for a negative accumulator) where the shift passes 31.
 TFL: TensorFlow Lite double rounding (rounding doubling high multiply, which rounds half up,
 then rounding divide by a power of two, ties away from zero). TRUNCATE: toward zero.
 v = acc * scale.
@@ -16,7 +18,8 @@ from functools import lru_cache
 
 import numpy as np
 
-NATURAL, TFL, TRUNCATE = 2, 0, 1
+NATURAL, TFL, TRUNCATE, DOUBLE = 2, 0, 1, 3
+_DOUBLE_ROUND = 1 << 30
 _SAFE = 1 << 62
 _HIGH_MUL_SHIFT = 31  # the doubling high multiply of TFL mode
 
@@ -30,6 +33,7 @@ class Rescale:
     right: np.ndarray | np.int64
     half: np.ndarray | np.int64
     right_half: np.ndarray | np.int64
+    double: np.ndarray | np.int64 | None  # DOUBLE: the 2^30 added where the shift passes 31
 
     def __init__(self, scale, shift, rounding: int):
         self.rounding = rounding
@@ -48,6 +52,7 @@ class Rescale:
             shifts, right = shift, np.zeros_like(shift)
         self.shift, self.right = shifts, right
         self.half = _half(shifts)
+        self.double = np.where(shift > 31, _DOUBLE_ROUND, 0) if rounding == DOUBLE else None
         self.right_half = _half(right)
         self.has_right = bool(right.any())
 
@@ -58,6 +63,8 @@ class Rescale:
         self.scale, self.shift, self.right = np.int64(scale), np.int64(shift), np.int64(right)
         self.scale_max = abs(scale)
         self.half = np.int64(1 << (shift - 1) if shift > 0 else 0)
+        double = self.rounding == DOUBLE and shift > 31
+        self.double = np.int64(_DOUBLE_ROUND if double else 0) if self.rounding == DOUBLE else None
         self.right_half = np.int64(1 << (right - 1) if right > 0 else 0)
         self.has_right = right > 0
 
@@ -78,6 +85,9 @@ class Rescale:
         if self.rounding == TRUNCATE:
             mag = np.abs(v) >> shift
             out = np.where(v < 0, -mag, mag)
+        elif self.double is not None:
+            double = np.asarray(self.double).astype(v.dtype)
+            out = (v + half + np.where(acc < 0, -double, double)) >> shift
         else:
             out = (v + half) >> shift
             if self.has_right:  # TFL: a second rounding divide, ties away from zero

@@ -15,6 +15,8 @@ from typing import NamedTuple
 import numpy as np
 
 from . import outstage
+from .decoded import DecodedStreams
+from .errors import UnsupportedError
 from .kernel import NO_UPSCALE
 from .layouts import FeatureMap
 from .memory import MEMORY_REGIONS, Memory, check_lut
@@ -224,7 +226,7 @@ def forget_tables() -> None:
     _byte_table.cache_clear()
 
 
-def prepare_pool(op: Pooling, memory: Memory) -> Step:
+def prepare_pool(op: Pooling, memory: Memory, decoded: DecodedStreams | None = None) -> Step:
     """The planned run of a pool: its feature maps and table checked against memory; a 1x1
     unpadded pool of bytes as a table of its 256 outputs (ByteMap, which plan.py merges into
     runs), else its native kernel where one runs it (else numpy)."""
@@ -232,6 +234,9 @@ def prepare_pool(op: Pooling, memory: Memory) -> Step:
     ifm.check(memory, f"{what} (IFM)")
     ofm.check(memory, f"{what} (OFM)")
     check_lut(op.finish, memory, what)
+    if op.scales is not None:
+        assert decoded is not None, "a pool scaled per channel reads its scale stream"
+        return Step(op.record, _channel_scaled_pool(op, memory, decoded))
     depth, rescale, finish = op.depth, op.rescale, op.finish
     padded = (k.pad_top, k.pad_left, k.pad_bottom, k.pad_right) != (0, 0, 0, 0)
     terms = k.elements * (depth if mode == "reduce_sum" else 1)
@@ -258,6 +263,26 @@ def prepare_pool(op: Pooling, memory: Memory) -> Step:
     run = _numpy_pool(op, bound, plain, table)
     byte_map = None if table is None else ByteMap(ifm, ofm, table, depth)
     return Step(op.record, run if native is None else native, byte_map)
+
+
+def _channel_scaled_pool(op: Pooling, memory: Memory, decoded: DecodedStreams):
+    """A 1x1 unpadded pool scaled per channel: acc = IFM - zp + bias, rescaled channel by
+    channel with the scale stream's scales (Ethos-U85's NONE pools, a RESCALE per channel)."""
+    ifm, ofm, k, finish, s = op.ifm, op.ofm, op.kernel, op.finish, op.scales
+    assert s is not None
+    if op.mode != "average" or op.divide or k.elements != 1 or k.upscale != NO_UPSCALE:
+        raise UnsupportedError(f"{op.label}: a per-channel scale on a pool other than 1x1 SUM")
+    memory.check(s.scales.region, s.scales.base, s.scales.base + s.scales.length, op.label)
+    slot = decoded.slot(*s.scales)
+    args = (s.channels, op.rounding, f"{op.label} (scales)", s.scale_fmt)
+    ifm_bound = 1 << (8 * ifm.elem_size)
+
+    def run(mem: Memory) -> None:
+        bias, rescale, bias_bound = slot.get(mem, decoded.scales, *args)
+        acc = ifm.read(mem)[..., : op.depth].astype(np.int64) - ifm.zero_point + bias
+        ofm.write(mem, finish(rescale.apply(acc, ifm_bound + bias_bound), mem))
+
+    return run
 
 
 def _numpy_pool(op: Pooling, bound: int, plain: bool, table: np.ndarray | None):

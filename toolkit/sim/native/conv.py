@@ -7,7 +7,7 @@ import numpy as np
 from ..kernel import Kernel
 from ..layouts import FeatureMap
 from ..memory import INTERNAL, Memory
-from ..outstage import Finish, Rescale
+from ..outstage import DOUBLE, Finish, Rescale
 from . import (
     FINISH_WORDS,
     FM_WORDS,
@@ -142,10 +142,11 @@ def conv_kernel(
     ifm: FeatureMap, ofm: FeatureMap, k: Kernel, depthwise: bool, finish: Finish, rounding: int
 ) -> NativeConv | None:
     """The native run of a planned convolution, or None where the numpy path runs it: kernels
-    not built or turned off, a 32-bit IFM (its values minus the zero point need 33 bits), or a
-    LUT the clipped values could index outside of (lut_in_reach)."""
+    not built or turned off, a 32-bit IFM (its values minus the zero point need 33 bits), a LUT
+    the clipped values could index outside of (lut_in_reach), or TOSA's double rounding."""
     if (
         _KERNEL is None
+        or rounding == DOUBLE
         or ifm.elem_size == 4
         or not lut_in_reach(finish)
         or ofm.numpy_only

@@ -10,11 +10,12 @@ and cut apart again by the family's decode_weights (weights.py).
 from __future__ import annotations
 
 from ...kernel import NO_UPSCALE
-from ...operations import Convolution, StreamAt, WeightStreams
+from ...operations import Convolution, MatMul, StreamAt, WeightStreams
 from ...records import OpRecord
 from ...registers import Registers
 from ..accelerator import Accelerator
 from ..u85_weights import scale_stream, weight_layout, weight_streams
+from .decode_matmul import describe_matmul
 from .fields import (
     GLOBAL_SCALE,
     feature_map,
@@ -41,10 +42,12 @@ def check_accumulators(regs: Registers) -> None:
         raise refuse(regs, "accumulators kept or read from IFM2, or not written", "ACC_FORMAT")
 
 
-def describe_conv(regs: Registers, accelerator: Accelerator, depthwise: bool) -> Convolution:
+def describe_conv(
+    regs: Registers, accelerator: Accelerator, depthwise: bool
+) -> Convolution | MatMul:
     op = regs.command
     if op.param & 1:
-        raise refuse(regs, "a convolution taking its weights from IFM2 (MatMul)")
+        return describe_matmul(regs)
     if regs.get("OFM_PRECISION") & GLOBAL_SCALE:
         raise refuse(regs, "a convolution with one global OFM scale", "OFM_PRECISION")
     check_accumulators(regs)

@@ -29,6 +29,9 @@ CHAIN_BUFFERS = 6  # Vela's CB_SLOTS
 STORAGE_CHAINED, STORAGE_NONE = 2, 3
 GLOBAL_SCALE = 1 << 8  # OFM_PRECISION scale_mode: one OFM_SCALE (else the scale stream's)
 _SIZES = {0: 1, 1: 2, 2: 4, 3: 8}
+# 64-bit maps Vela writes and reads: a16w8 convolutions' 48-bit accumulators kept whole (an
+# INT48 tensor with two consumers), and the NONE pool that rescales them (from IFM2)
+_WIDE = {("OFM", "NPU_OP_CONV"), ("OFM", "NPU_OP_DEPTHWISE"), ("IFM2", "NPU_OP_POOL")}
 # transpose code -> for each destination axis (h, w, c), the source axis it takes
 _TRANSPOSES = {0: (0, 1, 2), 1: (1, 0, 2), 2: (0, 2, 1), 3: (1, 2, 0), 6: (2, 0, 1), 7: (2, 1, 0)}
 # ACTIVATION functions: (OFM bytes of the table entries, signed index)
@@ -71,7 +74,7 @@ def _layout(regs: Registers, name: str) -> tuple[int, bool, bool]:
     fmt = value >> 6 & 3
     if fmt > 1:
         raise refuse(regs, f"{name} format {fmt}", f"{name}_PRECISION")
-    if size == 8:
+    if size == 8 and (name, regs.command.name) not in _WIDE:
         raise refuse(regs, f"a 64-bit {name}", f"{name}_PRECISION")
     return size, bool(value & 1), fmt == 1
 
@@ -99,7 +102,8 @@ def feature_map(regs: Registers, name: str, height: int, width: int, depth: int)
 
 
 def _make(region, bases, tiles, shape, strides, size, signed, brick, zero_point) -> FeatureMap:
-    return _layout_map(region, bases, tiles, shape, strides, size, signed, brick, zero_point)
+    fm = _layout_map(region, bases, tiles, shape, strides, size, signed, brick, zero_point)
+    return fm._replace(numpy_only=True) if size == 8 else fm  # the C kernels stop at 32 bits
 
 
 def ofm_shape(regs: Registers) -> tuple[int, int, int]:
@@ -191,15 +195,19 @@ def ofm_scale(regs: Registers) -> tuple[int, int]:
 def rounding(regs: Registers, register: str = "OFM_SCALE", shift: int | None = None) -> int:
     """A scale register's round mode, as outstage numbers it. DOUBLE_SYMMETRIC adds a second
     2^30 only when the shift passes 31 - dbl_rnd (TOSA's double rounding); below, it is
-    NATURAL. `shift` None: per-channel shifts, not known when the stream is decoded."""
+    NATURAL. `shift` None: per-channel shifts, not known when the stream is decoded (with
+    dbl_rnd 0, outstage.DOUBLE: TOSA's, channel by channel)."""
     param = regs.cmd1_param(register)
     mode = param >> 13 & (7 if register == "OFM_SCALE" else 1)
     if mode == NATURAL:
         return outstage.NATURAL
     if mode == TRUNCATE_TO_ZERO:
         return outstage.TRUNCATE
-    if mode == DOUBLE_SYMMETRIC and shift is not None and shift <= 31 - (param >> 6 & 31):
+    dbl_rnd = param >> 6 & 31
+    if mode == DOUBLE_SYMMETRIC and shift is not None and shift <= 31 - dbl_rnd:
         return outstage.NATURAL
+    if mode == DOUBLE_SYMMETRIC and shift is None and dbl_rnd == 0:
+        return outstage.DOUBLE  # per channel (the convolutions' scale streams): TOSA's
     name = _ROUND_NAMES.get(mode, str(mode))
     if mode == DOUBLE_SYMMETRIC:
         name += " with a shift past 31" if shift is not None else " of per-channel scales"
@@ -224,6 +232,10 @@ def output_finish(regs: Registers, ofm: FeatureMap) -> Finish:
         lut = Lut(table * 256, ofm.dtype, -128)
     elif function == LUT_U8_U8 and ofm.elem_size == 1 and not ofm.signed:
         lut = Lut(table * 256, ofm.dtype, 0)
+    elif function == LUT_S16_S16 and ofm.elem_size == 2 and ofm.signed:
+        # regor's RewriteTable: TOSA's 513-entry int16 TABLE as 512 (base, slope) pairs, the
+        # whole 2 KB (table 0), interpolated as on U55 (TABLE then its RESCALE by 1/128)
+        lut = InterpolatedLut(table * 2048, ofm.dtype)
     elif function != LUT_NONE:
         raise refuse(regs, f"ACTIVATION function {function} into a {8 * ofm.elem_size}-bit OFM",
                      "ACTIVATION")  # fmt: skip
