@@ -41,7 +41,7 @@ def _corrupt_convs(monkeypatch):
 
 
 def _refuse_pools(monkeypatch):
-    def prepare(op, memory):
+    def prepare(op, memory, decoded=None):
         raise UnsupportedError(f"a test's pool is not implemented by the simulator ({op.label})")
 
     monkeypatch.setattr(engines, "prepare_pool", prepare)
