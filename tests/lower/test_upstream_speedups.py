@@ -569,3 +569,18 @@ def test_a_patch_restores_an_inherited_attribute_by_deleting_its_own():
     with speedups.upstream_speedups(("skip-static-sym-to-tensor",)):
         assert "call" in SymToTensorPass.__dict__
     assert "call" not in SymToTensorPass.__dict__
+
+
+def test_the_table_attribution_hook_leaves_other_executorch_versions_alone(monkeypatch):
+    from executorch.backends.arm._passes.insert_table_ops import InsertTableOpsPass
+
+    from toolkit.lower import tosa_sources
+
+    upstream = InsertTableOpsPass.call
+    with tosa_sources._table_nodes_keep_their_call():
+        assert InsertTableOpsPass.call is not upstream
+    assert InsertTableOpsPass.call is upstream
+    other = {**speedups.WRITTEN_FOR, "executorch": "1.6.0"}
+    monkeypatch.setattr(tosa_sources, "installed_versions", lambda: other)
+    with tosa_sources._table_nodes_keep_their_call():
+        assert InsertTableOpsPass.call is upstream

@@ -29,6 +29,13 @@ from .results import encode_codes, new_record, run_key
 from .suite import RunSpec, model_file_sha256
 
 
+def import_run_dependencies() -> None:
+    """What every run imports, done once where workers are forked from (the forkserver) instead of
+    in each worker's first run: the BundleIO writer alone pulls in executorch.exir (8 s here)."""
+    import executorch.devtools  # noqa: F401
+    import executorch.devtools.bundled_program.serialize  # noqa: F401
+
+
 def _output_codes(result: JobResult, variant: str) -> list[dict[str, Any]]:
     """The integer codes of every output of every evaluation sample, for LSB comparisons."""
     vr = result.variants[variant]

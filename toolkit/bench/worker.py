@@ -14,7 +14,9 @@ from ..console_capture import quiet_torch_import
 quiet_torch_import()
 import torch  # noqa: E402
 
-from .runs import execute_run  # noqa: E402
+from .runs import execute_run, import_run_dependencies  # noqa: E402
+
+import_run_dependencies()
 
 
 def worker_main(conn: Connection, out_root: str, bench: int) -> None:

@@ -14,8 +14,10 @@ from ..console_capture import quiet_torch_import
 quiet_torch_import()
 import torch  # noqa: E402
 
-from ..bench.runs import execute_run  # noqa: E402
+from ..bench.runs import execute_run, import_run_dependencies  # noqa: E402
 from .lease import LEASE_ENV, PlaceLease, reachable  # noqa: E402
+
+import_run_dependencies()
 
 
 def farm_worker_main(conn: Connection, out_root: str, lease_json: str) -> None:

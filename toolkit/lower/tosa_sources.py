@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from ..artifacts import LayerSource
 from ..graph_info import CALL_META, nearby_call, nearby_line, node_layer, take_call
 from .patching import patched
+from .upstream_speedups import WRITTEN_FOR, installed_versions
 
 
 @dataclass
@@ -57,7 +58,11 @@ def _table_nodes_keep_their_call() -> Iterator[None]:
     """ExecuTorch 1.5's InsertTableOpsPass makes each TABLE without its node's metadata: a
     sigmoid's TABLE that Vela cannot fuse into the conv before it (a reshape between them, as
     at batch 2) ran with no module path. The TABLE's constant is named after the node it
-    replaced (b_NAME_table_constant): the TABLE takes that node's call."""
+    replaced (b_NAME_table_constant): the TABLE takes that node's call. Written for ExecuTorch
+    1.5.1's pass: on another version the pass runs as it is (only attribution could lose a name)."""
+    if installed_versions()["executorch"] != WRITTEN_FOR["executorch"]:
+        yield
+        return
     from executorch.backends.arm._passes.insert_table_ops import InsertTableOpsPass
     from executorch.exir.dialects._ops import ops as exir_ops
 
