@@ -32,6 +32,7 @@ from .suite import RunSpec, model_file_sha256
 def import_run_dependencies() -> None:
     """What every run imports, done once where workers are forked from (the forkserver) instead of
     in each worker's first run: the BundleIO writer alone pulls in executorch.exir (8 s here)."""
+    import ethosu.vela.architecture_features  # noqa: F401 - the Vela ini's reader
     import executorch.devtools  # noqa: F401
     import executorch.devtools.bundled_program.serialize  # noqa: F401
 
