@@ -31,7 +31,15 @@ class Softmax(nn.Module):
         return torch.softmax(self.fc(x), dim=-1)
 
 
-@pytest.mark.parametrize("npu", ["ethos-u55-128", "ethos-u65-256", "ethos-u65-512"])
+# U65's configurations (a compile each, 15-20 s on a busy machine) in the slow run
+@pytest.mark.parametrize(
+    "npu",
+    [
+        "ethos-u55-128",
+        pytest.param("ethos-u65-256", marks=pytest.mark.slow),
+        pytest.param("ethos-u65-512", marks=pytest.mark.slow),
+    ],
+)
 @pytest.mark.parametrize("net,shape", [(SigmoidTanh, (1, 3, 8, 8)), (Softmax, (1, 16))])
 def test_int16_luts_run_bit_exact(net, shape, npu):
     torch.manual_seed(0)  # the net's initial weights

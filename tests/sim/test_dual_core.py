@@ -34,7 +34,7 @@ NETS = [
     (f"{FIXTURE_MODELS}:OddConvRelu", "1,8,10,12"),
     (f"{FIXTURE_MODELS}:DepthwiseRelu", "1,21,9,10"),
     (f"{FIXTURE_MODELS}:LinearRelu", "1,96"),
-    ("zoo:ds_cnn", None),
+    pytest.param("zoo:ds_cnn", None, marks=pytest.mark.slow),  # ~30 s, the small nets cover it
 ]
 CONVOLUTIONS = ("NPU_OP_CONV", "NPU_OP_DEPTHWISE")
 
@@ -65,7 +65,9 @@ def _second_core_streams(command_stream: bytes) -> list[tuple[int, int]]:
     ]
 
 
-@pytest.mark.parametrize("model, shape", NETS, ids=[m.split(":")[-1] for m, _ in NETS])
+@pytest.mark.parametrize(
+    "model, shape", NETS, ids=["OddConvRelu", "DepthwiseRelu", "LinearRelu", "ds_cnn"]
+)
 def test_dual_core_nets_run_bit_exact(dual_core_job, model, shape):
     result = dual_core_job(model, shape)
     assert set(result.variants) == {"fused", "unfused"}

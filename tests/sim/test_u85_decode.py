@@ -147,9 +147,9 @@ def compare_with_vela(program: Program, out: Path) -> Counter[str]:
 CASES = (
     ("zoo:ds_cnn", "ethos-u85-256"),
     ("zoo:depthwise_relu6", "ethos-u85-128"),
-    ("zoo:conv2d_bn_relu", "ethos-u85-512"),
-    ("zoo:conv2d_bn_relu6", "ethos-u85-1024"),
     ("zoo:linear_relu", "ethos-u85-2048"),
+    pytest.param("zoo:conv2d_bn_relu", "ethos-u85-512", marks=pytest.mark.slow),
+    pytest.param("zoo:conv2d_bn_relu6", "ethos-u85-1024", marks=pytest.mark.slow),
     pytest.param("zoo:resnet8", "ethos-u85-128", marks=pytest.mark.slow),
     pytest.param("zoo:mobilenet_v1_025", "ethos-u85-512", marks=pytest.mark.slow),
     pytest.param("zoo:mobilenet_v1_025", "ethos-u85-2048", marks=pytest.mark.slow),
