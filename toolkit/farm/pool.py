@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import multiprocessing
+import multiprocessing.forkserver
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -122,6 +123,8 @@ class FarmPool:
         self.attempts: dict[RunSpec, int] = {}
 
     def run(self, specs: Sequence[RunSpec], places: dict[str, dict[str, str]], wait_s: float):
+        # the workers' imports (torch, ExecuTorch: seconds) go on while places are reserved
+        multiprocessing.forkserver.ensure_running()
         self.queue = list(specs)
         for name, tags in places.items():
             self.places.append(_Place(name, tags, self.session.reserve(name)))
