@@ -193,3 +193,19 @@ def test_operations_passes_make_keep_the_call_they_were_made_for(tmp_path):
         assert all(x.source.located for x in vr.layers.layers if x.cycles), name
     sigmoid = {x.source.module: x for x in result.variants["fused"].layers.layers}["excite.3"]
     assert (sigmoid.source.module_type, sigmoid.kinds) == ("Sigmoid", {"pool.average": 1})
+
+
+def test_a_matmul_is_mac_work_of_its_own_kind_with_no_weight_decoder_loss():
+    from toolkit.artifacts import LayerSource
+    from toolkit.evaluation.layer_profile import LayerProfile
+    from toolkit.evaluation.op_figures import OpFigures
+
+    # Q.K^T of the attention test on ethos-u85-256 (test_u85_execution.py): 108 compute cycles
+    shape = OpShape("matmul", (1, 6, 8), (1, 6, 6), (1, 1, 1, 1), (1, 6, 6), (1, 2, 16), 1, 0.25)
+    layer = LayerProfile(LayerSource("", "Attention", "matmul", "matmul"))
+    layer.add(OpFigures(0x1C0, "matmul", 108, 108, 288, False, {}, shape), None, 0)
+    assert (layer.kinds, layer.mac_cycles, layer.macs) == ({"matmul": 1}, 108, 288)
+    # its "weights" are IFM2, not a decoded stream: only a convolution is told about the decoder
+    decoder = "a 1x6 OFM block (3 u-blocks per weight; 16 keep the decoder up)"
+    assert (0.1875, decoder) in mac_losses(shape._replace(kind="conv"), 256)
+    assert decoder not in [why for _, why in mac_losses(shape, 256)]

@@ -18,6 +18,8 @@ from toolkit.npu import npu_config
 from toolkit.pipeline import run_job
 from toolkit.runners.sim import SimulatorRunner
 from toolkit.sim import load_payload, simulate
+from toolkit.sim.families import accelerator
+from toolkit.sim.plan import plan_for
 
 from .conftest import tosa_reference
 from .test_model_bitexact import _tosa_input_shapes
@@ -99,23 +101,54 @@ def _input_arrays(tosa, rng) -> list[np.ndarray]:
     ]
 
 
-@pytest.mark.parametrize("name", A16W8_NETS)
-def test_a16w8_collection_nets_bit_exact_on_u85(tmp_path, name):
+def _collection_run(name: str, quant: str, out: Path):
     spec, shape = tomllib.loads((COLLECTION / "nets.toml").read_text())[name]
     job = Job(
-        model=str(COLLECTION / spec), input_shape=shape, target="corstone-320", quant="a16w8",
-        calibration_samples=4, eval_samples=1, out_dir=tmp_path / "job",
+        model=str(COLLECTION / spec), input_shape=shape, target="corstone-320", quant=quant,
+        calibration_samples=4, eval_samples=1, out_dir=out / "job",
     )  # fmt: skip
-    result = run_job(job, runner=SimulatorRunner())
+    return run_job(job, runner=SimulatorRunner())
+
+
+def _assert_delegates_exact(result, accelerators, out: Path, name: str) -> None:
+    """Every delegate of every variant equal to the TOSA reference on each configuration
+    (-256 as the chain compiled it, the others compiled again by Vela), 2 random samples."""
     rng = np.random.default_rng(7)
     for variant, vr in result.variants.items():
         assert vr.run.outputs_match_reference, f"{name} {variant}"
         for d in vr.program.delegates:
-            for npu in ("ethos-u85-256", "ethos-u85-128", "ethos-u85-512"):
-                out = tmp_path / variant / str(d.index) / npu
-                payload = d.payload if npu == "ethos-u85-256" else _compile(d.tosa_path, npu, out)
+            for npu in accelerators:
+                at = out / variant / str(d.index) / npu
+                payload = d.payload if npu == "ethos-u85-256" else _compile(d.tosa_path, npu, at)
                 for _ in range(2):
                     xs = _input_arrays(d.tosa_path, rng)
                     got = simulate(load_payload(payload), xs, npu, SYSTEM, MODE).outputs
                     for g, w in zip(got, tosa_reference(d.tosa_path, xs)):
                         assert np.array_equal(np.asarray(g).reshape(-1), np.asarray(w).reshape(-1))
+
+
+@pytest.mark.parametrize("name", A16W8_NETS)
+def test_a16w8_collection_nets_bit_exact_on_u85(tmp_path, name):
+    result = _collection_run(name, "a16w8", tmp_path)
+    _assert_delegates_exact(result, ("ethos-u85-256", "ethos-u85-128", "ethos-u85-512"),
+                            tmp_path, name)  # fmt: skip
+
+
+# collection nets with NPU_OP_RESIZE (nearest and bilinear upsampling), on the configurations
+# scripts/u85_sweep.py runs them on (tiny_unet is in its SUBSET)
+RESIZE_NETS = {
+    "upsample_net": ("ethos-u85-256",),
+    "tiny_unet": ("ethos-u85-256", "ethos-u85-128", "ethos-u85-512"),
+    "tiny_unet_batch2": ("ethos-u85-256",),
+}
+
+
+@pytest.mark.parametrize("quant", ["int8", "a16w8"])
+@pytest.mark.parametrize("name", sorted(RESIZE_NETS))
+def test_resize_collection_nets_bit_exact_on_u85(tmp_path, name, quant):
+    result = _collection_run(name, quant, tmp_path)
+    for vr in result.variants.values():
+        (delegate,) = vr.program.delegates
+        steps = plan_for(load_payload(delegate.payload), accelerator("ethos-u85-256")).steps
+        assert any(s.record.kind == "resize" for s in steps), name
+    _assert_delegates_exact(result, RESIZE_NETS[name], tmp_path, f"{name} {quant}")

@@ -170,7 +170,8 @@ def _mac_advice(profile: ProgramProfile, layer: LayerProfile) -> Advice | None:
             why = " Why: " + "; ".join(
                 f"{reason} ({_pct(kept)} used)" for kept, reason in losses[:3]
             )
-    kind = "DepthwiseConv2D" if depthwise else "Conv2D"
+    matmul = layer.shape is not None and layer.shape.kind == "matmul"
+    kind = "DepthwiseConv2D" if depthwise else ("MatMul" if matmul else "Conv2D")
     return Advice(
         "mac-utilisation",
         (layer.source.describe(),),

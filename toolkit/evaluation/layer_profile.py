@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from ..artifacts import CycleFigures, LayerSource, Program, VelaOperation
 from .op_figures import DelegateFigures, OpFigures, OpShape, delegate_figures
 
-MAC_KINDS = ("conv", "depthwise")
+MAC_KINDS = ("conv", "depthwise", "matmul")
 
 
 @dataclass

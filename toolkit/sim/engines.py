@@ -10,9 +10,10 @@ from .dma import prepare_dma
 from .elementwise import prepare_elementwise
 from .matmul import prepare_matmul
 from .memory import Memory
-from .operations import Convolution, Dma, Elementwise, MatMul, Operation, Pooling
+from .operations import Convolution, Dma, Elementwise, MatMul, Operation, Pooling, Resize
 from .pool import prepare_pool
 from .records import Step
+from .resize import prepare_resize
 
 
 def prepare(op: Operation, memory: Memory, decoded: DecodedStreams) -> Step:
@@ -28,4 +29,6 @@ def prepare(op: Operation, memory: Memory, decoded: DecodedStreams) -> Step:
         return prepare_dma(op, memory)
     if isinstance(op, MatMul):
         return prepare_matmul(op, memory)
+    if isinstance(op, Resize):
+        return prepare_resize(op, memory)
     raise TypeError(f"no engine runs {type(op).__name__}")

@@ -10,8 +10,8 @@ Each carries the record (records.OpRecord) its family's timing and traffic read,
 naming its command for messages.
 
 Ethos-U85 fits as new fields and kinds, each refused by the engines until they run it: chaining
-(an IFM or OFM in the chaining buffer: a FeatureMap region of its own), RESIZE (a description of
-its own, with its scale and offset per axis), transpose and reverse on the OFM write (a field of
+(an IFM or OFM in the chaining buffer: a FeatureMap region of its own), RESIZE (Resize: its scale,
+step and offset per axis), transpose and reverse on the OFM write (a field of
 the OFM's FeatureMap: the order and direction its axes are written in), 48-bit accumulators (an
 accumulator width on Convolution and Pooling), four weight streams (WeightStreams per stream,
 as the two cores of the Ethos-U65-512 have today), and new elementwise and pooling modes (new
@@ -147,6 +147,33 @@ class MatMul(NamedTuple):
     record: OpRecord
 
 
+class ResizeAxis(NamedTuple):
+    """One axis of a resize, as TOSA's RESIZE defines it: output index o samples the input at
+    (o * step + offset) / scale_n (its integer part the input index, its remainder the
+    weight in units of 1 / scale_n)."""
+
+    scale_n: int
+    step: int  # scale_d: the input advance per output index, in units of 1 / scale_n
+    offset: int
+
+
+class Resize(NamedTuple):
+    """TOSA's RESIZE of each channel (resize.py): "nearest" takes the nearer input, "bilinear"
+    sums the four neighbours weighted in units of 1 / (scale_n of y x scale_n of x); the sum,
+    `fraction_bits` to the left, then `rescale` and the output stage."""
+
+    label: str
+    mode: str  # "nearest", "bilinear"
+    ifm: FeatureMap  # the input rows and columns the operation reads
+    ofm: FeatureMap
+    y: ResizeAxis
+    x: ResizeAxis
+    fraction_bits: int  # where the resize unit's sum sits: the OFM scale's shift includes them
+    rescale: Rescale
+    finish: Finish
+    record: OpRecord
+
+
 class Elementwise(NamedTuple):
     """mode(A, B) of the scaled operands (A the IFM, B the IFM2 or `scalar`; swapped when
     `reversed`), then `rescale` and the output stage. Modes: mul, add, sub, min, max, lrelu,
@@ -175,4 +202,4 @@ class Dma(NamedTuple):
     record: OpRecord
 
 
-Operation = Convolution | Pooling | Elementwise | Dma | MatMul
+Operation = Convolution | Pooling | Elementwise | Dma | MatMul | Resize

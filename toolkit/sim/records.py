@@ -15,8 +15,8 @@ _NO_REGISTERS: Mapping[str, int] = MappingProxyType({})
 
 
 class OpRecord(NamedTuple):
-    # "conv", "depthwise", "pool.max|average|reduce_sum", "dma",
-    # "elementwise.add|sub|mul|min|max|lrelu|abs|clz|shr|shl"
+    # "conv", "depthwise", "pool.max|average|reduce_sum|sum", "dma", "matmul", "resize",
+    # "elementwise.add|sub|mul|min|max|lrelu|abs|clz|shr|shl|..."
     kind: str
     offset: int  # byte offset of the NPU_OP_* command in the command stream
     macs: int

@@ -1,7 +1,8 @@
 """The five Ethos-U85 configurations, with the figures Vela 5.2.0's U85 architecture and
 performance model give them (regor: s_EthosU85Configs and s_EthosU85PerfInfo in
 architecture/ethosu85/ethos_u85.cpp; the numbers only, no code): MAC cores, OFM u-blocks, the
-RAMs, the AXI ports, each channel's read buffer, and the output stage's cycles per element.
+RAMs, the AXI ports, each channel's read buffer, and the cycles per element of the output stage
+and of the resize unit.
 
 The simulator's "internal memory" of a U85 is its 2 KB LUT memory (8 slots of 256 bytes): the
 LUT DMAs write there (region mode INTERNAL) and ACTIVATION reads it.
@@ -35,29 +36,36 @@ class U85Figures(NamedTuple):
     # int32 binary elementwise to int32
     output_cycles: tuple[float, float, float, float, float, float]
     activation_cycles: tuple[float, float]  # normal, half rate (H<->W transposes, reverse W)
+    # the resize unit's cycles per OFM element, 8-bit and 16-bit IFM, at a low and a high ratio
+    resize_low: tuple[float, float]
+    resize_high: tuple[float, float]
 
 
 FIGURES: dict[str, U85Figures] = {
     "ethos-u85-128": U85Figures(
         128, 1, ((1, 2, 8), (1, 1, 16)), 8, 8, 2, 768, 2, 1,
-        (64, 64, 128, 128, 104, 16), (0.5, 0.5, 0.5, 1, 1, 1), (0.5, 1),
+        (64, 64, 128, 128, 104, 16), (0.5, 0.5, 0.5, 1, 1, 1), (0.5, 1), (0.5, 1), (0.5, 1),
     ),
     "ethos-u85-256": U85Figures(
         256, 1, ((1, 2, 16), (1, 4, 8), (2, 2, 8)), 16, 16, 2, 1536, 2, 1,
         (104, 104, 128, 128, 128, 16), (0.25, 0.25, 0.25, 0.5, 0.5, 0.5), (0.25, 0.5),
+        (0.25, 0.5), (0.25, 0.5),
     ),
     "ethos-u85-512": U85Figures(
         512, 2, ((2, 2, 16), (1, 4, 16)), 16, 32, 4, 3072, 2, 1,
         (128, 128, 256, 256, 128, 16), (0.125, 0.125, 0.25, 0.5, 0.25, 0.25), (0.125, 0.25),
+        (0.125, 0.25), (0.125, 0.25),
     ),
     "ethos-u85-1024": U85Figures(
         1024, 4, ((2, 2, 32), (1, 4, 32), (2, 4, 16)), 16, 64, 4, 6144, 2, 2,
         (256, 256, 416, 208, 256, 16), (0.0625, 0.125, 0.25, 0.5, 0.125, 0.25), (0.0625, 0.125),
+        (0.125, 0.125), (0.0625, 0.125),
     ),
     "ethos-u85-2048": U85Figures(
         2048, 4, ((2, 2, 64), (1, 4, 64), (4, 4, 16)), 32, 128, 8, 12288, 4, 2,
         (256, 256, 512, 256, 256, 16),
         (0.03125, 0.0625, 0.125, 0.25, 0.0625, 0.125), (0.03125, 0.0625),
+        (0.0625, 0.0625), (0.03125, 0.0625),
     ),
 }  # fmt: skip
 

@@ -12,7 +12,10 @@ figures (configurations.py) and the memory system of the Vela ini (memory_system
   The output stage takes its cycles per element (8/16/32-bit OFM, 32-bit into a chaining buffer,
   an activation or transpose beside it); the command issue limit is a quarter of a block's
   memory, MAC and output work; the slower of MAC and output paces the blocks.
-- Elementwise: the output stage per element, or the command issue limit if slower.
+- Elementwise and resize: the output stage per element (the resize unit's: regor's resizeLow
+  or resizeHigh by IFM width, high when both upscale ratios reach MACs / 512), or the command
+  issue limit if slower.
+- MatMul (kind "matmul"): a depth-first convolution over the IFM depth, as regor times it.
 - Feature maps in a chaining buffer cost no memory time and move no bytes: a chained operation
   neither writes its OFM nor reads its IFM from memory (Vela: NeedsAllocation).
 - Memory: each operation's bytes per region at the ini's bandwidth; the operation takes the
@@ -38,6 +41,7 @@ from .fields import STORAGE_CHAINED
 _MICROBLOCKS = {0: (1, 1), 1: (1, 2), 2: (1, 4), 3: (2, 2), 4: (2, 4), 5: (4, 4)}
 _OUTPUT_INDEX = {1: 0, 2: 1, 4: 2, 8: 3}
 _CHAINED_32BIT = 4
+_CONV_KINDS = ("conv", "matmul")  # what works through the IFM depth in IFM blocks
 
 
 def _chained(record: OpRecord, name: str) -> bool:
@@ -67,6 +71,20 @@ def _ifm_block_depth(record: OpRecord, figures: U85Figures, ub_depth: int) -> in
     return 64
 
 
+def _streamed(record: OpRecord) -> bool:
+    """Whether the operation streams its IFM through the output stage, without the MACs."""
+    return record.kind.startswith("elementwise") or record.kind == "resize"
+
+
+def resize_cycles_per_element(record: OpRecord, figures: U85Figures) -> float:
+    """regor's GetOutputCyclesPerElement for a resize: the high rate when the smaller of the
+    rounded upscale ratios (OFM + IFM / 2) / IFM of width and height reaches MACs / 512."""
+    (ih, iw, _), (oh, ow, _) = record.ifm_shape, record.ofm_shape
+    ratio = min((ow + iw // 2) // iw, (oh + ih // 2) // ih)
+    rates = figures.resize_high if ratio >= figures.macs // 512 else figures.resize_low
+    return rates[0 if record.ifm_elem_size == 1 else 1]
+
+
 def output_cycles_per_element(record: OpRecord, accelerator: Accelerator) -> float:
     """The output stage's cycles per OFM element, an activation or transpose beside it."""
     figures = FIGURES[accelerator.name]
@@ -75,6 +93,8 @@ def output_cycles_per_element(record: OpRecord, accelerator: Accelerator) -> flo
     if _chained(record, "OFM") and size == 4:
         index = _CHAINED_32BIT
     cycles = figures.output_cycles[index]
+    if record.kind == "resize":
+        cycles = resize_cycles_per_element(record, figures)
     precision = record.register("OFM_PRECISION")
     transpose, reverse = precision >> 11 & 7, precision >> 9 & 3
     if record.activation or transpose or reverse:
@@ -116,7 +136,7 @@ def _mac_cycles_per_block(record: OpRecord, figures: U85Figures, block: tuple, u
         for y in range(0, kh, 8):
             elements = min(kh - y, 8) * min(kw - x, 8)
             total += _kernel_part_cycles(record, figures, shape, elements)
-    if record.kind == "conv":
+    if record.kind in _CONV_KINDS:
         total *= ceil(record.ifm_depth / shape.ifm_block_depth)
     return total
 
@@ -153,7 +173,7 @@ def _kernel_part_cycles(
     delay = 0
     if ub_wh == 1:
         delay = delay_each * (steps if ub_depth == 1 else max(steps - 1, 0) * ub_depth)
-    if kind == "conv" and record.part_kernel_first:
+    if kind in _CONV_KINDS and record.part_kernel_first:
         delay *= ceil(ifm_block_depth / 8)
     return cycles + delay
 
@@ -164,7 +184,7 @@ def _ifm_block(record: OpRecord, block: tuple) -> tuple[int, int, int]:
     return (
         min(ih, (block[0] - 1) * sy + (kh - 1) * dy + 1),
         min(iw, (block[1] - 1) * sx + (kw - 1) * dx + 1),
-        ic if record.kind == "conv" else min(ic, block[2]),
+        ic if record.kind in _CONV_KINDS else min(ic, block[2]),
     )
 
 
@@ -192,7 +212,8 @@ def mac_op_cycles(record: OpRecord, accelerator: Accelerator, memory: MemorySyst
 
 
 def elementwise_cycles(record: OpRecord, accelerator: Accelerator, memory: MemorySystem) -> int:
-    """EstimateElementwiseCycles: the output stage per element, or the command issue limit."""
+    """EstimateElementwiseCycles (elementwise and resize): the output stage per element, or the
+    command issue limit."""
     oh, ow, oc = record.ofm_shape
     depth = ceil(oc / 16) * 16 if record.ofm_brick else oc
     elements = oh * ow * depth
@@ -238,7 +259,7 @@ def _ofm_run(record: OpRecord, block: tuple) -> int:
 def _ifm_run(record: OpRecord, block: tuple) -> int:
     """Bytes of the longest contiguous run an IFM block read makes."""
     e, depth = record.ifm_elem_size, record.ifm_shape[2]
-    width = _ifm_block(record, block)[1] if not record.kind.startswith("elementwise") else block[1]
+    width = block[1] if _streamed(record) else _ifm_block(record, block)[1]
     if record.ifm_brick:
         return 16 * e * width
     if record.register("IFM_STRIDE_X") == depth * e:
@@ -271,7 +292,7 @@ def op_timing(record: OpRecord, accelerator: Accelerator, memory: MemorySystem) 
     if record.kind == "dma":
         cycles = dma_cycles(record, memory)
         return OpTiming(0, cycles)
-    if record.kind.startswith("elementwise"):
+    if _streamed(record):
         compute = elementwise_cycles(record, accelerator, memory)
     else:
         compute = mac_op_cycles(record, accelerator, memory)
@@ -296,7 +317,7 @@ def pipeline_ends(
     """(fill, drain): the first IFM block's read, and the last OFM block's write: what BLOCKDEP
     lets two kernels overlap."""
     block = tuple(min(b, s) for b, s in zip(record.block, record.ofm_shape))
-    ib = _ifm_block(record, block) if not record.kind.startswith("elementwise") else block
+    ib = block if _streamed(record) else _ifm_block(record, block)
     fill = _block_read_cycles(record, memory, ib[0] * ib[1] * ib[2] * record.ifm_elem_size, "IFM")
     drain = _block_write_cycles(record, memory, block[0] * block[1] * block[2] *
                                 record.ofm_elem_size)  # fmt: skip

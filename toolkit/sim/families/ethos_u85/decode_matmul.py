@@ -41,7 +41,7 @@ def describe_matmul(regs: Registers) -> MatMul:
     scale, shift = ofm_scale(regs)
     rescale = outstage.shared_rescale(scale, shift, rounding(regs, shift=shift))
     record = OpRecord(
-        kind="conv",
+        kind="matmul",
         macs=int(ofm.height * ofm.width * ofm.depth * depth),
         bytes_read=(fm_bytes(ifm), fm_bytes(ifm2)),
         bytes_written=(fm_bytes(ofm),),

@@ -13,6 +13,7 @@ from .decode_conv import describe_conv
 from .decode_dma import describe_dma
 from .decode_elementwise import describe_elementwise
 from .decode_pool import describe_pool
+from .decode_resize import describe_resize
 
 
 def describe(accelerator: Accelerator, cmd: Command, values: dict[str, int]) -> Operation:
@@ -25,6 +26,8 @@ def describe(accelerator: Accelerator, cmd: Command, values: dict[str, int]) -> 
         return describe_pool(regs, accelerator)
     if cmd.name == "NPU_OP_ELEMENTWISE":
         return describe_elementwise(regs, accelerator)
+    if cmd.name == "NPU_OP_RESIZE":
+        return describe_resize(regs)
     if cmd.name == "NPU_OP_DMA_START":
         return describe_dma(regs)
     raise UnsupportedError(

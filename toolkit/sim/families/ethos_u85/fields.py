@@ -30,8 +30,14 @@ STORAGE_CHAINED, STORAGE_NONE = 2, 3
 GLOBAL_SCALE = 1 << 8  # OFM_PRECISION scale_mode: one OFM_SCALE (else the scale stream's)
 _SIZES = {0: 1, 1: 2, 2: 4, 3: 8}
 # 64-bit maps Vela writes and reads: a16w8 convolutions' 48-bit accumulators kept whole (an
-# INT48 tensor with two consumers), and the NONE pool that rescales them (from IFM2)
-_WIDE = {("OFM", "NPU_OP_CONV"), ("OFM", "NPU_OP_DEPTHWISE"), ("IFM2", "NPU_OP_POOL")}
+# INT48 tensor with two consumers), an a16w8 RESIZE's INT48 sums whose RESCALE is not a shift,
+# and the NONE pool that rescales them (from IFM2)
+_WIDE = {
+    ("OFM", "NPU_OP_CONV"),
+    ("OFM", "NPU_OP_DEPTHWISE"),
+    ("OFM", "NPU_OP_RESIZE"),
+    ("IFM2", "NPU_OP_POOL"),
+}
 # transpose code -> for each destination axis (h, w, c), the source axis it takes
 _TRANSPOSES = {0: (0, 1, 2), 1: (1, 0, 2), 2: (0, 2, 1), 3: (1, 2, 0), 6: (2, 0, 1), 7: (2, 1, 0)}
 # ACTIVATION functions: (OFM bytes of the table entries, signed index)
@@ -74,7 +80,8 @@ def _layout(regs: Registers, name: str) -> tuple[int, bool, bool]:
     fmt = value >> 6 & 3
     if fmt > 1:
         raise refuse(regs, f"{name} format {fmt}", f"{name}_PRECISION")
-    if size == 8 and (name, regs.command.name) not in _WIDE:
+    # registers read back from a record (op None) were accepted when the operation was planned
+    if size == 8 and regs.op is not None and (name, regs.op.name) not in _WIDE:
         raise refuse(regs, f"a 64-bit {name}", f"{name}_PRECISION")
     return size, bool(value & 1), fmt == 1
 
