@@ -166,14 +166,14 @@ def _imports(path: Path) -> set[str]:
 
 
 # what the rest of the toolkit may import of families/: the registry and the interface
-PUBLIC = {f"toolkit.sim.families{m}" for m in ("", ".family", ".accelerator")}
+PUBLIC = {f"toolkit.sim.families{m}" for m in ("", ".family", ".accelerator_config")}
 
 
 def test_no_module_outside_the_family_homes_imports_a_register_map():
     """The import graph over toolkit/: a family's register map (Vela's ethos_u55_regs, or a
     home's registers module) and everything else of its home are imported inside families/
     only; the rest of the toolkit imports the registry (families/__init__.py) and the
-    interface (family.py, accelerator.py), and asks the family object."""
+    interface (family.py, accelerator_config.py), and asks the family object."""
     offenders = []
     for path in PACKAGE.rglob("*.py"):
         if FAMILIES in path.parents:

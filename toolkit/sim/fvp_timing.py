@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from . import memory_system
 
 if TYPE_CHECKING:
-    from .families.accelerator import Accelerator
+    from .families.accelerator_config import Accelerator
 
 
 class Transfer(NamedTuple):

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .errors import SimError
-from .families.accelerator import Accelerator
+from .families.accelerator_config import Accelerator
 from .memory import Memory
 from .payload import IOTensor, NpuProgram
 

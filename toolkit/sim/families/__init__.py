@@ -26,7 +26,7 @@ from ...npu import accelerator_family
 from ..commands import CommandSet
 from ..errors import SimError
 from . import ethos_u55, ethos_u85
-from .accelerator import Accelerator
+from .accelerator_config import Accelerator
 from .family import NpuFamily
 
 _FAMILIES: tuple[NpuFamily, ...] = (ethos_u55.FAMILY, ethos_u85.FAMILY)

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ..payload import NpuProgram
     from ..records import OpRecord
     from ..registers import Registers
-    from .accelerator import Accelerator
+    from .accelerator_config import Accelerator
 
 # (NPU_OP_* command, the register values set before it): one operation of a stream as its
 # family's decoder reads it (CommandSet.operation_registers)

@@ -24,7 +24,7 @@ from ...memory_system import MemorySystem
 from ...operations import Operation
 from ...records import OpRecord
 from ...registers import Registers
-from ..accelerator import Accelerator
+from ..accelerator_config import Accelerator
 from ..family import AddressRun, NpuFamily, OpTiming, RawOperation
 from . import cycles, decoder, fields, timeline, traffic, weights
 from .configurations import accelerators

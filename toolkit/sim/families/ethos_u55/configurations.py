@@ -7,7 +7,7 @@ accelerator_configs."""
 
 from __future__ import annotations
 
-from ..accelerator import Accelerator
+from ..accelerator_config import Accelerator
 from ..family import NpuFamily
 
 _FIGURES: dict[str, dict] = {

@@ -21,7 +21,7 @@ from typing import NamedTuple
 from ...memory import INTERNAL
 from ...memory_system import MemoryPort, MemorySystem
 from ...records import OpRecord
-from ..accelerator import IFM_UBLOCK_DEPTH, Accelerator
+from ..accelerator_config import IFM_UBLOCK_DEPTH, Accelerator
 from ..family import OpTiming
 
 SUBKERNEL_MAX = 8

@@ -13,7 +13,7 @@ from ...kernel import NEAREST, NO_UPSCALE, TRANSPOSE
 from ...operations import Convolution, StreamAt, WeightStreams
 from ...records import OpRecord
 from ...registers import Registers
-from ..accelerator import Accelerator
+from ..accelerator_config import Accelerator
 from .fields import (
     GLOBAL_SCALE,
     check_common,

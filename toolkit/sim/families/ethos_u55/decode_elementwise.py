@@ -39,7 +39,7 @@ from ...operations import (
 )
 from ...records import OpRecord
 from ...registers import Registers, signed16
-from ..accelerator import Accelerator
+from ..accelerator_config import Accelerator
 from .fields import (
     GLOBAL_SCALE,
     check_common,

@@ -15,7 +15,7 @@ from ...kernel import NEAREST, NO_UPSCALE
 from ...operations import Pooling
 from ...records import OpRecord
 from ...registers import Registers
-from ..accelerator import Accelerator
+from ..accelerator_config import Accelerator
 from .fields import (
     GLOBAL_SCALE,
     check_common,

@@ -31,7 +31,7 @@ from ...layouts import FeatureMap, feature_map
 from ...memory import LUT_BYTES, LUT_SLOT_BYTES
 from ...outstage import Finish
 from ...registers import Registers, signed16
-from ..accelerator import Accelerator
+from ..accelerator_config import Accelerator
 
 _SIZE_CODES = {0: 1, 1: 2, 2: 4}  # the PRECISION registers' size field -> bytes
 NONE, TANH, SIGMOID, LUT_FIRST, LUT_LAST = 0, 3, 4, 16, 23  # ACTIVATION functions

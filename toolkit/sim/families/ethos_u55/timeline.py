@@ -19,7 +19,7 @@ from __future__ import annotations
 from ...fvp_timing import FvpMemory, PmuPrediction, Transfer
 from ...memory import INTERNAL
 from ...records import OpRecord
-from ..accelerator import Accelerator
+from ..accelerator_config import Accelerator
 from . import cycles as cycle_model
 from .registers import COMMANDS
 from .traffic import op_transfers

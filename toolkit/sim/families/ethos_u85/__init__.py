@@ -22,7 +22,7 @@ from ...memory_system import MemorySystem
 from ...operations import Operation
 from ...records import OpRecord
 from ...registers import Registers
-from ..accelerator import Accelerator
+from ..accelerator_config import Accelerator
 from ..family import NpuFamily, OpTiming
 from . import cycles, decoder, fields, timeline, weights
 from .configurations import accelerators

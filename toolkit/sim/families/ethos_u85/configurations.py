@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..accelerator import Accelerator
+from ..accelerator_config import Accelerator
 from ..family import NpuFamily
 
 LUT_MEMORY_BYTES = 2048

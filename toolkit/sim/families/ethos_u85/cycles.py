@@ -33,7 +33,7 @@ from typing import NamedTuple
 from ...memory import INTERNAL, MEMORY_REGIONS
 from ...memory_system import MemorySystem
 from ...records import OpRecord
-from ..accelerator import Accelerator
+from ..accelerator_config import Accelerator
 from ..family import OpTiming
 from .configurations import FIGURES, U85Figures
 from .fields import STORAGE_CHAINED

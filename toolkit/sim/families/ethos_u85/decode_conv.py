@@ -13,7 +13,7 @@ from ...kernel import NO_UPSCALE
 from ...operations import Convolution, MatMul, StreamAt, WeightStreams
 from ...records import OpRecord
 from ...registers import Registers
-from ..accelerator import Accelerator
+from ..accelerator_config import Accelerator
 from ..u85_weights import scale_stream, weight_layout, weight_streams
 from .decode_matmul import describe_matmul
 from .fields import (

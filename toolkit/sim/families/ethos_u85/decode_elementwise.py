@@ -15,7 +15,7 @@ from ...layouts import FeatureMap
 from ...operations import SCALE_EACH, Elementwise, OperandScales
 from ...records import OpRecord
 from ...registers import Registers
-from ..accelerator import Accelerator
+from ..accelerator_config import Accelerator
 from .fields import (
     STORAGE_NONE,
     feature_map,

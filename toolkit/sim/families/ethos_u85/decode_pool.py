@@ -16,7 +16,7 @@ from ...kernel import NEAREST, NO_UPSCALE
 from ...operations import Pooling, StreamAt, WeightStreams
 from ...records import OpRecord
 from ...registers import Registers
-from ..accelerator import Accelerator
+from ..accelerator_config import Accelerator
 from ..u85_weights import scale_stream
 from .decode_conv import check_accumulators
 from .fields import (

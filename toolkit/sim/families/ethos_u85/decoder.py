@@ -8,7 +8,7 @@ from ...commands import Command
 from ...errors import UnsupportedError, at
 from ...operations import Operation
 from ...registers import Registers
-from ..accelerator import Accelerator
+from ..accelerator_config import Accelerator
 from .decode_conv import describe_conv
 from .decode_dma import describe_dma
 from .decode_elementwise import describe_elementwise

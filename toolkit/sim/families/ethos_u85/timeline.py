@@ -17,7 +17,7 @@ from math import ceil
 from ...fvp_timing import FvpMemory, PmuPrediction
 from ...memory import INTERNAL, MEMORY_REGIONS
 from ...records import OpRecord
-from ..accelerator import Accelerator
+from ..accelerator_config import Accelerator
 from . import cycles
 from .registers import COMMANDS
 
