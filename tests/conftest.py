@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -34,6 +35,13 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
+    # API runs without output= keep their folder until exit (atexit), which an xdist worker
+    # skips (os._exit): this process's go now, and the controller's pass takes gone workers'
+    from toolkit.api import _TEMPORARY, _remove_orphaned_folders
+
+    for leftover in Path(tempfile.gettempdir()).glob(_TEMPORARY.format(pid=os.getpid()) + "*"):
+        shutil.rmtree(leftover, ignore_errors=True)
+    _remove_orphaned_folders()
     folder = config.stash.get(_SESSION_CACHE, None)
     if folder is not None:
         shutil.rmtree(folder, ignore_errors=True)
