@@ -183,6 +183,7 @@ def test_zoo_compiles_are_the_same_bytes_with_and_without(spec, variant, tmp_pat
     assert _fingerprint(fast) == _fingerprint(slow)
 
 
+@pytest.mark.slow  # a compile with a symbolic batch, 20 s on 2 cores
 def test_a_fake_tensor_of_symbolic_size_is_not_reused(tmp_path, monkeypatch):
     """reuse-fake-results keyed a tensor by its shape, and a SymInt does not hash: compiling this
     model ended in "TypeError: unhashable type: non-nested SymInt"."""

@@ -64,7 +64,14 @@ def _assert_one_delegate_above(result, variant: str, floor: float) -> None:
     assert result.variants[variant].reference.accuracy.sqnr_db > floor, variant
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+# the decoders' and the upsampling net's compiles (15-20 s each on 2 cores) in the slow run
+SLOW_CASES = {"ConvTransposeDecoder", "TimeSeriesDecoder", "UpsampleNet"}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_CASES else n for n in sorted(CASES)],
+)
 def test_compiles_to_one_delegate_without_cpu_operators(job, name):
     _assert_one_delegate_above(job(name, ("fused",)), "fused", CASES[name][1])
 
