@@ -16,6 +16,7 @@ from multiprocessing.connection import Connection, wait
 from .record import BenchRecord
 from .results import lost_run_record
 from .suite import RunSpec
+from .worker_server import worker_context
 
 OnRecord = Callable[[BenchRecord], None]
 ATTEMPTS = 2
@@ -26,12 +27,6 @@ class _Worker:
     process: multiprocessing.process.BaseProcess
     conn: Connection
     spec: RunSpec | None = None
-
-
-def _context():
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["toolkit.bench.worker"])
-    return ctx
 
 
 def _start(ctx, out_root: str) -> _Worker:
@@ -45,7 +40,7 @@ def _start(ctx, out_root: str) -> _Worker:
 
 
 def run_local(specs: Sequence[RunSpec], out_root: str, jobs: int, on_record: OnRecord) -> None:
-    ctx = _context()
+    ctx = worker_context()
     queue = list(reversed(specs))
     attempts: dict[RunSpec, int] = {}
     workers = [_start(ctx, out_root) for _ in range(max(1, min(jobs, len(specs))))]

@@ -108,6 +108,10 @@ def _before_the_verb(args: argparse.Namespace) -> None:
         from ..model_spec import check_model_spec
 
         check_model_spec(args.model)
+    if args.verb == "bench" and not args.scheduler:
+        from ..bench.worker_server import start_worker_server
+
+        start_worker_server()  # its imports go on beside this process's
     if args.verb in TORCH_VERBS and not args.debug:
         quiet_torch_import()
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import multiprocessing
-import multiprocessing.forkserver
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from multiprocessing.connection import Connection, wait
 from ..bench.record import BenchRecord
 from ..bench.results import lost_run_record
 from ..bench.suite import RunSpec
+from ..bench.worker_server import start_worker_server, worker_context
 from ..errors import UserError
 from .lease import PlaceLease
 from .session import FarmSession
@@ -116,15 +116,13 @@ class FarmPool:
         self.session = session
         self.out_root = out_root
         self.on_record = on_record
-        self.ctx = multiprocessing.get_context("forkserver")
-        self.ctx.set_forkserver_preload(["toolkit.farm.worker"])
+        self.ctx = worker_context()
         self.places: list[_Place] = []
         self.queue: list[RunSpec] = []
         self.attempts: dict[RunSpec, int] = {}
 
     def run(self, specs: Sequence[RunSpec], places: dict[str, dict[str, str]], wait_s: float):
-        # the workers' imports (torch, ExecuTorch: seconds) go on while places are reserved
-        multiprocessing.forkserver.ensure_running()
+        start_worker_server()  # running already when etk bench started it
         self.queue = list(specs)
         for name, tags in places.items():
             self.places.append(_Place(name, tags, self.session.reserve(name)))
