@@ -33,7 +33,10 @@ def import_run_dependencies() -> None:
     """What every run imports, done once where workers are forked from (the forkserver) instead of
     in each worker's first run: the BundleIO writer alone pulls in executorch.exir (8 s here)."""
     import ethosu.vela.architecture_features  # noqa: F401 - the Vela ini's reader
-    import executorch.devtools  # noqa: F401
+
+    from ..console_capture import quiet_torch_import
+
+    quiet_torch_import("executorch.devtools")  # torchao's import-time chatter is not for users
     import executorch.devtools.bundled_program.serialize  # noqa: F401
 
 
