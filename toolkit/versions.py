@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import platform
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
@@ -13,8 +14,29 @@ from pathlib import Path
 TESTED_VELA = "5.2.0"
 
 
+# Environment variables that choose torch's float kernels (oneDNN's, MKL's, ATen's own)
+_FLOAT_KERNEL_OVERRIDES = (
+    "ONEDNN_MAX_CPU_ISA",
+    "DNNL_MAX_CPU_ISA",
+    "MKL_ENABLE_INSTRUCTIONS",
+    "ATEN_CPU_CAPABILITY",
+)
+
+
+def host_float_kernels() -> str:
+    """The host's float kernels, as torch picks them: calibration runs the float model on them,
+    and their rounding differs by vector width. On an AVX-512 host DS-CNN's calibrated scales
+    differ from an AVX2 host's in the last float32 bits, and so do some of Vela's scale shifts:
+    a program is reproducible on hosts of the same kind."""
+    import torch
+
+    kind = f"{platform.machine()} {torch.backends.cpu.get_cpu_capability()}"
+    overrides = [f"{n}={os.environ[n]}" for n in _FLOAT_KERNEL_OVERRIDES if os.environ.get(n)]
+    return " ".join([kind, *overrides])
+
+
 def tool_versions() -> dict[str, str]:
-    versions = {"python": platform.python_version()}
+    versions = {"python": platform.python_version(), "host_float_kernels": host_float_kernels()}
     for key, dist in (
         ("torch", "torch"),
         ("executorch", "executorch"),

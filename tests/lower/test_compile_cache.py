@@ -106,3 +106,21 @@ def test_publishing_where_no_folder_can_be_made_fails_naming_why(tmp_path):
     blocker.write_text("")
     with pytest.raises(compile_cache.PublishFailed, match=r"^Not a directory$"):
         compile_cache.publish(tmp_path, blocker / "k1")
+
+
+def test_the_key_names_the_hosts_float_kernels(monkeypatch):
+    """Calibration's float rounding depends on the kernels torch picks for this CPU, so a program
+    compiled on an AVX2 host is not served to an AVX-512 one from a shared cache."""
+    from toolkit.versions import tool_versions
+
+    model = load_model("zoo:conv2d_relu")
+    calibration = random_calibration(model.example_inputs, 4, 7)
+    npu = load_target("corstone-300").npu()
+    for name in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS"):
+        monkeypatch.delenv(name, raising=False)  # torch read ATEN_CPU_CAPABILITY at its import
+    here = cache_key(model, calibration, "fused", npu, (), DEFAULT_REWRITES)
+    kernels = tool_versions()["host_float_kernels"]
+    assert re.fullmatch(r"\S+ (DEFAULT|VSX|Z VECTOR|NO AVX|AVX2|AVX512|SVE\d+)( \S+=\S+)?", kernels)
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    assert tool_versions()["host_float_kernels"] == f"{kernels} ONEDNN_MAX_CPU_ISA=AVX2"
+    assert cache_key(model, calibration, "fused", npu, (), DEFAULT_REWRITES) != here

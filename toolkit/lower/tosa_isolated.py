@@ -13,6 +13,7 @@ starts a new one. A child ends when etk closes its stdin, at exit at the latest.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -111,6 +112,10 @@ class _Children:
     def _stop(cls, key: str) -> int:
         process = cls.live.pop(key)
         process.kill()
+        for pipe in (process.stdin, process.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):  # a write still buffered to a dead child
+                    pipe.close()
         return process.wait()
 
 
