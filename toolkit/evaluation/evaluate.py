@@ -19,6 +19,7 @@ from ..models.input_draws import describe_draws, draw_samples
 from ..runners.base import HostRunner, Runner
 from ..targets import Target
 from .metrics import Accuracy, input_clipping, output_accuracy
+from .split_runs import run_samples
 
 EVAL_SEED_OFFSET = 1000  # evaluation inputs never coincide with calibration inputs
 # ExecuTorch's Zephyr hello-executorch sample (src/arm_executor_runner.cpp, prepare_input_tensors)
@@ -142,8 +143,9 @@ def evaluate(
 def evaluate_on_host(
     program: Program, runner: HostRunner, inputs: Samples, reference_floats: Samples
 ) -> Evaluation:
-    """evaluate() on a runner that needs no target (the host reference run)."""
-    runs = tuple(runner.run(program, list(sample)) for sample in inputs)
+    """evaluate() on a runner that needs no target (the host reference run); slow runs on two
+    CPUs (split_runs.py)."""
+    runs = tuple(run_samples(lambda sample: runner.run(program, list(sample)), list(inputs)))
     return _scored(program, inputs, reference_floats, runs)
 
 
