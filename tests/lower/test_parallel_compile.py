@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from toolkit.errors import UserError
+from toolkit.forked import can_fork_a_worker
 from toolkit.lower import parallel
 from toolkit.lower.build_variant import compile_variant
 from toolkit.models.loader import load_model
@@ -19,7 +20,7 @@ from toolkit.quantize.calibration import random_calibration
 from toolkit.rewrites import DEFAULT_REWRITES
 from toolkit.targets import load_target
 
-pytestmark = pytest.mark.skipif(not parallel.can_compile_in_parallel(), reason="needs fork, 2 CPUs")
+pytestmark = pytest.mark.skipif(not can_fork_a_worker(), reason="needs fork, 2 CPUs")
 
 
 def test_child_error_is_raised_in_the_parent(monkeypatch):

@@ -10,37 +10,16 @@ process, where a fork would cost more than it saves.
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-import pickle
 import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from ..child_process import end_with_parent
-from ..errors import ToolError
-from ..lower.parallel import can_compile_in_parallel
+from ..forked import ForkedWork, can_fork_a_worker
 
 SLOW_RUN_S = 0.5
 
 Sample = TypeVar("Sample")
 Result = TypeVar("Result")
-
-
-def _child(connection, run_one, samples, parent: int) -> None:
-    end_with_parent(parent)
-    import torch
-
-    torch.set_num_threads(1)  # GNU OpenMP's threads do not survive a fork (lower/parallel.py)
-    try:
-        connection.send([run_one(sample) for sample in samples])
-    except BaseException as exc:  # noqa: BLE001 - re-raised in the parent
-        try:
-            connection.send(pickle.loads(pickle.dumps(exc)))
-        except Exception:  # noqa: BLE001 - one that does not pickle (any type): its text
-            connection.send(ToolError(f"{type(exc).__name__}: {exc}"))
-    finally:
-        connection.close()
 
 
 def run_samples(run_one: Callable[[Sample], Result], samples: Sequence[Sample]) -> list[Result]:
@@ -52,27 +31,13 @@ def run_samples(run_one: Callable[[Sample], Result], samples: Sequence[Sample]) 
     results = [run_one(samples[0])]
     rest = list(samples[1:])
     slow = time.perf_counter() - start >= SLOW_RUN_S
-    if len(rest) < 2 or not slow or not can_compile_in_parallel():
+    if len(rest) < 2 or not slow or not can_fork_a_worker():
         return results + [run_one(sample) for sample in rest]
-    mine, theirs = rest[: (len(rest) + 1) // 2], rest[(len(rest) + 1) // 2 :]
-    context = multiprocessing.get_context("fork")
-    receive, send = context.Pipe(duplex=False)
-    child = context.Process(target=_child, args=(send, run_one, theirs, os.getpid()), daemon=True)
-    child.start()
-    send.close()
+    half = (len(rest) + 1) // 2
+    child = ForkedWork(lambda: [run_one(sample) for sample in rest[half:]], "a host reference run")
     try:
-        results += [run_one(sample) for sample in mine]
-        outcome = receive.recv()
-    except EOFError:  # the child died before it could report
-        child.join()
-        raise ToolError(
-            f"a host reference run in a child process failed (exit code {child.exitcode})"
-        ) from None
+        results += [run_one(sample) for sample in rest[:half]]
     except BaseException:
-        child.terminate()
-        child.join()
+        child.cancel()
         raise
-    child.join()
-    if isinstance(outcome, BaseException):
-        raise outcome
-    return results + outcome
+    return results + child.result()
