@@ -14,13 +14,9 @@ from pathlib import Path
 TESTED_VELA = "5.2.0"
 
 
-# Environment variables that choose torch's float kernels (oneDNN's, MKL's, ATen's own)
-_FLOAT_KERNEL_OVERRIDES = (
-    "ONEDNN_MAX_CPU_ISA",
-    "DNNL_MAX_CPU_ISA",
-    "MKL_ENABLE_INSTRUCTIONS",
-    "ATEN_CPU_CAPABILITY",
-)
+# Environment variables that choose oneDNN's and MKL's float kernels (ATen's own choice,
+# ATEN_CPU_CAPABILITY included, is torch's CPU capability)
+_FLOAT_KERNEL_OVERRIDES = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS")
 
 
 def host_float_kernels() -> str:
